@@ -1,0 +1,116 @@
+package catalog
+
+import "github.com/runneldb/runnel/internal/types"
+
+// ObjectID identifies a catalog object (database, schema, relation, user).
+// Ids come from a durable allocator and are never reused.
+type ObjectID uint32
+
+// TableID identifies a state table in the storage engine. A relation owns
+// one or more state tables (a table or materialized view: the one holding
+// its rows; an executor in a view's stream graph: its own).
+type TableID uint32
+
+// RelationKind is what a relation is.
+type RelationKind uint8
+
+const (
+	KindTable RelationKind = iota
+	KindMaterializedView
+	KindView // a plain (non-materialized) view: only its definition is stored
+	KindSource
+	KindSystem // a virtual system table (pg_catalog, information_schema, rw_catalog)
+)
+
+func (k RelationKind) String() string {
+	switch k {
+	case KindTable:
+		return "table"
+	case KindMaterializedView:
+		return "materialized view"
+	case KindView:
+		return "view"
+	case KindSource:
+		return "source"
+	case KindSystem:
+		return "system table"
+	}
+	return "relation"
+}
+
+// Column is one column of a relation.
+type Column struct {
+	Name    string
+	Type    types.Type
+	NotNull bool
+	// Default is the SQL text of the DEFAULT expression ("" when none).
+	Default string
+	// Hidden columns (the generated _row_id of a table without a primary
+	// key) are not returned by SELECT * and not listed by \d.
+	Hidden bool
+}
+
+// Relation describes a table, view, materialized view or source.
+type Relation struct {
+	ID         ObjectID
+	DatabaseID ObjectID
+	SchemaID   ObjectID
+	Name       string
+	Kind       RelationKind
+	Owner      string
+	Columns    []Column
+	// PK holds the column indices of the primary key, in key order. A table
+	// declared without one gets a hidden _row_id column as its key. For a
+	// materialized view it is the stream key derived by the planner.
+	PK []int
+	// DistKey holds the column indices that choose a row's virtual node
+	// (defaults to PK).
+	DistKey []int
+	// StateTable is the storage table holding the relation's rows (tables
+	// and materialized views); 0 for views and system tables.
+	StateTable TableID
+	// Definition is the defining SELECT of a view or materialized view.
+	Definition string
+	// DependsOn lists the relations a view reads.
+	DependsOn []ObjectID
+	// AppendOnly marks sources and append-only tables.
+	AppendOnly bool
+	// Options holds WITH (...) options (connector settings).
+	Options map[string]string
+}
+
+// VisibleColumns returns the indices of the columns SELECT * returns.
+func (r *Relation) VisibleColumns() []int {
+	out := make([]int, 0, len(r.Columns))
+	for i, c := range r.Columns {
+		if !c.Hidden {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// ColumnIndex returns the index of the named column, or -1.
+func (r *Relation) ColumnIndex(name string) int {
+	for i, c := range r.Columns {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Schema is a namespace in a database.
+type Schema struct {
+	ID         ObjectID
+	DatabaseID ObjectID
+	Name       string
+	Owner      string
+}
+
+// Database is a database; sessions connect to one.
+type Database struct {
+	ID    ObjectID
+	Name  string
+	Owner string
+}

@@ -1,0 +1,256 @@
+package types
+
+import "fmt"
+
+// Kind is the physical representation of a value.
+type Kind uint8
+
+const (
+	KindNull Kind = iota // the type of an untyped NULL literal
+	KindBool
+	KindInt16
+	KindInt32
+	KindInt64
+	KindFloat32
+	KindFloat64
+	KindNumeric
+	KindVarchar // text and varchar share a representation
+	KindBytea
+	KindDate
+	KindTime
+	KindTimestamp
+	KindTimestamptz
+	KindInterval
+	KindJsonb
+	KindUnknown // an untyped string literal before coercion
+	numKinds
+)
+
+// PostgreSQL type OIDs (pg_type.oid) for the supported types.
+const (
+	OIDBool        uint32 = 16
+	OIDBytea       uint32 = 17
+	OIDInt8        uint32 = 20
+	OIDInt2        uint32 = 21
+	OIDInt4        uint32 = 23
+	OIDText        uint32 = 25
+	OIDOid         uint32 = 26
+	OIDFloat4      uint32 = 700
+	OIDFloat8      uint32 = 701
+	OIDUnknown     uint32 = 705
+	OIDVarchar     uint32 = 1043
+	OIDDate        uint32 = 1082
+	OIDTime        uint32 = 1083
+	OIDTimestamp   uint32 = 1114
+	OIDTimestamptz uint32 = 1184
+	OIDInterval    uint32 = 1186
+	OIDNumeric     uint32 = 1700
+	OIDJsonb       uint32 = 3802
+)
+
+// Type is a SQL type: a Kind plus a type modifier. The zero Type is the type
+// of an untyped NULL.
+type Type struct {
+	Kind Kind
+	// Text distinguishes text (true) from varchar (false) for KindVarchar;
+	// they behave the same but report different OIDs and names.
+	Text bool
+	// Mod is the PostgreSQL typmod: -1 when absent. varchar(n): n; numeric(p,s):
+	// p<<16 | s; time/timestamp(p): p.
+	Mod int32
+}
+
+// Common types, with no modifier.
+var (
+	Null        = Type{Kind: KindNull, Mod: -1}
+	Bool        = Type{Kind: KindBool, Mod: -1}
+	Int16       = Type{Kind: KindInt16, Mod: -1}
+	Int32       = Type{Kind: KindInt32, Mod: -1}
+	Int64       = Type{Kind: KindInt64, Mod: -1}
+	Float32     = Type{Kind: KindFloat32, Mod: -1}
+	Float64     = Type{Kind: KindFloat64, Mod: -1}
+	Numeric     = Type{Kind: KindNumeric, Mod: -1}
+	Varchar     = Type{Kind: KindVarchar, Mod: -1}
+	Text        = Type{Kind: KindVarchar, Text: true, Mod: -1}
+	Bytea       = Type{Kind: KindBytea, Mod: -1}
+	Date        = Type{Kind: KindDate, Mod: -1}
+	Time        = Type{Kind: KindTime, Mod: -1}
+	Timestamp   = Type{Kind: KindTimestamp, Mod: -1}
+	Timestamptz = Type{Kind: KindTimestamptz, Mod: -1}
+	Interval    = Type{Kind: KindInterval, Mod: -1}
+	Jsonb       = Type{Kind: KindJsonb, Mod: -1}
+	Unknown     = Type{Kind: KindUnknown, Mod: -1}
+)
+
+// OID returns the PostgreSQL type OID.
+func (t Type) OID() uint32 {
+	switch t.Kind {
+	case KindBool:
+		return OIDBool
+	case KindInt16:
+		return OIDInt2
+	case KindInt32:
+		return OIDInt4
+	case KindInt64:
+		return OIDInt8
+	case KindFloat32:
+		return OIDFloat4
+	case KindFloat64:
+		return OIDFloat8
+	case KindNumeric:
+		return OIDNumeric
+	case KindVarchar:
+		if t.Text {
+			return OIDText
+		}
+		return OIDVarchar
+	case KindBytea:
+		return OIDBytea
+	case KindDate:
+		return OIDDate
+	case KindTime:
+		return OIDTime
+	case KindTimestamp:
+		return OIDTimestamp
+	case KindTimestamptz:
+		return OIDTimestamptz
+	case KindInterval:
+		return OIDInterval
+	case KindJsonb:
+		return OIDJsonb
+	case KindUnknown:
+		return OIDUnknown
+	}
+	// An untyped NULL is reported as text, as PostgreSQL does for SELECT NULL.
+	return OIDText
+}
+
+// FromOID returns the Type for a PostgreSQL type OID.
+func FromOID(oid uint32) (Type, bool) {
+	switch oid {
+	case OIDBool:
+		return Bool, true
+	case OIDInt2:
+		return Int16, true
+	case OIDInt4, OIDOid:
+		return Int32, true
+	case OIDInt8:
+		return Int64, true
+	case OIDFloat4:
+		return Float32, true
+	case OIDFloat8:
+		return Float64, true
+	case OIDNumeric:
+		return Numeric, true
+	case OIDVarchar:
+		return Varchar, true
+	case OIDText:
+		return Text, true
+	case OIDBytea:
+		return Bytea, true
+	case OIDDate:
+		return Date, true
+	case OIDTime:
+		return Time, true
+	case OIDTimestamp:
+		return Timestamp, true
+	case OIDTimestamptz:
+		return Timestamptz, true
+	case OIDInterval:
+		return Interval, true
+	case OIDJsonb:
+		return Jsonb, true
+	case OIDUnknown:
+		return Unknown, true
+	}
+	return Type{}, false
+}
+
+// Name is the type's name as PostgreSQL's format_type prints it
+// ("integer", "character varying(10)", "numeric(10,2)").
+func (t Type) Name() string {
+	switch t.Kind {
+	case KindNull:
+		return "unknown"
+	case KindBool:
+		return "boolean"
+	case KindInt16:
+		return "smallint"
+	case KindInt32:
+		return "integer"
+	case KindInt64:
+		return "bigint"
+	case KindFloat32:
+		return "real"
+	case KindFloat64:
+		return "double precision"
+	case KindNumeric:
+		if t.Mod >= 0 {
+			return fmt.Sprintf("numeric(%d,%d)", t.Mod>>16, t.Mod&0xffff)
+		}
+		return "numeric"
+	case KindVarchar:
+		if t.Text {
+			return "text"
+		}
+		if t.Mod >= 0 {
+			return fmt.Sprintf("character varying(%d)", t.Mod)
+		}
+		return "character varying"
+	case KindBytea:
+		return "bytea"
+	case KindDate:
+		return "date"
+	case KindTime:
+		return "time without time zone"
+	case KindTimestamp:
+		return "timestamp without time zone"
+	case KindTimestamptz:
+		return "timestamp with time zone"
+	case KindInterval:
+		return "interval"
+	case KindJsonb:
+		return "jsonb"
+	case KindUnknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("kind(%d)", t.Kind)
+}
+
+func (t Type) String() string { return t.Name() }
+
+// Equal reports whether two types are the same, modifiers included.
+func (t Type) Equal(o Type) bool { return t == o }
+
+// IsNumeric reports whether the type is one of the number types.
+func (t Type) IsNumeric() bool {
+	switch t.Kind {
+	case KindInt16, KindInt32, KindInt64, KindFloat32, KindFloat64, KindNumeric:
+		return true
+	}
+	return false
+}
+
+// IsInteger reports whether the type is smallint, integer or bigint.
+func (t Type) IsInteger() bool {
+	return t.Kind == KindInt16 || t.Kind == KindInt32 || t.Kind == KindInt64
+}
+
+// TypLen is pg_type.typlen: the fixed width in bytes, or -1 for varlena.
+func (t Type) TypLen() int16 {
+	switch t.Kind {
+	case KindBool:
+		return 1
+	case KindInt16:
+		return 2
+	case KindInt32, KindFloat32, KindDate:
+		return 4
+	case KindInt64, KindFloat64, KindTime, KindTimestamp, KindTimestamptz:
+		return 8
+	case KindInterval:
+		return 16
+	case KindUnknown:
+		return -2
+	}
+	return -1
+}
