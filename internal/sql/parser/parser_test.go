@@ -1,0 +1,103 @@
+package parser
+
+import (
+	"testing"
+
+	"github.com/runneldb/runnel/internal/sqlerr"
+)
+
+func TestSplitAndParse(t *testing.T) {
+	sts, err := Parse("select 1; select ';' as x ;; -- c\n insert into t values (1);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 3 {
+		t.Fatalf("got %d statements; want 3", len(sts))
+	}
+	if sts[1].Text != "select ';' as x" {
+		t.Fatalf("got %q", sts[1].Text)
+	}
+	if sts[1].AST.GetSelectStmt() == nil || sts[2].AST.GetInsertStmt() == nil {
+		t.Fatalf("wrong AST kinds")
+	}
+}
+
+func TestSyntaxErrorPosition(t *testing.T) {
+	// "form" is an alias, so PostgreSQL fails at "t": position 25 counted
+	// from the start of the whole string.
+	_, err := Parse("select 1; select 1 form t")
+	e := sqlerr.From(err)
+	if e == nil || e.Code != sqlerr.SyntaxError {
+		t.Fatalf("got %v; want 42601", err)
+	}
+	if e.Position != 25 {
+		t.Fatalf("position %d; want 25", e.Position)
+	}
+	if e.Message != `syntax error at or near "t"` {
+		t.Fatalf("message %q", e.Message)
+	}
+	// Characters, not bytes.
+	_, err = Parse("select 'é', from")
+	if e := sqlerr.From(err); e == nil || e.Position != 13 {
+		t.Fatalf("got %+v; want position 13", err)
+	}
+}
+
+func TestRunnelStatements(t *testing.T) {
+	cases := []struct {
+		in   string
+		want string
+	}{
+		{"FLUSH", "*parser.Flush"},
+		{"  flush ;", "*parser.Flush"},
+		{"RECOVER", "*parser.Recover"},
+		{"show tables", "*parser.ShowObjects"},
+		{"SHOW TABLES FROM s1", "*parser.ShowObjects"},
+		{"show materialized views", "*parser.ShowObjects"},
+		{"DESCRIBE s.\"T\"", "*parser.Describe"},
+		{"cancel jobs 1, 2", "*parser.CancelJobs"},
+	}
+	for _, c := range cases {
+		sts, err := Parse(c.in)
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if len(sts) != 1 || sts[0].Runnel == nil {
+			t.Fatalf("%s: not a Runnel statement", c.in)
+		}
+		if got := typeName(sts[0].Runnel); got != c.want {
+			t.Fatalf("%s: got %s; want %s", c.in, got, c.want)
+		}
+	}
+	sts, _ := Parse("SHOW TABLES FROM s1")
+	if s := sts[0].Runnel.(*ShowObjects); s.Schema != "s1" || s.Kind != ShowTables {
+		t.Fatalf("got %+v", s)
+	}
+	sts, _ = Parse(`DESCRIBE s."T"`)
+	if d := sts[0].Runnel.(*Describe); d.Schema != "s" || d.Name != "T" {
+		t.Fatalf("got %+v", d)
+	}
+	sts, _ = Parse("show search_path")
+	if sts[0].AST.GetVariableShowStmt() == nil {
+		t.Fatalf("SHOW param should go to pg_query")
+	}
+	if _, err := Parse("cancel jobs x"); sqlerr.Code(err) != sqlerr.SyntaxError {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case *Flush:
+		return "*parser.Flush"
+	case *Recover:
+		return "*parser.Recover"
+	case *ShowObjects:
+		return "*parser.ShowObjects"
+	case *Describe:
+		return "*parser.Describe"
+	case *CancelJobs:
+		return "*parser.CancelJobs"
+	}
+	return "?"
+}

@@ -1,0 +1,215 @@
+package parser
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/runneldb/runnel/internal/sqlerr"
+)
+
+// RunnelStmt is a statement outside PostgreSQL's grammar.
+type RunnelStmt interface{ runnelStmt() }
+
+// Flush waits until every write acknowledged so far is committed and visible.
+type Flush struct{}
+
+// Recover forces a recovery of the streaming graph.
+type Recover struct{}
+
+// ShowObjects lists catalog objects: SHOW TABLES [FROM schema], SHOW
+// DATABASES, SHOW SCHEMAS, SHOW MATERIALIZED VIEWS [FROM schema], SHOW VIEWS,
+// SHOW SOURCES, SHOW JOBS.
+type ShowObjects struct {
+	Kind   ObjectKind
+	Schema string // "" when no FROM clause
+}
+
+// ObjectKind names what ShowObjects lists.
+type ObjectKind uint8
+
+const (
+	ShowTables ObjectKind = iota
+	ShowDatabases
+	ShowSchemas
+	ShowMaterializedViews
+	ShowViews
+	ShowSources
+	ShowJobs
+)
+
+// Describe shows the columns of a relation: DESCRIBE [schema.]name.
+type Describe struct {
+	Schema, Name string
+}
+
+// CancelJobs cancels streaming jobs (DDL in progress) by id.
+type CancelJobs struct {
+	IDs []uint64
+}
+
+func (*Flush) runnelStmt()       {}
+func (*Recover) runnelStmt()     {}
+func (*ShowObjects) runnelStmt() {}
+func (*Describe) runnelStmt()    {}
+func (*CancelJobs) runnelStmt()  {}
+
+// word is one token of the small front's lexer.
+type word struct {
+	text   string // lower-cased unless quoted
+	quoted bool
+	punct  bool
+}
+
+// lexWords splits text into identifiers, numbers and single punctuation
+// characters. ok is false for anything the front does not understand (string
+// literals, operators), which leaves the text to pg_query.
+func lexWords(text string) (out []word, ok bool) {
+	i := 0
+	for i < len(text) {
+		c := text[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
+			i++
+		case c == ',' || c == '.' || c == '(' || c == ')':
+			out = append(out, word{text: string(c), punct: true})
+			i++
+		case c == '"':
+			j := i + 1
+			var b strings.Builder
+			for {
+				if j >= len(text) {
+					return nil, false
+				}
+				if text[j] == '"' {
+					if j+1 < len(text) && text[j+1] == '"' {
+						b.WriteByte('"')
+						j += 2
+						continue
+					}
+					break
+				}
+				b.WriteByte(text[j])
+				j++
+			}
+			out = append(out, word{text: b.String(), quoted: true})
+			i = j + 1
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80:
+			j := i
+			for j < len(text) {
+				d := text[j]
+				if d == '_' || d == '$' || d >= 'a' && d <= 'z' || d >= 'A' && d <= 'Z' || d >= '0' && d <= '9' || d >= 0x80 {
+					j++
+					continue
+				}
+				break
+			}
+			out = append(out, word{text: strings.ToLower(text[i:j])})
+			i = j
+		case c == '-' && i+1 < len(text) && text[i+1] == '-':
+			for i < len(text) && text[i] != '\n' {
+				i++
+			}
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func isKw(w []word, i int, kw string) bool {
+	return i < len(w) && !w[i].quoted && !w[i].punct && w[i].text == kw
+}
+
+// parseRunnel recognises Runnel's own statements. ok is false when text is
+// not one of them (then pg_query parses it).
+func parseRunnel(text string) (RunnelStmt, bool, error) {
+	w, lexOK := lexWords(text)
+	if !lexOK || len(w) == 0 {
+		return nil, false, nil
+	}
+	switch {
+	case isKw(w, 0, "flush") && len(w) == 1:
+		return &Flush{}, true, nil
+	case isKw(w, 0, "recover") && len(w) == 1:
+		return &Recover{}, true, nil
+	case isKw(w, 0, "describe"):
+		schema, name, n, err := qualifiedName(w, 1)
+		if err != nil || n != len(w) {
+			return nil, true, sqlerr.New(sqlerr.SyntaxError, "syntax error: expected DESCRIBE [schema.]name")
+		}
+		return &Describe{Schema: schema, Name: name}, true, nil
+	case isKw(w, 0, "cancel") && (isKw(w, 1, "jobs") || isKw(w, 1, "job")):
+		c := &CancelJobs{}
+		for i := 2; i < len(w); i++ {
+			if (i-2)%2 == 1 {
+				if w[i].text != "," || !w[i].punct {
+					return nil, true, sqlerr.New(sqlerr.SyntaxError, "syntax error: expected CANCEL JOBS id [, id ...]")
+				}
+				continue
+			}
+			id, err := strconv.ParseUint(w[i].text, 10, 64)
+			if err != nil || w[i].quoted {
+				return nil, true, sqlerr.Errorf(sqlerr.SyntaxError, "syntax error: invalid job id %q", w[i].text)
+			}
+			c.IDs = append(c.IDs, id)
+		}
+		if len(c.IDs) == 0 || (len(w)-2)%2 == 0 {
+			return nil, true, sqlerr.New(sqlerr.SyntaxError, "syntax error: expected CANCEL JOBS id [, id ...]")
+		}
+		return c, true, nil
+	case isKw(w, 0, "show"):
+		return parseShow(w)
+	}
+	return nil, false, nil
+}
+
+func parseShow(w []word) (RunnelStmt, bool, error) {
+	var kind ObjectKind
+	next := 2
+	switch {
+	case isKw(w, 1, "tables"):
+		kind = ShowTables
+	case isKw(w, 1, "databases"):
+		kind = ShowDatabases
+	case isKw(w, 1, "schemas"):
+		kind = ShowSchemas
+	case isKw(w, 1, "views"):
+		kind = ShowViews
+	case isKw(w, 1, "sources"):
+		kind = ShowSources
+	case isKw(w, 1, "jobs"):
+		kind = ShowJobs
+	case isKw(w, 1, "materialized") && isKw(w, 2, "views"):
+		kind = ShowMaterializedViews
+		next = 3
+	default:
+		return nil, false, nil // SHOW <parameter>: PostgreSQL grammar
+	}
+	s := &ShowObjects{Kind: kind}
+	if next == len(w) {
+		return s, true, nil
+	}
+	schemaAllowed := kind == ShowTables || kind == ShowMaterializedViews || kind == ShowViews || kind == ShowSources
+	if schemaAllowed && (isKw(w, next, "from") || isKw(w, next, "in")) && next+2 == len(w) && !w[next+1].punct {
+		s.Schema = w[next+1].text
+		return s, true, nil
+	}
+	return nil, true, sqlerr.New(sqlerr.SyntaxError, "syntax error at end of SHOW statement")
+}
+
+// qualifiedName reads name or schema.name at w[i:]; n is the index after it.
+func qualifiedName(w []word, i int) (schema, name string, n int, err error) {
+	if i >= len(w) || w[i].punct {
+		return "", "", i, sqlerr.New(sqlerr.SyntaxError, "syntax error: expected a name")
+	}
+	name = w[i].text
+	i++
+	if i < len(w) && w[i].punct && w[i].text == "." {
+		if i+1 >= len(w) || w[i+1].punct {
+			return "", "", i, sqlerr.New(sqlerr.SyntaxError, "syntax error: expected a name")
+		}
+		schema, name = name, w[i+1].text
+		i += 2
+	}
+	return schema, name, i, nil
+}
