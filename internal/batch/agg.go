@@ -1,0 +1,166 @@
+package batch
+
+import (
+	"context"
+	"slices"
+
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/sql/plan"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// aggAcc accumulates one aggregate call for one group.
+type aggAcc struct {
+	state plan.AggState
+	// seen holds the argument keys already added (DISTINCT).
+	seen map[string]struct{}
+	// sorted buffers the arguments of an aggregate with ORDER BY until the
+	// group is complete.
+	sorted []keyedRow
+}
+
+type aggGroup struct {
+	key  types.Row
+	accs []aggAcc
+}
+
+type hashAggExec struct {
+	r      *runner
+	in     executor
+	node   *plan.Aggregate
+	out    []types.Row
+	i      int
+	done   bool
+	groups map[string]*aggGroup
+	order  []*aggGroup
+}
+
+func (h *hashAggExec) newGroup(key types.Row) *aggGroup {
+	g := &aggGroup{key: key, accs: make([]aggAcc, len(h.node.Aggs))}
+	for i, a := range h.node.Aggs {
+		g.accs[i].state = a.Func.NewState()
+		if a.Distinct {
+			g.accs[i].seen = map[string]struct{}{}
+		}
+	}
+	return g
+}
+
+func (h *hashAggExec) Next(ctx context.Context) (types.Row, error) {
+	if !h.done {
+		h.done = true
+		if err := h.consume(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if h.i >= len(h.out) {
+		return nil, nil
+	}
+	h.i++
+	return h.out[h.i-1], nil
+}
+
+func (h *hashAggExec) consume(ctx context.Context) error {
+	ec := h.r.evalCtx(ctx)
+	h.groups = map[string]*aggGroup{}
+	var c canceler
+	var buf, abuf []byte
+	var key []types.Datum
+	for {
+		if err := c.check(ctx); err != nil {
+			return err
+		}
+		row, err := h.in.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			break
+		}
+		if key, err = evalAll(ec, h.node.GroupBy, row, key); err != nil {
+			return err
+		}
+		buf = rowKey(buf, key)
+		g := h.groups[string(buf)]
+		if g == nil {
+			g = h.newGroup(append(types.Row(nil), key...))
+			h.groups[string(buf)] = g
+			h.order = append(h.order, g)
+		}
+		for i, a := range h.node.Aggs {
+			if a.Filter != nil {
+				ok, err := evalBool(ec, a.Filter, row)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+			}
+			args, err := evalAll(ec, a.Args, row, nil)
+			if err != nil {
+				return err
+			}
+			acc := &g.accs[i]
+			if a.Distinct {
+				abuf = rowKey(abuf, args)
+				if _, dup := acc.seen[string(abuf)]; dup {
+					continue
+				}
+				acc.seen[string(abuf)] = struct{}{}
+			}
+			if len(a.OrderBy) > 0 {
+				sk, err := evalAll(ec, sortExprs(a.OrderBy), row, nil)
+				if err != nil {
+					return err
+				}
+				acc.sorted = append(acc.sorted, keyedRow{key: sk, row: args})
+				continue
+			}
+			if err := acc.state.Add(args); err != nil {
+				return err
+			}
+		}
+	}
+	if len(h.node.GroupBy) == 0 && len(h.order) == 0 {
+		// A global aggregate returns one row even for empty input.
+		h.order = append(h.order, h.newGroup(nil))
+	}
+	for _, g := range h.order {
+		out := make(types.Row, 0, len(g.key)+len(g.accs))
+		out = append(out, g.key...)
+		for i := range g.accs {
+			acc := &g.accs[i]
+			if acc.sorted != nil {
+				keys := h.node.Aggs[i].OrderBy
+				slices.SortStableFunc(acc.sorted, func(a, b keyedRow) int { return compareKeys(keys, a.key, b.key) })
+				for _, it := range acc.sorted {
+					if err := acc.state.Add(it.row); err != nil {
+						return err
+					}
+				}
+				acc.sorted = nil
+			}
+			d, err := acc.state.Result()
+			if err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		h.out = append(h.out, out)
+	}
+	h.groups, h.order = nil, nil
+	return nil
+}
+
+func (h *hashAggExec) Close() { h.in.Close() }
+
+func sortExprs(keys []plan.SortKey) []exprT {
+	out := make([]exprT, len(keys))
+	for i, k := range keys {
+		out[i] = k.Expr
+	}
+	return out
+}
+
+type exprT = expr.Expr

@@ -1,0 +1,468 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// Column is one output column of a node.
+type Column struct {
+	Name string
+	Type types.Type
+	// Table is the range-variable name that qualifies the column (for
+	// name resolution and EXPLAIN); "" for computed columns.
+	Table string
+	// Hidden columns exist in the row (a table's _row_id) but are not
+	// expanded by *.
+	Hidden bool
+}
+
+// Schema is a node's output row shape.
+type Schema []Column
+
+// Types returns the column types.
+func (s Schema) Types() []types.Type {
+	out := make([]types.Type, len(s))
+	for i, c := range s {
+		out[i] = c.Type
+	}
+	return out
+}
+
+// Node is a logical operator.
+type Node interface {
+	Schema() Schema
+	Children() []Node
+	// Describe is the one-line description used by EXPLAIN.
+	Describe() string
+}
+
+// Scan reads a relation: every column in catalog order, hidden ones
+// included. Filter, when set, is a predicate the optimizer pushed into the
+// scan (bound against the scan's own output).
+type Scan struct {
+	Rel    *catalog.Relation
+	Alias  string
+	Out    Schema
+	Filter expr.Expr
+}
+
+// Values produces literal rows. Rows' expressions see an empty input row
+// (or the outer row, for a correlated VALUES in a subquery).
+type Values struct {
+	Rows [][]expr.Expr
+	Out  Schema
+}
+
+// Filter keeps rows where Cond is true.
+type Filter struct {
+	Input Node
+	Cond  expr.Expr
+}
+
+// Project computes Exprs over each input row.
+type Project struct {
+	Input Node
+	Exprs []expr.Expr
+	Out   Schema
+}
+
+// AggCall is one aggregate function call.
+type AggCall struct {
+	Name     string
+	Args     []expr.Expr // evaluated over the aggregate's input row
+	Distinct bool
+	Filter   expr.Expr // FILTER (WHERE ...), nil when absent
+	// OrderBy is the aggregate's ORDER BY (string_agg(x, ',' ORDER BY y)).
+	OrderBy []SortKey
+	Type    types.Type
+	Func    AggFunc
+}
+
+// AggFunc creates accumulators for one aggregate with fixed argument types.
+type AggFunc interface {
+	NewState() AggState
+}
+
+// AggState accumulates one group's value. Retract is used by streaming and
+// sliding window frames; batch execution only adds.
+type AggState interface {
+	Add(args []types.Datum) error
+	Retract(args []types.Datum) error
+	Result() (types.Datum, error)
+}
+
+func (a *AggCall) String() string {
+	var b strings.Builder
+	b.WriteString(a.Name)
+	b.WriteByte('(')
+	if a.Distinct {
+		b.WriteString("DISTINCT ")
+	}
+	if len(a.Args) == 0 {
+		b.WriteByte('*')
+	}
+	for i, e := range a.Args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(e.String())
+	}
+	b.WriteByte(')')
+	if a.Filter != nil {
+		b.WriteString(" FILTER (WHERE " + a.Filter.String() + ")")
+	}
+	return b.String()
+}
+
+// Aggregate groups its input by GroupBy and computes Aggs per group. Its
+// output is the group keys followed by the aggregate results. With no
+// GroupBy it is a global aggregate: exactly one row, even on empty input.
+type Aggregate struct {
+	Input   Node
+	GroupBy []expr.Expr
+	Aggs    []*AggCall
+	Out     Schema
+}
+
+// JoinKind is the kind of join.
+type JoinKind uint8
+
+const (
+	InnerJoin JoinKind = iota
+	LeftJoin
+	RightJoin
+	FullJoin
+	// SemiJoin outputs each left row that has a match (EXISTS / IN).
+	SemiJoin
+	// AntiJoin outputs each left row that has no match (NOT EXISTS).
+	AntiJoin
+)
+
+func (k JoinKind) String() string {
+	return [...]string{"Inner", "Left", "Right", "Full", "Semi", "Anti"}[k]
+}
+
+// Join joins Left and Right. LeftKeys[i] = RightKeys[i] are equality keys
+// (each bound against its own side; NULL keys never match); Cond is the
+// residual condition bound against left columns followed by right columns.
+// Semi and anti joins output only left columns.
+//
+// NullAware marks the anti join of NOT IN: a left row whose key is NULL,
+// or any right row whose key is NULL, makes the NOT IN unknown, so such
+// left rows are not output (unless the right side is empty).
+type Join struct {
+	Kind      JoinKind
+	Left      Node
+	Right     Node
+	LeftKeys  []expr.Expr
+	RightKeys []expr.Expr
+	Cond      expr.Expr
+	NullAware bool
+	Out       Schema
+}
+
+// SortKey is one ORDER BY item.
+type SortKey struct {
+	Expr       expr.Expr
+	Desc       bool
+	NullsFirst bool
+}
+
+func (k SortKey) String() string {
+	s := k.Expr.String()
+	if k.Desc {
+		s += " DESC"
+	}
+	if k.NullsFirst != k.Desc { // not the default
+		if k.NullsFirst {
+			s += " NULLS FIRST"
+		} else {
+			s += " NULLS LAST"
+		}
+	}
+	return s
+}
+
+// Sort orders its input (stably).
+type Sort struct {
+	Input Node
+	Keys  []SortKey
+}
+
+// Limit skips Offset rows and returns at most Limit rows (nil: no limit).
+// Both are expressions without column references (constants or $n).
+type Limit struct {
+	Input  Node
+	Limit  expr.Expr
+	Offset expr.Expr
+}
+
+// TopN is Sort followed by Limit, fused by the optimizer.
+type TopN struct {
+	Input  Node
+	Keys   []SortKey
+	Limit  expr.Expr
+	Offset expr.Expr
+}
+
+// Distinct removes duplicate rows. With On set (DISTINCT ON), it keeps the
+// first row of each group of equal On values, in input order.
+type Distinct struct {
+	Input Node
+	On    []expr.Expr
+}
+
+// SetOpKind is UNION, INTERSECT or EXCEPT.
+type SetOpKind uint8
+
+const (
+	Union SetOpKind = iota
+	Intersect
+	Except
+)
+
+func (k SetOpKind) String() string { return [...]string{"Union", "Intersect", "Except"}[k] }
+
+// SetOp combines two inputs of the same arity; column types were unified by
+// the binder (each side projects casts as needed).
+type SetOp struct {
+	Kind  SetOpKind
+	All   bool
+	Left  Node
+	Right Node
+	Out   Schema
+}
+
+// TableFunc is a set-returning function in FROM (generate_series, unnest).
+// Args are constant for the statement (or correlated to an outer row).
+type TableFunc struct {
+	Name string
+	Args []expr.Expr
+	Out  Schema
+	// WithOrdinality appends a bigint ordinal column.
+	WithOrdinality bool
+}
+
+// WindowCall is one window function call.
+type WindowCall struct {
+	Name        string
+	Args        []expr.Expr
+	PartitionBy []expr.Expr
+	OrderBy     []SortKey
+	Frame       *Frame
+	Filter      expr.Expr
+	Type        types.Type
+	// Agg is set for aggregate functions used as window functions.
+	Agg AggFunc
+}
+
+// FrameMode is ROWS, RANGE or GROUPS.
+type FrameMode uint8
+
+const (
+	FrameRange FrameMode = iota
+	FrameRows
+	FrameGroups
+)
+
+// BoundKind is one end of a frame.
+type BoundKind uint8
+
+const (
+	UnboundedPreceding BoundKind = iota
+	OffsetPreceding
+	CurrentRow
+	OffsetFollowing
+	UnboundedFollowing
+)
+
+// FrameBound is one end of a frame; Offset is set for the Offset kinds.
+type FrameBound struct {
+	Kind   BoundKind
+	Offset expr.Expr
+}
+
+// Frame is a window frame. The default (nil) is RANGE BETWEEN UNBOUNDED
+// PRECEDING AND CURRENT ROW.
+type Frame struct {
+	Mode       FrameMode
+	Start, End FrameBound
+	// Exclude: 0 no others, 1 current row, 2 group, 3 ties.
+	Exclude uint8
+}
+
+// Window appends one column per call to its input rows.
+type Window struct {
+	Input Node
+	Calls []*WindowCall
+	Out   Schema
+}
+
+// Explain is EXPLAIN of a query: its output is one text column.
+type Explain struct {
+	Query Node
+	Out   Schema
+}
+
+func (n *Scan) Schema() Schema      { return n.Out }
+func (n *Values) Schema() Schema    { return n.Out }
+func (n *Filter) Schema() Schema    { return n.Input.Schema() }
+func (n *Project) Schema() Schema   { return n.Out }
+func (n *Aggregate) Schema() Schema { return n.Out }
+func (n *Join) Schema() Schema      { return n.Out }
+func (n *Sort) Schema() Schema      { return n.Input.Schema() }
+func (n *Limit) Schema() Schema     { return n.Input.Schema() }
+func (n *TopN) Schema() Schema      { return n.Input.Schema() }
+func (n *Distinct) Schema() Schema  { return n.Input.Schema() }
+func (n *SetOp) Schema() Schema     { return n.Out }
+func (n *TableFunc) Schema() Schema { return n.Out }
+func (n *Window) Schema() Schema    { return n.Out }
+func (n *Explain) Schema() Schema   { return n.Out }
+
+func (n *Scan) Children() []Node      { return nil }
+func (n *Values) Children() []Node    { return nil }
+func (n *Filter) Children() []Node    { return []Node{n.Input} }
+func (n *Project) Children() []Node   { return []Node{n.Input} }
+func (n *Aggregate) Children() []Node { return []Node{n.Input} }
+func (n *Join) Children() []Node      { return []Node{n.Left, n.Right} }
+func (n *Sort) Children() []Node      { return []Node{n.Input} }
+func (n *Limit) Children() []Node     { return []Node{n.Input} }
+func (n *TopN) Children() []Node      { return []Node{n.Input} }
+func (n *Distinct) Children() []Node  { return []Node{n.Input} }
+func (n *SetOp) Children() []Node     { return []Node{n.Left, n.Right} }
+func (n *TableFunc) Children() []Node { return nil }
+func (n *Window) Children() []Node    { return []Node{n.Input} }
+func (n *Explain) Children() []Node   { return []Node{n.Query} }
+
+func exprList(es []expr.Expr) string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+func keyList(ks []SortKey) string {
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = k.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (n *Scan) Describe() string {
+	s := "Scan " + n.Rel.Name
+	if n.Alias != "" && n.Alias != n.Rel.Name {
+		s += " AS " + n.Alias
+	}
+	if n.Filter != nil {
+		s += " filter: " + n.Filter.String()
+	}
+	return s
+}
+func (n *Values) Describe() string  { return fmt.Sprintf("Values %d rows", len(n.Rows)) }
+func (n *Filter) Describe() string  { return "Filter " + n.Cond.String() }
+func (n *Project) Describe() string { return "Project " + exprList(n.Exprs) }
+func (n *Aggregate) Describe() string {
+	parts := make([]string, len(n.Aggs))
+	for i, a := range n.Aggs {
+		parts[i] = a.String()
+	}
+	s := "Aggregate " + strings.Join(parts, ", ")
+	if len(n.GroupBy) > 0 {
+		s += " group by: " + exprList(n.GroupBy)
+	}
+	return s
+}
+func (n *Join) Describe() string {
+	s := n.Kind.String() + " Join"
+	if n.NullAware {
+		s += " (null-aware)"
+	}
+	if len(n.LeftKeys) > 0 {
+		parts := make([]string, len(n.LeftKeys))
+		for i := range n.LeftKeys {
+			parts[i] = n.LeftKeys[i].String() + " = " + n.RightKeys[i].String()
+		}
+		s += " keys: " + strings.Join(parts, ", ")
+	}
+	if n.Cond != nil {
+		s += " cond: " + n.Cond.String()
+	}
+	return s
+}
+func (n *Sort) Describe() string { return "Sort " + keyList(n.Keys) }
+func (n *Limit) Describe() string {
+	s := "Limit"
+	if n.Limit != nil {
+		s += " " + n.Limit.String()
+	}
+	if n.Offset != nil {
+		s += " offset " + n.Offset.String()
+	}
+	return s
+}
+func (n *TopN) Describe() string {
+	s := "TopN " + keyList(n.Keys)
+	if n.Limit != nil {
+		s += " limit " + n.Limit.String()
+	}
+	if n.Offset != nil {
+		s += " offset " + n.Offset.String()
+	}
+	return s
+}
+func (n *Distinct) Describe() string {
+	if n.On != nil {
+		return "Distinct on " + exprList(n.On)
+	}
+	return "Distinct"
+}
+func (n *SetOp) Describe() string {
+	if n.All {
+		return n.Kind.String() + " All"
+	}
+	return n.Kind.String()
+}
+func (n *TableFunc) Describe() string { return "TableFunc " + n.Name + "(" + exprList(n.Args) + ")" }
+func (n *Window) Describe() string {
+	parts := make([]string, len(n.Calls))
+	for i, c := range n.Calls {
+		s := c.Name + "(" + exprList(c.Args) + ") over ("
+		if len(c.PartitionBy) > 0 {
+			s += "partition by " + exprList(c.PartitionBy)
+		}
+		if len(c.OrderBy) > 0 {
+			if len(c.PartitionBy) > 0 {
+				s += " "
+			}
+			s += "order by " + keyList(c.OrderBy)
+		}
+		parts[i] = s + ")"
+	}
+	return "Window " + strings.Join(parts, ", ")
+}
+func (n *Explain) Describe() string { return "Explain" }
+
+// Format renders the tree as EXPLAIN prints it, one line per node.
+func Format(n Node) []string {
+	var out []string
+	var walk func(n Node, depth int)
+	walk = func(n Node, depth int) {
+		prefix := strings.Repeat("  ", depth)
+		if depth > 0 {
+			prefix += "-> "
+		}
+		out = append(out, prefix+n.Describe())
+		for _, c := range n.Children() {
+			walk(c, depth+1)
+		}
+	}
+	walk(n, 0)
+	return out
+}
