@@ -1,0 +1,339 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/runneldb/runnel/internal/stream"
+)
+
+// Committer makes an epoch durable and visible (the storage engine).
+type Committer interface {
+	Commit(ctx context.Context, epoch uint64) error
+	CommittedEpoch() uint64
+	DiscardUncommitted()
+}
+
+// Rebuilder recreates every streaming job's actors at the start of epoch
+// curr after recovery (the DDL layer implements it from the catalog).
+type Rebuilder interface {
+	Rebuild(ctx context.Context, curr uint64) error
+}
+
+// BarrierLoop advances and commits epochs.
+type BarrierLoop struct {
+	log      *slog.Logger
+	interval time.Duration
+	local    *stream.BarrierManager
+	store    Committer
+
+	// mu serialises barrier injection with graph changes: DDL holds it while
+	// it spawns actors so that they start at a well-defined epoch.
+	mu        sync.Mutex
+	curr      uint64
+	rebuilder Rebuilder
+
+	committedMu sync.Mutex
+	committed   uint64
+	commitCond  *sync.Cond
+	loopErr     error // set when the loop has stopped
+
+	kick     chan struct{}
+	requests chan *barrierRequest
+	stop     chan struct{}
+	stopped  chan struct{}
+
+	recoveries []RecoveryRecord
+}
+
+type barrierRequest struct {
+	mutation      *stream.Mutation
+	recoverReason string // set for a recovery request
+	done          chan error
+	epoch         uint64 // the Prev epoch of the barrier that carried it
+}
+
+// RecoveryRecord describes one recovery for the system table.
+type RecoveryRecord struct {
+	Start   time.Time
+	Reason  string
+	Reset   time.Duration
+	Rebuild time.Duration
+	Err     string
+	Epoch   uint64
+}
+
+// NewBarrierLoop creates the loop; Start runs it.
+func NewBarrierLoop(log *slog.Logger, interval time.Duration, local *stream.BarrierManager, store Committer) *BarrierLoop {
+	if log == nil {
+		log = slog.Default()
+	}
+	l := &BarrierLoop{
+		log:      log,
+		interval: interval,
+		local:    local,
+		store:    store,
+		kick:     make(chan struct{}, 1),
+		requests: make(chan *barrierRequest, 64),
+		stop:     make(chan struct{}),
+		stopped:  make(chan struct{}),
+	}
+	l.commitCond = sync.NewCond(&l.committedMu)
+	l.committed = store.CommittedEpoch()
+	l.curr = nextEpoch(l.committed)
+	return l
+}
+
+// nextEpoch returns an epoch after prev. Epochs embed wall-clock
+// milliseconds (<<16) so that they are meaningful in logs and grow across
+// restarts, and are strictly increasing regardless of the clock.
+func nextEpoch(prev uint64) uint64 {
+	e := uint64(time.Now().UnixMilli()) << 16
+	if e <= prev {
+		e = prev + 1
+	}
+	return e
+}
+
+// SetRebuilder installs the recovery callback.
+func (l *BarrierLoop) SetRebuilder(r Rebuilder) { l.rebuilder = r }
+
+// Start runs the loop in the background.
+func (l *BarrierLoop) Start() { go l.run() }
+
+// Stop ends the loop after the barrier in progress.
+func (l *BarrierLoop) Stop() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	<-l.stopped
+}
+
+// CurrentEpoch is the epoch being written now.
+func (l *BarrierLoop) CurrentEpoch() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.curr
+}
+
+// CommittedEpoch is the last committed epoch.
+func (l *BarrierLoop) CommittedEpoch() uint64 {
+	l.committedMu.Lock()
+	defer l.committedMu.Unlock()
+	return l.committed
+}
+
+// WithGraphLock runs fn while no barrier can be injected; fn gets the epoch
+// being written, at which new actors start.
+func (l *BarrierLoop) WithGraphLock(fn func(curr uint64) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fn(l.curr)
+}
+
+// Flush returns once every write made before the call is committed: it
+// asks for a barrier now and waits for the commit of the epoch that was
+// current at the call (I7: acknowledged means durable).
+func (l *BarrierLoop) Flush(ctx context.Context) error {
+	target := l.CurrentEpoch()
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	return l.waitCommitted(ctx, target)
+}
+
+func (l *BarrierLoop) waitCommitted(ctx context.Context, epoch uint64) error {
+	stopWake := context.AfterFunc(ctx, func() {
+		l.committedMu.Lock()
+		l.commitCond.Broadcast()
+		l.committedMu.Unlock()
+	})
+	defer stopWake()
+	l.committedMu.Lock()
+	defer l.committedMu.Unlock()
+	for l.committed < epoch {
+		if l.loopErr != nil {
+			return l.loopErr
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l.commitCond.Wait()
+	}
+	return nil
+}
+
+// InjectMutation sends a barrier carrying mutation and returns once that
+// barrier's epoch is committed.
+func (l *BarrierLoop) InjectMutation(ctx context.Context, m *stream.Mutation) error {
+	req := &barrierRequest{mutation: m, done: make(chan error, 1)}
+	select {
+	case l.requests <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.stopped:
+		return errors.New("barrier loop stopped")
+	}
+	select {
+	case err := <-req.done:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return l.waitCommitted(ctx, req.epoch)
+}
+
+func (l *BarrierLoop) run() {
+	defer close(l.stopped)
+	ticker := time.NewTicker(l.interval)
+	defer ticker.Stop()
+	backoff := 100 * time.Millisecond
+	for {
+		var req *barrierRequest
+		select {
+		case <-l.stop:
+			l.setLoopErr(errors.New("server is shutting down"))
+			return
+		case <-ticker.C:
+		case <-l.kick:
+		case req = <-l.requests:
+			if req.recoverReason != "" {
+				l.mu.Lock()
+				err := l.recoverLocked(req.recoverReason)
+				l.mu.Unlock()
+				req.done <- err
+				continue
+			}
+		case f := <-l.local.Failures():
+			l.recover(fmt.Sprintf("actor failure: %v", f))
+			continue
+		}
+		if err := l.barrier(req); err != nil {
+			l.log.Error("barrier failed; recovering", "err", err)
+			l.recover(err.Error())
+			select {
+			case <-time.After(backoff):
+			case <-l.stop:
+			}
+			backoff = min(backoff*2, 10*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+	}
+}
+
+func (l *BarrierLoop) setLoopErr(err error) {
+	l.committedMu.Lock()
+	l.loopErr = err
+	l.commitCond.Broadcast()
+	l.committedMu.Unlock()
+}
+
+// barrier runs one barrier round: inject, collect, commit.
+func (l *BarrierLoop) barrier(req *barrierRequest) error {
+	l.mu.Lock()
+	prev := l.curr
+	l.curr = nextEpoch(prev)
+	b := &stream.Barrier{Prev: prev, Curr: l.curr}
+	if req != nil {
+		b.Mutation = req.mutation
+		req.epoch = prev
+	}
+	coll, err := l.local.Inject(b)
+	l.mu.Unlock()
+	if req != nil {
+		req.done <- err
+	}
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if err := coll.Wait(ctx); err != nil {
+		return fmt.Errorf("collect %s: %w", b, err)
+	}
+	l.local.Forget()
+	if err := l.store.Commit(ctx, prev); err != nil {
+		return fmt.Errorf("commit epoch %d: %w", prev, err)
+	}
+	l.committedMu.Lock()
+	l.committed = prev
+	l.commitCond.Broadcast()
+	l.committedMu.Unlock()
+	return nil
+}
+
+// Recover runs recovery now (the RECOVER statement) and returns when the
+// graph is rebuilt. It runs on the loop goroutine, so it never overlaps a
+// barrier round.
+func (l *BarrierLoop) Recover(ctx context.Context, reason string) error {
+	req := &barrierRequest{recoverReason: reason, done: make(chan error, 1)}
+	select {
+	case l.requests <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.stopped:
+		return errors.New("barrier loop stopped")
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *BarrierLoop) recover(reason string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.recoverLocked(reason); err != nil {
+		l.log.Error("recovery failed", "reason", reason, "err", err)
+	}
+}
+
+// recoverLocked: reset → (purge) → rebuild, in that order (I3).
+func (l *BarrierLoop) recoverLocked(reason string) error {
+	rec := RecoveryRecord{Start: time.Now(), Reason: reason}
+	l.log.Warn("recovery started", "reason", reason)
+	ctx := context.Background()
+	if err := l.local.Reset(ctx); err != nil {
+		rec.Err = err.Error()
+		l.recoveries = append(l.recoveries, rec)
+		return err
+	}
+	l.store.DiscardUncommitted()
+	rec.Reset = time.Since(rec.Start)
+	committed := l.store.CommittedEpoch()
+	l.committedMu.Lock()
+	l.committed = committed
+	l.committedMu.Unlock()
+	l.curr = nextEpoch(max(committed, l.curr))
+	rec.Epoch = committed
+	t := time.Now()
+	if l.rebuilder != nil {
+		if err := l.rebuilder.Rebuild(ctx, l.curr); err != nil {
+			rec.Err = err.Error()
+			l.recoveries = append(l.recoveries, rec)
+			return fmt.Errorf("rebuild: %w", err)
+		}
+	}
+	rec.Rebuild = time.Since(t)
+	l.recoveries = append(l.recoveries, rec)
+	l.log.Info("recovery done", "reason", reason, "reset", rec.Reset, "rebuild", rec.Rebuild, "epoch", committed)
+	return nil
+}
+
+// Recoveries lists past recoveries.
+func (l *BarrierLoop) Recoveries() []RecoveryRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]RecoveryRecord(nil), l.recoveries...)
+}

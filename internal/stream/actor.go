@@ -1,0 +1,164 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Actor runs a chain of executors in one goroutine and sends its output to
+// a dispatcher.
+type Actor struct {
+	ID       ActorID
+	Job      string // the streaming job (table or view) the actor belongs to
+	Root     Executor
+	Dispatch Dispatcher
+
+	state     atomic.Value // string: what the actor is doing now
+	stateFrom atomic.Int64 // unix nanos when state was entered
+}
+
+// ActorFailure is an actor's error, with context for logs and recovery.
+type ActorFailure struct {
+	Actor ActorID
+	Job   string
+	Err   error
+	Stack string // set when the failure was a panic
+}
+
+func (f *ActorFailure) Error() string {
+	return fmt.Sprintf("actor %d of %s failed: %v", f.Actor, f.Job, f.Err)
+}
+
+func (f *ActorFailure) Unwrap() error { return f.Err }
+
+// Collector receives an actor's progress: each barrier it has passed, and
+// its failure.
+type Collector interface {
+	Collected(actor ActorID, b *Barrier)
+	Failed(f *ActorFailure)
+}
+
+func (a *Actor) setState(s string) {
+	a.state.Store(s)
+	a.stateFrom.Store(time.Now().UnixNano())
+}
+
+// State returns what the actor is doing and since when.
+func (a *Actor) State() (string, time.Time) {
+	s, _ := a.state.Load().(string)
+	return s, time.Unix(0, a.stateFrom.Load())
+}
+
+// Run drives the actor until it is stopped by a barrier, its context is
+// cancelled, or it fails. A panic anywhere in the chain is caught here and
+// becomes an actor failure (I6): one bad job never takes the process down.
+func (a *Actor) Run(ctx context.Context, c Collector) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.setState("failed")
+			c.Failed(&ActorFailure{Actor: a.ID, Job: a.Job, Err: fmt.Errorf("panic: %v", r), Stack: string(debug.Stack())})
+		}
+	}()
+	a.setState("running")
+	for {
+		msg, err := a.Root.Next(ctx)
+		if err != nil {
+			if errors.Is(err, ErrStopped) {
+				a.setState("stopped")
+				return
+			}
+			if ctx.Err() != nil {
+				// Aborted by recovery or shutdown: not a failure of the job.
+				a.setState("aborted")
+				return
+			}
+			a.setState("failed")
+			c.Failed(&ActorFailure{Actor: a.ID, Job: a.Job, Err: err})
+			return
+		}
+		if err := a.Dispatch.Dispatch(ctx, msg); err != nil {
+			if ctx.Err() != nil {
+				a.setState("aborted")
+				return
+			}
+			a.setState("failed")
+			c.Failed(&ActorFailure{Actor: a.ID, Job: a.Job, Err: err})
+			return
+		}
+		if b := msg.Barrier; b != nil {
+			c.Collected(a.ID, b)
+			if b.StopsActor(a.ID) {
+				a.setState("stopped")
+				return
+			}
+		}
+	}
+}
+
+// Dispatcher sends an actor's output downstream.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, msg Message) error
+}
+
+// BroadcastDispatcher sends every message to every output. Outputs can be
+// added by a barrier mutation (AddOutputs) addressed to Upstream.
+type BroadcastDispatcher struct {
+	Upstream ActorID
+	mu       sync.Mutex
+	outputs  []Output
+}
+
+// Dispatch sends msg to each output, blocking on full channels
+// (backpressure) but not past ctx.
+func (d *BroadcastDispatcher) Dispatch(ctx context.Context, msg Message) error {
+	mut := (*Mutation)(nil)
+	if msg.Barrier != nil {
+		mut = msg.Barrier.Mutation
+	}
+	d.mu.Lock()
+	if mut != nil {
+		// A new downstream receives this barrier: it starts at its Curr epoch.
+		d.outputs = append(d.outputs, mut.AddOutputs[d.Upstream]...)
+	}
+	outs := append([]Output(nil), d.outputs...)
+	d.mu.Unlock()
+	for _, o := range outs {
+		select {
+		case o.Ch <- msg:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if mut != nil && len(mut.Stop) > 0 {
+		// A stopped downstream saw this barrier and reads no more.
+		d.mu.Lock()
+		kept := d.outputs[:0]
+		for _, o := range d.outputs {
+			if !mut.Stop[o.Actor] {
+				kept = append(kept, o)
+			}
+		}
+		d.outputs = kept
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+// RemoveOutput drops the output to actor id (used when a downstream job is
+// dropped outside a barrier, during recovery).
+func (d *BroadcastDispatcher) RemoveOutput(id ActorID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	kept := d.outputs[:0]
+	for _, o := range d.outputs {
+		if o.Actor != id {
+			kept = append(kept, o)
+		}
+	}
+	d.outputs = kept
+}
