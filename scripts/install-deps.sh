@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# install-deps.sh — install what Runnel's tests need on a fresh Debian machine.
+#
+# Idempotent: each step checks first and does nothing if its tool is present.
+# Run as root (CI runs as root). Prints every action it takes.
+#
+#   1. PostgreSQL server binaries (initdb, postgres) from Debian's packages,
+#      used by internal/testutil/pgtest (metastore, slt and differential tests).
+#   2. versitygw, an S3-compatible gateway with a POSIX-directory backend,
+#      built from source with `go install` at a pinned version, used by
+#      internal/testutil/s3test for the S3 object-store tests. v1.8.0 builds
+#      with the repository's Go toolchain (1.26) and needs no network at run
+#      time; its posix backend keeps objects as plain files with xattrs.
+set -euo pipefail
+
+VERSITYGW_VERSION="v1.8.0"
+
+log() { echo "install-deps: $*"; }
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# --- PostgreSQL -------------------------------------------------------------
+if compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+	log "postgresql: found $(ls -d /usr/lib/postgresql/*/bin/initdb | tr '\n' ' ')"
+else
+	log "postgresql: not found; running apt-get update && apt-get install -y postgresql"
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update
+	as_root apt-get install -y --no-install-recommends postgresql
+fi
+# Debian's package starts a system cluster; tests run their own clusters and
+# need none. Leave it alone if it runs: it listens on 5432, tests never do.
+if ! id postgres >/dev/null 2>&1; then
+	log "postgresql: creating OS user 'postgres' (clusters cannot run as root)"
+	as_root useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+fi
+
+# --- versitygw --------------------------------------------------------------
+GOBIN_DIR="$(go env GOBIN)"
+[ -n "$GOBIN_DIR" ] || GOBIN_DIR="$(go env GOPATH)/bin"
+want="versitygw ${VERSITYGW_VERSION}"
+have=""
+if [ -x "$GOBIN_DIR/versitygw" ]; then
+	have="$(go version -m "$GOBIN_DIR/versitygw" 2>/dev/null | awk '$1=="mod" && $2=="github.com/versity/versitygw" {print "versitygw", $3}')"
+fi
+if [ "$have" = "$want" ]; then
+	log "versitygw: found $GOBIN_DIR/versitygw ($have)"
+else
+	log "versitygw: installing ${VERSITYGW_VERSION} into $GOBIN_DIR (go install; takes ~2 min on 2 cores)"
+	# Outside the module so the project's go.mod is neither read nor changed.
+	(cd / && go install "github.com/versity/versitygw/cmd/versitygw@${VERSITYGW_VERSION}")
+	log "versitygw: installed $GOBIN_DIR/versitygw"
+fi
+if ! command -v versitygw >/dev/null 2>&1; then
+	log "note: $GOBIN_DIR is not on PATH; s3test also looks there and in \$VERSITYGW"
+fi
+log "done"
