@@ -114,13 +114,13 @@ func Compare(a, b Datum) int {
 	case KindFloat32, KindFloat64:
 		return compareFloat(a.Float(), b.Float())
 	case KindNumeric:
-		return a.d.Cmp(b.d)
+		return compareDecimal(a.d, b.d)
 	case KindVarchar, KindUnknown, KindJsonb:
 		return cmp.Compare(a.s, b.s)
 	case KindBytea:
 		return bytes.Compare([]byte(a.s), []byte(b.s))
 	case KindInterval:
-		return cmp.Compare(intervalSortKey(a.Interval()), intervalSortKey(b.Interval()))
+		return compareInterval(a.Interval(), b.Interval())
 	}
 	return 0
 }
@@ -144,7 +144,7 @@ func compareMixed(a, b Datum) int {
 	an, bn := isNumberKind(a.k), isNumberKind(b.k)
 	if an && bn {
 		if a.k == KindNumeric || b.k == KindNumeric {
-			return ToDecimal(a).Cmp(ToDecimal(b))
+			return compareDecimal(ToDecimal(a), ToDecimal(b))
 		}
 		if isFloatKind(a.k) || isFloatKind(b.k) {
 			return compareFloat(ToFloat(a), ToFloat(b))
@@ -167,13 +167,21 @@ func isNumberKind(k Kind) bool {
 
 func isFloatKind(k Kind) bool { return k == KindFloat32 || k == KindFloat64 }
 
-// intervalSortKey is PostgreSQL's interval comparison key: months count as
-// 30 days and days as 24 hours. Kept in 128-bit-safe float-free form by
-// saturating; the range of real intervals fits in int64 microseconds only
-// partially, so compare in (days, micros) via a wide value.
-func intervalSortKey(iv IntervalValue) float64 {
-	const microsPerDay = 86400e6
-	return (float64(iv.Months)*30+float64(iv.Days))*microsPerDay + float64(iv.Micros)
+// compareDecimal orders numerics as PostgreSQL does: NaN equals NaN and
+// sorts above every other value, including Infinity (apd leaves NaN
+// comparisons undefined).
+func compareDecimal(x, y *apd.Decimal) int {
+	xn := x.Form == apd.NaN || x.Form == apd.NaNSignaling
+	yn := y.Form == apd.NaN || y.Form == apd.NaNSignaling
+	switch {
+	case xn && yn:
+		return 0
+	case xn:
+		return 1
+	case yn:
+		return -1
+	}
+	return x.Cmp(y)
 }
 
 // ToFloat converts a number datum to float64 (NULL and non-numbers give 0).
@@ -198,8 +206,15 @@ func ToDecimal(d Datum) *apd.Decimal {
 	case KindInt16, KindInt32, KindInt64:
 		return apd.New(d.i, 0)
 	case KindFloat32, KindFloat64:
+		f := d.Float()
+		switch {
+		case math.IsNaN(f):
+			return &apd.Decimal{Form: apd.NaN}
+		case math.IsInf(f, 0):
+			return &apd.Decimal{Form: apd.Infinite, Negative: f < 0}
+		}
 		var x apd.Decimal
-		if _, err := x.SetFloat64(d.Float()); err != nil {
+		if _, err := x.SetFloat64(f); err != nil {
 			return apd.New(0, 0)
 		}
 		return &x

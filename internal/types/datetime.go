@@ -1,0 +1,1102 @@
+package types
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runneldb/runnel/internal/sqlerr"
+)
+
+// Dates and timestamps use the proleptic Gregorian calendar with
+// astronomical year numbering (1 BC is year 0), as PostgreSQL does.
+
+const (
+	microsPerSecond = int64(1e6)
+	microsPerMinute = 60 * microsPerSecond
+	microsPerHour   = 60 * microsPerMinute
+	microsPerDay    = 24 * microsPerHour
+
+	// pgEpochDays is 2000-01-01, PostgreSQL's internal epoch, in days since
+	// 1970-01-01; binary date/timestamp values count from it.
+	pgEpochDays   = 10957
+	pgEpochMicros = pgEpochDays * microsPerDay
+)
+
+// Range limits. Dates are PostgreSQL's: 4714-11-24 BC (Julian day 0) to
+// 5874897-12-31. Timestamps start at 4714-11-24 00:00 BC as in PostgreSQL,
+// but end before 294247-01-01 rather than PostgreSQL's 294277-01-01:
+// Datum counts microseconds from 1970 in an int64 (see datum.go), which
+// cannot hold PostgreSQL's last 30 years (PostgreSQL counts from 2000).
+var (
+	MinDate         = daysFromCivil(-4713, 11, 24)
+	MaxDate         = daysFromCivil(5874897, 12, 31)
+	MinTimestamp    = MinDate * microsPerDay
+	EndTimestamp    = daysFromCivil(294247, 1, 1) * microsPerDay // exclusive
+	PosInfinity     = int64(math.MaxInt64)                       // +infinity for Date, Timestamp, Timestamptz
+	NegInfinity     = int64(math.MinInt64)                       // -infinity
+	maxTimeOfDay    = microsPerDay                               // 24:00:00 is a valid time
+	maxTzDisplaceS  = int64(15*3600 + 59*60 + 59)                // PostgreSQL's MAX_TZDISP
+	unixEpochMicros = int64(0)
+)
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// daysFromCivil returns the days since 1970-01-01 of the given date.
+// The month is 1..12; shifting the year to start in March puts the leap
+// day last, so a day-of-year is a simple linear function of the month.
+func daysFromCivil(y int64, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := floorDiv(y, 400)
+	yoe := y - era*400 // [0, 399]
+	mp := int64((m + 9) % 12)
+	doy := (153*mp+2)/5 + int64(d) - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+// civilFromDays is the inverse of daysFromCivil.
+func civilFromDays(z int64) (y int64, m, d int) {
+	z += 719468
+	era := floorDiv(z, 146097)
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y = yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d = int(doy - (153*mp+2)/5 + 1)
+	if mp < 10 {
+		m = int(mp + 3)
+	} else {
+		m = int(mp - 9)
+	}
+	if m <= 2 {
+		y++
+	}
+	return y, m, d
+}
+
+func isLeap(y int64) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
+
+func daysInMonth(y int64, m int) int {
+	switch m {
+	case 2:
+		if isLeap(y) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// ---- output ----
+
+func appendPad(buf []byte, v int64, width int) []byte {
+	var tmp [24]byte
+	s := strconv.AppendInt(tmp[:0], v, 10)
+	for i := len(s); i < width; i++ {
+		buf = append(buf, '0')
+	}
+	return append(buf, s...)
+}
+
+// appendYMD writes YYYY-MM-DD and reports whether the year is BC.
+func appendYMD(buf []byte, days int64) ([]byte, bool) {
+	y, m, d := civilFromDays(days)
+	bc := y <= 0
+	if bc {
+		y = 1 - y
+	}
+	buf = appendPad(buf, y, 4)
+	buf = append(buf, '-')
+	buf = appendPad(buf, int64(m), 2)
+	buf = append(buf, '-')
+	buf = appendPad(buf, int64(d), 2)
+	return buf, bc
+}
+
+func appendDate(buf []byte, days int64) []byte {
+	switch days {
+	case PosInfinity:
+		return append(buf, "infinity"...)
+	case NegInfinity:
+		return append(buf, "-infinity"...)
+	}
+	buf, bc := appendYMD(buf, days)
+	if bc {
+		buf = append(buf, " BC"...)
+	}
+	return buf
+}
+
+// appendClock writes HH:MM:SS[.ffffff] with trailing fraction zeros
+// trimmed; hours may exceed 23 (24:00:00, intervals).
+func appendClock(buf []byte, micros int64) []byte {
+	h := micros / microsPerHour
+	micros -= h * microsPerHour
+	mi := micros / microsPerMinute
+	micros -= mi * microsPerMinute
+	buf = appendPad(buf, h, 2)
+	buf = append(buf, ':')
+	buf = appendPad(buf, mi, 2)
+	buf = append(buf, ':')
+	return appendSeconds(buf, micros)
+}
+
+// appendSeconds writes SS[.ffffff] (trailing zeros trimmed) for a
+// non-negative microsecond count below one minute.
+func appendSeconds(buf []byte, micros int64) []byte {
+	buf = appendPad(buf, micros/microsPerSecond, 2)
+	frac := micros % microsPerSecond
+	if frac != 0 {
+		buf = append(buf, '.')
+		var f [6]byte
+		for i := 5; i >= 0; i-- {
+			f[i] = byte('0' + frac%10)
+			frac /= 10
+		}
+		n := 6
+		for n > 0 && f[n-1] == '0' {
+			n--
+		}
+		buf = append(buf, f[:n]...)
+	}
+	return buf
+}
+
+func appendTimeOfDay(buf []byte, micros int64) []byte { return appendClock(buf, micros) }
+
+// appendTimestamp writes "YYYY-MM-DD HH:MM:SS[.f][+TZ][ BC]".
+func appendTimestamp(buf []byte, micros int64, withTZ bool, loc *time.Location) []byte {
+	switch micros {
+	case PosInfinity:
+		return append(buf, "infinity"...)
+	case NegInfinity:
+		return append(buf, "-infinity"...)
+	}
+	offset := int64(0)
+	if withTZ {
+		offset = zoneOffset(micros, loc)
+		micros += offset * microsPerSecond
+	}
+	days := floorDiv(micros, microsPerDay)
+	buf, bc := appendYMD(buf, days)
+	buf = append(buf, ' ')
+	buf = appendClock(buf, micros-days*microsPerDay)
+	if withTZ {
+		buf = appendOffset(buf, offset)
+	}
+	if bc {
+		buf = append(buf, " BC"...)
+	}
+	return buf
+}
+
+// appendOffset writes a UTC offset as PostgreSQL does: +HH, +HH:MM or
+// +HH:MM:SS, omitting zero minutes and seconds.
+func appendOffset(buf []byte, offset int64) []byte {
+	if offset < 0 {
+		buf = append(buf, '-')
+		offset = -offset
+	} else {
+		buf = append(buf, '+')
+	}
+	buf = appendPad(buf, offset/3600, 2)
+	m, s := offset/60%60, offset%60
+	if m != 0 || s != 0 {
+		buf = append(buf, ':')
+		buf = appendPad(buf, m, 2)
+	}
+	if s != 0 {
+		buf = append(buf, ':')
+		buf = appendPad(buf, s, 2)
+	}
+	return buf
+}
+
+// zoneOffset is loc's UTC offset in seconds at the given instant.
+func zoneOffset(micros int64, loc *time.Location) int64 {
+	if loc == nil || loc == time.UTC {
+		return 0
+	}
+	sec := floorDiv(micros, microsPerSecond)
+	_, off := time.Unix(sec, 0).In(loc).Zone()
+	return int64(off)
+}
+
+// localToUTC converts a wall-clock time in loc (microseconds since
+// 1970-01-01 local) to UTC microseconds. For a wall time inside a
+// daylight-saving gap or overlap the offset in effect just before the
+// transition is used... via the probe below, matching PostgreSQL's
+// preference for the standard-time reading in ambiguous cases closely enough
+// for common zones.
+func localToUTC(local int64, loc *time.Location) int64 {
+	if loc == nil || loc == time.UTC {
+		return local
+	}
+	// First guess: the offset at local interpreted as UTC; then refine once.
+	off1 := zoneOffset(local, loc)
+	utc := local - off1*microsPerSecond
+	off2 := zoneOffset(utc, loc)
+	if off2 == off1 {
+		return utc
+	}
+	utc2 := local - off2*microsPerSecond
+	if zoneOffset(utc2, loc) == off2 {
+		// Both readings valid (overlap) or only the second: PostgreSQL picks
+		// the earlier-offset (standard time) reading in an overlap.
+		if zoneOffset(utc, loc) == off1 && off1 < off2 {
+			return utc
+		}
+		return utc2
+	}
+	// Gap: the wall time does not exist; use the offset before the
+	// transition, which moves the time forward as PostgreSQL does.
+	if off1 < off2 {
+		return local - off1*microsPerSecond
+	}
+	return local - off2*microsPerSecond
+}
+
+// ---- input ----
+
+type dtFieldKind uint8
+
+const (
+	dtNumber dtFieldKind = iota // digits, maybe with a fraction
+	dtDate                      // digits/month names with - / . separators
+	dtTime                      // digits with ':'
+	dtTZ                        // +hh[:mm[:ss]] or -hh...
+	dtString                    // letters (month, AM, BC, zone, special)
+	dtSigned                    // signed number without ':' in interval input
+)
+
+type dtField struct {
+	kind dtFieldKind
+	text string
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func isAlpha(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
+
+// splitDateTime breaks datetime input into fields, like PostgreSQL's
+// ParseDateTime: whitespace and commas separate fields; a 'T' between
+// digits is the ISO 8601 date/time separator.
+func splitDateTime(s string) ([]dtField, bool) {
+	var fields []dtField
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case isSpace(c) || c == ',':
+			i++
+		case isDigit(c) || c == '.':
+			j := i
+			for j < len(s) && isDigit(s[j]) {
+				j++
+			}
+			if j < len(s) && s[j] == ':' {
+				for j < len(s) && (isDigit(s[j]) || s[j] == ':' || s[j] == '.') {
+					j++
+				}
+				fields = append(fields, dtField{dtTime, s[i:j]})
+			} else if j < len(s) && (s[j] == '-' || s[j] == '/' || (s[j] == '.' && strings.Count(nextWordish(s[j:]), ".") > 1)) {
+				sep := s[j]
+				for j < len(s) && (isDigit(s[j]) || isAlpha(s[j]) || s[j] == sep) {
+					if (s[j] == 'T' || s[j] == 't') && j > i && isDigit(s[j-1]) && j+1 < len(s) && isDigit(s[j+1]) {
+						break
+					}
+					j++
+				}
+				fields = append(fields, dtField{dtDate, s[i:j]})
+			} else {
+				for j < len(s) && (isDigit(s[j]) || s[j] == '.') {
+					j++
+				}
+				fields = append(fields, dtField{dtNumber, s[i:j]})
+			}
+			if j < len(s) && (s[j] == 'T' || s[j] == 't') && j+1 < len(s) && isDigit(s[j+1]) {
+				j++ // ISO separator
+			}
+			i = j
+		case isAlpha(c):
+			j := i
+			for j < len(s) && isAlpha(s[j]) {
+				j++
+			}
+			if j < len(s) && (s[j] == '/' || s[j] == '_') {
+				// a zone name such as America/New_York or Etc/GMT+5
+				for j < len(s) && (isAlpha(s[j]) || isDigit(s[j]) || s[j] == '/' || s[j] == '_' || s[j] == '+' || s[j] == '-') {
+					j++
+				}
+				fields = append(fields, dtField{dtString, s[i:j]})
+			} else if j < len(s) && (s[j] == '-' || s[j] == '/' || s[j] == '.') && j+1 < len(s) && isDigit(s[j+1]) && monthNumber(strings.ToLower(s[i:j])) > 0 {
+				// Jan-02-2024
+				sep := s[j]
+				for j < len(s) && (isDigit(s[j]) || isAlpha(s[j]) || s[j] == sep) {
+					j++
+				}
+				fields = append(fields, dtField{dtDate, s[i:j]})
+			} else {
+				fields = append(fields, dtField{dtString, s[i:j]})
+			}
+			i = j
+		case c == '+' || c == '-':
+			j := i + 1
+			for j < len(s) && isSpace(s[j]) {
+				j++
+			}
+			if j < len(s) && isAlpha(s[j]) {
+				k := j
+				for k < len(s) && isAlpha(s[k]) {
+					k++
+				}
+				fields = append(fields, dtField{dtString, string(c) + s[j:k]})
+				i = k
+				continue
+			}
+			if j >= len(s) || !(isDigit(s[j]) || s[j] == '.') {
+				return nil, false
+			}
+			k := j
+			for k < len(s) && (isDigit(s[k]) || s[k] == ':' || s[k] == '.') {
+				k++
+			}
+			fields = append(fields, dtField{dtTZ, string(c) + s[j:k]})
+			i = k
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
+}
+
+// nextWordish returns s up to the next separator, for deciding whether a
+// '.' starts a date (2024.01.02) or a fraction.
+func nextWordish(s string) string {
+	j := 0
+	for j < len(s) && (isDigit(s[j]) || s[j] == '.') {
+		j++
+	}
+	return s[:j]
+}
+
+var monthNames = [...]string{"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}
+var monthFull = [...]string{"january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"}
+
+func monthNumber(w string) int {
+	for i, m := range monthNames {
+		if w == m || w == monthFull[i] {
+			return i + 1
+		}
+	}
+	if w == "sept" {
+		return 9
+	}
+	return 0
+}
+
+func isWeekday(w string) bool {
+	switch w {
+	case "sun", "mon", "tue", "tues", "wed", "wednes", "thu", "thur", "thurs", "fri", "sat",
+		"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday":
+		return true
+	}
+	return false
+}
+
+// zoneAbbrevs is a subset of PostgreSQL's 'Default' timezone_abbreviations
+// (offsets in seconds east of UTC).
+var zoneAbbrevs = map[string]int64{
+	"utc": 0, "gmt": 0, "ut": 0, "z": 0, "zulu": 0,
+	"est": -5 * 3600, "edt": -4 * 3600, "cst": -6 * 3600, "cdt": -5 * 3600,
+	"mst": -7 * 3600, "mdt": -6 * 3600, "pst": -8 * 3600, "pdt": -7 * 3600,
+	"akst": -9 * 3600, "akdt": -8 * 3600, "hst": -10 * 3600,
+	"ast": -4 * 3600, "adt": -3 * 3600, "nst": -(3*3600 + 1800), "ndt": -(2*3600 + 1800),
+	"wet": 0, "west": 3600, "bst": 3600, "cet": 3600, "cest": 2 * 3600, "met": 3600, "mest": 2 * 3600,
+	"eet": 2 * 3600, "eest": 3 * 3600, "msk": 3 * 3600, "ist": 2 * 3600,
+	"jst": 9 * 3600, "kst": 9 * 3600, "hkt": 8 * 3600, "sgt": 8 * 3600,
+	"awst": 8 * 3600, "acst": 9*3600 + 1800, "aest": 10 * 3600, "aedt": 11 * 3600,
+	"nzst": 12 * 3600, "nzdt": 13 * 3600,
+}
+
+// dtParse is the state of decoding one datetime input.
+type dtParse struct {
+	year            int64
+	yearDigits      int
+	mon, day        int
+	haveYear        bool
+	haveMon         bool
+	haveDay         bool
+	haveDate        bool
+	hour, min       int64
+	usec            int64 // seconds and fraction, in microseconds
+	haveTime        bool
+	ampm            int // 0 none, 1 am, 2 pm
+	bc              bool
+	tz              int64 // seconds east of UTC
+	haveTZ          bool
+	loc             *time.Location
+	special         string
+	fieldOverflow   bool
+	mdFieldOverflow bool
+}
+
+func dtBadFormat(typ, s string) *sqlerr.Error {
+	return sqlerr.Errorf(sqlerr.InvalidDatetimeFormat, "invalid input syntax for type %s: %s", typ, pgQuote(s))
+}
+
+func dtFieldOverflow(s string) *sqlerr.Error {
+	return sqlerr.Errorf(sqlerr.DatetimeFieldOverflow, "date/time field value out of range: %s", pgQuote(s))
+}
+
+// decodeDateTime decodes the fields of a date, time or timestamp input.
+func decodeDateTime(s, typ string) (*dtParse, error) {
+	fields, ok := splitDateTime(s)
+	if !ok || len(fields) == 0 {
+		return nil, dtBadFormat(typ, s)
+	}
+	p := &dtParse{}
+	bad := func() (*dtParse, error) { return nil, dtBadFormat(typ, s) }
+	for _, f := range fields {
+		switch f.kind {
+		case dtDate:
+			if p.haveDate {
+				return bad()
+			}
+			if !p.decodeDate(f.text) {
+				return bad()
+			}
+		case dtTime:
+			if p.haveTime {
+				return bad()
+			}
+			if !p.decodeTime(f.text) {
+				return bad()
+			}
+		case dtTZ:
+			off, ok := parseTZOffset(f.text[0] == '-', f.text[1:])
+			if !ok || p.haveTZ {
+				if ok && p.haveTZ {
+					return bad()
+				}
+				return bad()
+			}
+			if off < -maxTzDisplaceS || off > maxTzDisplaceS {
+				return nil, sqlerr.Errorf(sqlerr.InvalidTimeZoneDisplacement, "time zone displacement out of range: %s", pgQuote(s))
+			}
+			p.tz, p.haveTZ = off, true
+		case dtNumber:
+			if !p.decodeNumber(f.text) {
+				return bad()
+			}
+		case dtString:
+			w := strings.ToLower(f.text)
+			if m := monthNumber(w); m > 0 {
+				if p.haveMon {
+					return bad()
+				}
+				p.mon, p.haveMon = m, true
+				continue
+			}
+			switch w {
+			case "am", "a.m.":
+				p.ampm = 1
+				continue
+			case "pm", "p.m.":
+				p.ampm = 2
+				continue
+			case "bc":
+				p.bc = true
+				continue
+			case "ad":
+				continue
+			case "t":
+				continue
+			case "infinity", "+infinity", "-infinity", "epoch", "now", "today", "tomorrow", "yesterday", "allballs":
+				if p.special != "" || len(fields) > 1 && w != "today" && w != "tomorrow" && w != "yesterday" && w != "allballs" {
+					return bad()
+				}
+				p.special = w
+				continue
+			}
+			if isWeekday(w) {
+				continue
+			}
+			if off, ok := zoneAbbrevs[w]; ok {
+				if p.haveTZ {
+					return bad()
+				}
+				p.tz, p.haveTZ = off, true
+				continue
+			}
+			if strings.Contains(f.text, "/") {
+				loc, err := loadZone(f.text)
+				if err != nil {
+					return nil, err
+				}
+				if p.haveTZ {
+					return bad()
+				}
+				p.loc, p.haveTZ = loc, true
+				continue
+			}
+			return bad()
+		default:
+			return bad()
+		}
+	}
+	if p.ampm != 0 {
+		if !p.haveTime && !p.haveDate {
+			// "5 pm" style: a lone number already went into the date; reject
+			return bad()
+		}
+		if p.hour > 12 || p.hour < 0 {
+			return nil, dtFieldOverflow(s)
+		}
+		if p.ampm == 1 && p.hour == 12 {
+			p.hour = 0
+		} else if p.ampm == 2 && p.hour != 12 {
+			p.hour += 12
+		}
+	}
+	if p.mdFieldOverflow {
+		return nil, sqlerr.Errorf(sqlerr.DatetimeFieldOverflow, "date/time field value out of range: %s", pgQuote(s)).
+			WithHint("Perhaps you need a different \"datestyle\" setting.")
+	}
+	if p.fieldOverflow {
+		return nil, dtFieldOverflow(s)
+	}
+	return p, nil
+}
+
+// loadZone resolves a time zone name (case-insensitively for the common
+// spellings).
+func loadZone(name string) (*time.Location, error) {
+	if loc, err := time.LoadLocation(name); err == nil && name != "" && name != "Local" {
+		return loc, nil
+	}
+	// Try canonical capitalisation: america/new_york -> America/New_York.
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		sub := strings.Split(p, "_")
+		for j, w := range sub {
+			if w != "" {
+				sub[j] = strings.ToUpper(w[:1]) + strings.ToLower(w[1:])
+			}
+		}
+		parts[i] = strings.Join(sub, "_")
+	}
+	if loc, err := time.LoadLocation(strings.Join(parts, "/")); err == nil {
+		return loc, nil
+	}
+	if loc, err := time.LoadLocation(strings.ToUpper(name)); err == nil {
+		return loc, nil
+	}
+	return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "time zone %s not recognized", pgQuote(name))
+}
+
+// LoadTimeZone resolves a PostgreSQL time zone setting (a zone name such
+// as 'Europe/Berlin', an abbreviation like 'EST', 'UTC', or a POSIX-style
+// numeric offset such as '+05:30' or '-8') to a location. Errors carry
+// SQLSTATE 22023.
+func LoadTimeZone(name string) (*time.Location, error) {
+	n := trimSpace(name)
+	if off, ok := zoneAbbrevs[strings.ToLower(n)]; ok {
+		if off == 0 {
+			return time.UTC, nil
+		}
+		return time.FixedZone(strings.ToUpper(n), int(off)), nil
+	}
+	if n != "" && (n[0] == '+' || n[0] == '-' || isDigit(n[0])) {
+		neg := n[0] == '-'
+		body := n
+		if n[0] == '+' || n[0] == '-' {
+			body = n[1:]
+		}
+		if off, ok := parseTZOffset(neg, body); ok && off >= -maxTzDisplaceS && off <= maxTzDisplaceS {
+			// A SET TIME ZONE numeric value is hours east of UTC, like an
+			// ISO offset (PostgreSQL's POSIX strings invert the sign, but
+			// numeric SET TIME ZONE does not).
+			return time.FixedZone(n, int(off)), nil
+		}
+	}
+	return loadZone(n)
+}
+
+// parseTZOffset parses hh, hhmm, hh:mm, hh:mm:ss (sign already removed).
+func parseTZOffset(neg bool, s string) (int64, bool) {
+	var h, m, sec int64
+	if strings.Contains(s, ":") {
+		parts := strings.Split(s, ":")
+		if len(parts) > 3 {
+			return 0, false
+		}
+		vals := [3]int64{}
+		for i, p := range parts {
+			v, ok := atoiDigits(p)
+			if !ok {
+				return 0, false
+			}
+			vals[i] = v
+		}
+		h, m, sec = vals[0], vals[1], vals[2]
+	} else {
+		v, ok := atoiDigits(s)
+		if !ok {
+			return 0, false
+		}
+		switch {
+		case len(s) <= 2:
+			h = v
+		case len(s) <= 4:
+			h, m = v/100, v%100
+		case len(s) <= 6:
+			h, m, sec = v/10000, v/100%100, v%100
+		default:
+			return 0, false
+		}
+	}
+	if m >= 60 || sec >= 60 {
+		return 0, false
+	}
+	off := h*3600 + m*60 + sec
+	if neg {
+		off = -off
+	}
+	return off, true
+}
+
+func atoiDigits(s string) (int64, bool) {
+	if s == "" || len(s) > 18 {
+		return 0, false
+	}
+	var v int64
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return 0, false
+		}
+		v = v*10 + int64(s[i]-'0')
+	}
+	return v, true
+}
+
+// decodeDate handles one delimited date field: ISO (y-m-d, when the first
+// number has more than two digits), otherwise month/day/year (DateStyle
+// MDY), with month names allowed anywhere.
+func (p *dtParse) decodeDate(text string) bool {
+	sep := byte(0)
+	for i := 0; i < len(text); i++ {
+		if text[i] == '-' || text[i] == '/' || text[i] == '.' {
+			sep = text[i]
+			break
+		}
+	}
+	parts := strings.Split(text, string(sep))
+	if len(parts) < 2 || len(parts) > 3 {
+		return false
+	}
+	var nums []string
+	for _, part := range parts {
+		if part == "" {
+			return false
+		}
+		if isAlpha(part[0]) {
+			m := monthNumber(strings.ToLower(part))
+			if m == 0 || p.haveMon {
+				return false
+			}
+			p.mon, p.haveMon = m, true
+			continue
+		}
+		for i := 0; i < len(part); i++ {
+			if !isDigit(part[i]) {
+				return false
+			}
+		}
+		nums = append(nums, part)
+	}
+	p.haveDate = true
+	switch {
+	case p.haveMon && len(nums) == 2:
+		// Month name plus two numbers: the long one (or the last) is the year.
+		if len(nums[0]) > 2 {
+			return p.setYear(nums[0]) && p.setDay(nums[1])
+		}
+		return p.setDay(nums[0]) && p.setYear(nums[1])
+	case p.haveMon && len(nums) == 1:
+		// Jan-2024 or 02-Jan: one number; a long one is the year.
+		if len(nums[0]) > 2 {
+			return p.setYear(nums[0])
+		}
+		return p.setDay(nums[0])
+	case len(nums) == 3:
+		if len(nums[0]) > 2 {
+			return p.setYear(nums[0]) && p.setMonth(nums[1]) && p.setDay(nums[2])
+		}
+		return p.setMonth(nums[0]) && p.setDay(nums[1]) && p.setYear(nums[2])
+	}
+	return false
+}
+
+func (p *dtParse) setYear(s string) bool {
+	v, ok := atoiDigits(s)
+	if !ok || p.haveYear {
+		return false
+	}
+	p.year, p.yearDigits, p.haveYear = v, len(s), true
+	return true
+}
+
+func (p *dtParse) setMonth(s string) bool {
+	v, ok := atoiDigits(s)
+	if !ok || p.haveMon {
+		return false
+	}
+	if v < 1 || v > 12 {
+		p.mdFieldOverflow = true
+	}
+	p.mon, p.haveMon = int(v), true
+	return true
+}
+
+func (p *dtParse) setDay(s string) bool {
+	v, ok := atoiDigits(s)
+	if !ok || p.haveDay {
+		return false
+	}
+	if v < 1 || v > 31 {
+		p.fieldOverflow = true
+	}
+	p.day, p.haveDay = int(v), true
+	return true
+}
+
+// decodeTime parses hh:mm[:ss[.ffffff]].
+func (p *dtParse) decodeTime(text string) bool {
+	parts := strings.Split(text, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return false
+	}
+	h, ok := atoiDigits(parts[0])
+	if !ok {
+		return false
+	}
+	var m int64
+	var us int64
+	if len(parts) == 2 && strings.Contains(parts[1], ".") {
+		// mm:ss.fff is PostgreSQL's reading of a two-part time with a fraction
+		mm, frac, ok := splitSecondsFrac(parts[1])
+		if !ok {
+			return false
+		}
+		m, us = h, mm+frac
+		h = 0
+		_ = m
+		p.hour, p.min, p.usec = 0, m, us
+		if m >= 60 || us >= 60*microsPerSecond {
+			p.fieldOverflow = true
+		}
+		p.haveTime = true
+		return true
+	}
+	m, ok = atoiDigits(parts[1])
+	if !ok {
+		return false
+	}
+	if len(parts) == 3 {
+		secs, frac, ok := splitSecondsFrac(parts[2])
+		if !ok {
+			return false
+		}
+		us = secs + frac
+	}
+	p.hour, p.min, p.usec, p.haveTime = h, m, us, true
+	if h > 24 || m >= 60 || us > 60*microsPerSecond || (h == 24 && (m != 0 || us != 0)) {
+		p.fieldOverflow = true
+	}
+	return true
+}
+
+// splitSecondsFrac parses "ss[.fffffff]" into microseconds (whole seconds
+// part and rounded fraction).
+func splitSecondsFrac(s string) (int64, int64, bool) {
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	w, ok := atoiDigits(whole)
+	if !ok {
+		if !(whole == "" && hasFrac) {
+			return 0, 0, false
+		}
+	}
+	if !hasFrac {
+		return w * microsPerSecond, 0, true
+	}
+	f, ok := fracMicros(frac)
+	if !ok {
+		return 0, 0, false
+	}
+	return w * microsPerSecond, f, true
+}
+
+// fracMicros converts the digits after a decimal point to microseconds,
+// rounding half up at the seventh digit as PostgreSQL's rint does.
+func fracMicros(frac string) (int64, bool) {
+	if frac == "" {
+		return 0, true
+	}
+	var v int64
+	for i := 0; i < len(frac); i++ {
+		if !isDigit(frac[i]) {
+			return 0, false
+		}
+		if i < 6 {
+			v = v*10 + int64(frac[i]-'0')
+		}
+	}
+	for i := len(frac); i < 6; i++ {
+		v *= 10
+	}
+	if len(frac) > 6 && frac[6] >= '5' {
+		v++
+	}
+	return v, true
+}
+
+// decodeNumber places an undelimited number: a day or year next to a
+// month name, YYYYMMDD / YYMMDD, or hhmmss after a date.
+func (p *dtParse) decodeNumber(text string) bool {
+	whole, frac, hasFrac := strings.Cut(text, ".")
+	if whole == "" && !hasFrac {
+		return false
+	}
+	if hasFrac && strings.Contains(frac, ".") {
+		return false
+	}
+	switch {
+	case !p.haveDate && !p.haveMon && !hasFrac && (len(whole) == 8 || len(whole) == 6):
+		// YYYYMMDD or YYMMDD
+		yl := len(whole) - 4
+		p.haveDate = true
+		return p.setYear(whole[:yl]) && p.setMonth(whole[yl:yl+2]) && p.setDay(whole[yl+2:])
+	case p.haveDate && !p.haveTime && (len(whole) == 6 || len(whole) == 4) && p.haveYear && p.haveMon && p.haveDay:
+		// hhmmss[.fff] or hhmm after a complete date
+		h, _ := atoiDigits(whole[:2])
+		m, _ := atoiDigits(whole[2:4])
+		var us int64
+		if len(whole) == 6 {
+			sec, _ := atoiDigits(whole[4:6])
+			us = sec * microsPerSecond
+		}
+		if hasFrac {
+			f, ok := fracMicros(frac)
+			if !ok {
+				return false
+			}
+			us += f
+		}
+		p.hour, p.min, p.usec, p.haveTime = h, m, us, true
+		if h > 24 || m >= 60 || us > 60*microsPerSecond {
+			p.fieldOverflow = true
+		}
+		return true
+	case hasFrac:
+		return false
+	case p.haveMon && !p.haveDay && len(whole) <= 2:
+		p.haveDate = true
+		return p.setDay(whole)
+	case p.haveMon && !p.haveYear:
+		p.haveDate = true
+		return p.setYear(whole)
+	case !p.haveMon && !p.haveDay && len(whole) <= 2:
+		// "02 Jan 2024": day before the month name
+		p.haveDate = true
+		return p.setDay(whole)
+	case p.haveMon && p.haveDay && !p.haveYear:
+		return p.setYear(whole)
+	case !p.haveYear && p.haveDay && !p.haveMon:
+		return p.setYear(whole)
+	}
+	return false
+}
+
+// resolveDate turns the decoded fields into days since 1970, applying BC,
+// two-digit-year expansion and range checks.
+func (p *dtParse) resolveDate(s string) (int64, error) {
+	if !p.haveYear || !p.haveMon || !p.haveDay {
+		return 0, dtBadFormat("date", s)
+	}
+	y := p.year
+	if p.bc {
+		if y == 0 {
+			return 0, dtFieldOverflow(s)
+		}
+		y = 1 - y
+	} else if p.yearDigits <= 2 {
+		if y < 70 {
+			y += 2000
+		} else {
+			y += 1900
+		}
+	} else if y == 0 {
+		return 0, dtFieldOverflow(s)
+	}
+	if p.mon < 1 || p.mon > 12 || p.day < 1 || p.day > daysInMonth(y, p.mon) {
+		return 0, dtFieldOverflow(s)
+	}
+	if y > 6000000 {
+		return 0, sqlerr.Errorf(sqlerr.DatetimeFieldOverflow, "date out of range: %s", pgQuote(s))
+	}
+	return daysFromCivil(y, p.mon, p.day), nil
+}
+
+func (p *dtParse) clockMicros() int64 {
+	return p.hour*microsPerHour + p.min*microsPerMinute + p.usec
+}
+
+func (o *FormatOptions) today() int64 {
+	now := o.now()
+	us := now.UnixMicro()
+	us += zoneOffset(us, o.location()) * microsPerSecond
+	return floorDiv(us, microsPerDay)
+}
+
+func parseDate(s string, opt *FormatOptions) (Datum, error) {
+	p, err := decodeDateTime(s, "date")
+	if err != nil {
+		return NullDatum, err
+	}
+	switch p.special {
+	case "infinity", "+infinity":
+		return DDate(PosInfinity), nil
+	case "-infinity":
+		return DDate(NegInfinity), nil
+	case "epoch":
+		return DDate(0), nil
+	case "now", "today":
+		return DDate(opt.today()), nil
+	case "tomorrow":
+		return DDate(opt.today() + 1), nil
+	case "yesterday":
+		return DDate(opt.today() - 1), nil
+	case "allballs":
+		return NullDatum, dtBadFormat("date", s)
+	}
+	days, err := p.resolveDate(s)
+	if err != nil {
+		if e := sqlerr.From(err); e != nil && e.Code == sqlerr.InvalidDatetimeFormat {
+			return NullDatum, dtBadFormat("date", s)
+		}
+		return NullDatum, err
+	}
+	if days < MinDate || days > MaxDate {
+		return NullDatum, sqlerr.Errorf(sqlerr.DatetimeFieldOverflow, "date out of range: %s", pgQuote(s))
+	}
+	return DDate(days), nil
+}
+
+func parseTime(s string) (int64, error) {
+	p, err := decodeDateTime(s, "time")
+	if err != nil {
+		return 0, err
+	}
+	switch p.special {
+	case "allballs":
+		return 0, nil
+	case "":
+	default:
+		return 0, dtBadFormat("time", s)
+	}
+	if !p.haveTime {
+		return 0, dtBadFormat("time", s)
+	}
+	if p.haveDate {
+		if _, err := p.resolveDate(s); err != nil {
+			return 0, err
+		}
+	}
+	us := p.clockMicros()
+	if us > maxTimeOfDay {
+		return 0, dtFieldOverflow(s)
+	}
+	return us, nil
+}
+
+func parseTimestamp(s string, withTZ bool, opt *FormatOptions) (int64, error) {
+	typ := "timestamp"
+	if withTZ {
+		typ = "timestamp with time zone"
+	}
+	p, err := decodeDateTime(s, typ)
+	if err != nil {
+		return 0, err
+	}
+	loc := opt.location()
+	switch p.special {
+	case "infinity", "+infinity":
+		return PosInfinity, nil
+	case "-infinity":
+		return NegInfinity, nil
+	case "epoch":
+		return 0, nil
+	case "now":
+		us := opt.now().UnixMicro()
+		if !withTZ {
+			us += zoneOffset(us, loc) * microsPerSecond
+		}
+		return us, nil
+	case "today", "tomorrow", "yesterday":
+		days := opt.today()
+		if p.special == "tomorrow" {
+			days++
+		} else if p.special == "yesterday" {
+			days--
+		}
+		local := days*microsPerDay + p.clockMicros()
+		if withTZ {
+			return localToUTC(local, loc), nil
+		}
+		return local, nil
+	case "allballs":
+		return 0, dtBadFormat(typ, s)
+	}
+	if !p.haveDate {
+		return 0, dtBadFormat(typ, s)
+	}
+	days, err := p.resolveDate(s)
+	if err != nil {
+		if e := sqlerr.From(err); e != nil && e.Code == sqlerr.InvalidDatetimeFormat {
+			return 0, dtBadFormat(typ, s)
+		}
+		return 0, err
+	}
+	if days < MinDate-1 || days > daysFromCivil(294247, 1, 1) {
+		return 0, sqlerr.Errorf(sqlerr.DatetimeFieldOverflow, "timestamp out of range: %s", pgQuote(s))
+	}
+	local := days*microsPerDay + p.clockMicros()
+	us := local
+	if withTZ {
+		switch {
+		case p.loc != nil:
+			us = localToUTC(local, p.loc)
+		case p.haveTZ:
+			us = local - p.tz*microsPerSecond
+		default:
+			us = localToUTC(local, loc)
+		}
+	}
+	if us < MinTimestamp || us >= EndTimestamp {
+		return 0, sqlerr.Errorf(sqlerr.DatetimeFieldOverflow, "timestamp out of range: %s", pgQuote(s))
+	}
+	return us, nil
+}
