@@ -55,7 +55,7 @@ type Const struct {
 	Typ   types.Type
 }
 
-func (c *Const) Type() types.Type                                 { return c.Typ }
+func (c *Const) Type() types.Type                                  { return c.Typ }
 func (c *Const) Eval(*EvalContext, types.Row) (types.Datum, error) { return c.Value, nil }
 func (c *Const) String() string {
 	if c.Value.IsNull() {

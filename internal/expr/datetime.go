@@ -1,0 +1,139 @@
+package expr
+
+import (
+	"math"
+	"time"
+)
+
+const (
+	usPerSec  = int64(1_000_000)
+	usPerMin  = 60 * usPerSec
+	usPerHour = 60 * usPerMin
+	usPerDay  = 24 * usPerHour
+)
+
+// PostgreSQL's ranges: timestamps 4714-11-24 BC .. 294276-12-31 AD and
+// dates 4714-11-24 BC .. 5874897-12-31 AD.
+var (
+	minTimestamp = daysFromCivil(-4713, 11, 24) * usPerDay
+	maxTimestamp = daysFromCivil(294277, 1, 1)*usPerDay - 1
+	minDate      = daysFromCivil(-4713, 11, 24)
+	maxDate      = daysFromCivil(5874898, 1, 1) - 1
+)
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func floorMod(a, b int64) int64 {
+	m := a % b
+	if m != 0 && ((m < 0) != (b < 0)) {
+		m += b
+	}
+	return m
+}
+
+func isInfTS(v int64) bool { return v == math.MinInt64 || v == math.MaxInt64 }
+
+// daysFromCivil converts a proleptic Gregorian date (year 0 = 1 BC) to days
+// since 1970-01-01, using the era-based algorithm (400-year cycles).
+func daysFromCivil(y int64, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := floorDiv(y, 400)
+	yoe := y - era*400
+	mp := int64((m + 9) % 12)
+	doy := (153*mp+2)/5 + int64(d) - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+// civilFromDays is the inverse of daysFromCivil.
+func civilFromDays(z int64) (y int64, m, d int) {
+	z += 719468
+	era := floorDiv(z, 146097)
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y = yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d = int(doy - (153*mp+2)/5 + 1)
+	if mp < 10 {
+		m = int(mp + 3)
+	} else {
+		m = int(mp - 9)
+	}
+	if m <= 2 {
+		y++
+	}
+	return y, m, d
+}
+
+func isLeap(y int64) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
+
+func daysInMonth(y int64, m int) int {
+	switch m {
+	case 2:
+		if isLeap(y) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+func dateToTimestamp(days int64) (int64, error) {
+	if isInfTS(days) {
+		return days, nil
+	}
+	v := days * usPerDay
+	if v < minTimestamp || v > maxTimestamp {
+		return 0, errDateOutOfRangeForTS
+	}
+	return v, nil
+}
+
+// utcToLocal converts an absolute instant to wall-clock microseconds in loc.
+func utcToLocal(v int64, loc *time.Location) int64 {
+	if loc == time.UTC || loc == nil {
+		return v
+	}
+	sec := floorDiv(v, usPerSec)
+	_, off := time.Unix(sec, 0).In(loc).Zone()
+	return v + int64(off)*usPerSec
+}
+
+// localToUTC interprets wall-clock microseconds in loc. For a wall time in
+// a DST gap or overlap it uses the offset in effect just before the
+// transition, as PostgreSQL does.
+func localToUTC(local int64, loc *time.Location) int64 {
+	if loc == time.UTC || loc == nil {
+		return local
+	}
+	sec := floorDiv(local, usPerSec)
+	// First guess: the offset at the wall time read as UTC.
+	_, off1 := time.Unix(sec, 0).In(loc).Zone()
+	guess := sec - int64(off1)
+	_, off2 := time.Unix(guess, 0).In(loc).Zone()
+	if off2 != off1 {
+		// Near a transition: prefer the offset that maps back to the wall
+		// time; in a gap, use the earlier (pre-transition) offset.
+		g2 := sec - int64(off2)
+		_, off3 := time.Unix(g2, 0).In(loc).Zone()
+		if off3 == off2 {
+			return local - int64(off2)*usPerSec
+		}
+		if off1 < off2 {
+			return local - int64(off1)*usPerSec
+		}
+		return local - int64(off2)*usPerSec
+	}
+	return local - int64(off1)*usPerSec
+}
