@@ -282,7 +282,7 @@ func (c *conn) startup() error {
 	c.status.set("application_name", params.ApplicationName)
 	c.status.set("is_superuser", onOff(info.Superuser))
 	c.status.set("session_authorization", params.User)
-	c.fopts.timeZone = c.srv.cfg.TimeZone
+	c.fopts.setTimeZone(c.srv.cfg.TimeZone)
 
 	ctx, done := c.beginStatement()
 	sess, err := c.srv.eng.NewSession(ctx, params, (*clientConn)(c))
@@ -533,7 +533,7 @@ func (cc *clientConn) Notice(n Notice) {
 func (cc *clientConn) SetParameterStatus(name, value string) {
 	c := (*conn)(cc)
 	if name == "TimeZone" {
-		c.fopts.timeZone = value
+		c.fopts.setTimeZone(value)
 	}
 	if c.status.set(name, value) && c.sess != nil {
 		// During NewSession the value joins the startup set instead.
