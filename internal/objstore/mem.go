@@ -27,6 +27,11 @@ type memObject struct {
 func NewMem() *Mem { return &Mem{objects: map[string]memObject{}, Now: time.Now} }
 
 func (m *Mem) Put(ctx context.Context, key string, data []byte) error {
+	// The same key rules as Local and S3, so a test on Mem cannot pass with
+	// a key the real backends reject.
+	if err := ValidateKey(key); err != nil {
+		return fmt.Errorf("put: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
