@@ -657,6 +657,9 @@ func (c *conn) sendError(ctx context.Context, err error) {
 		c.srv.log.Warn("pgwire: internal error", "pid", c.pid, "err", err)
 	}
 	c.send(errorResponse("ERROR", e))
+	if c.sess != nil {
+		c.sess.OnError(e)
+	}
 }
 
 // sync ends an implicit transaction: outside a transaction block the

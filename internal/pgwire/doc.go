@@ -44,7 +44,10 @@
 //     are immutable and may be kept). Slices the engine returns in
 //     StatementDescription, Column and Result are not modified by the server.
 //  6. Session.TxStatus is asked before every ReadyForQuery. The engine
-//     implements BEGIN/COMMIT/ROLLBACK itself; at Sync outside a
+//     implements BEGIN/COMMIT/ROLLBACK itself; Session.OnError is called
+//     for every error reported to the client (also those the protocol
+//     layer raises, like a malformed parameter), so the engine can fail an
+//     open transaction block as PostgreSQL does. At Sync outside a
 //     transaction block the server drops all portals.
 //  7. ClientConn methods are only called from inside a Session call (same
 //     goroutine); notices and parameter changes are sent in order with the

@@ -92,6 +92,12 @@ type Session interface {
 	Parse(ctx context.Context, sql string, paramOIDs []uint32) ([]Statement, error)
 	// TxStatus is called before each ReadyForQuery.
 	TxStatus() TxStatus
+	// OnError is called after the server reported err to the client for
+	// a request (a Query, or an extended-protocol message), whether the
+	// error came from the engine or from the protocol layer (a bad
+	// parameter, an unknown portal, a failed COPY). PostgreSQL aborts an
+	// open transaction block on any error: the engine marks it failed.
+	OnError(err error)
 	// Close releases the session when the connection ends; it rolls back
 	// an open transaction.
 	Close()

@@ -73,6 +73,12 @@ type fakeSession struct {
 func (s *fakeSession) TxStatus() TxStatus { return s.tx }
 func (s *fakeSession) Close()             { s.closed = true }
 
+func (s *fakeSession) OnError(error) {
+	if s.tx == TxActive {
+		s.tx = TxFailed
+	}
+}
+
 func (s *fakeSession) Parse(ctx context.Context, sql string, paramOIDs []uint32) ([]Statement, error) {
 	var out []Statement
 	offset := 0
@@ -150,11 +156,7 @@ func (s *fakeSession) parseOne(text string, paramOIDs []uint32) (Statement, erro
 				return Result{}, sqlerr.New(sqlerr.InFailedSQLTransaction,
 					"current transaction is aborted, commands ignored until end of transaction block")
 			}
-			res, err := run(ctx, params)
-			if err != nil && s.tx == TxActive {
-				s.tx = TxFailed
-			}
-			return res, err
+			return run(ctx, params)
 		}
 	}
 	e := s.eng
