@@ -1,0 +1,539 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/runneldb/runnel/internal/metastore"
+)
+
+// ErrTooLate is returned by CompactionJob.Cancel when the job had already
+// started to commit; Cancel returns it after the commit finished.
+var ErrTooLate = errors.New("compaction already committing")
+
+// compactionPick is the picker's choice.
+type compactionPick struct {
+	inputs     []LevelFile
+	files      []*SSTMeta // same order as inputs: newest data first
+	outLevel   int
+	bottommost bool
+	dropOnly   bool // every input belongs to unregistered tables only
+}
+
+// CompactionJob is one running compaction. Cancel and commit-start are
+// linearised under mu (I2): exactly one of them wins.
+type CompactionJob struct {
+	ID     uint64
+	Inputs []LevelFile
+	Level  int // output level
+
+	e             *Engine
+	mu            sync.Mutex
+	cancelled     bool
+	commitStarted bool
+	cancel        context.CancelFunc
+	done          chan struct{}
+	err           error // result, valid after done
+	committed     bool
+}
+
+// Done is closed when the job has finished (committed, aborted or failed).
+func (j *CompactionJob) Done() <-chan struct{} { return j.done }
+
+// Result is the job's outcome after Done: committed or the error.
+func (j *CompactionJob) Result() (committed bool, err error) { return j.committed, j.err }
+
+// RequestCancel asks the job to stop without waiting. It returns false if
+// the job has already started to commit (too late).
+func (j *CompactionJob) RequestCancel() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.commitStarted {
+		return false
+	}
+	if !j.cancelled {
+		j.cancelled = true
+		if j.cancel != nil {
+			j.cancel()
+		}
+	}
+	return true
+}
+
+// Cancel stops the job and returns once its outputs are owned by the
+// deletion queue (I2), or ErrTooLate once the commit that won finished.
+func (j *CompactionJob) Cancel(ctx context.Context) error {
+	won := j.RequestCancel()
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if !won {
+		return ErrTooLate
+	}
+	if j.committed {
+		return ErrTooLate
+	}
+	if j.err != nil && !errors.Is(j.err, context.Canceled) && !errors.Is(j.err, errCancelled) {
+		return j.err
+	}
+	return nil
+}
+
+var errCancelled = errors.New("compaction cancelled")
+
+// levelTarget is the size a level may reach before it is compacted down.
+func (e *Engine) levelTarget(l int) int64 {
+	t := e.opts.LevelBaseBytes
+	for i := 1; i < l; i++ {
+		t *= int64(e.opts.LevelMultiplier)
+	}
+	return t
+}
+
+func prefixOf(k []byte) []byte { return k[:epochSplit(k)] }
+
+// pick chooses a compaction (leveled; see docs/storage-format.md for why).
+// force relaxes the size triggers. Caller holds compactMu.
+func (e *Engine) pick(v *Version, force bool) *compactionPick {
+	// 1. SSTs holding only unregistered tables: drop without rewriting.
+	var drop compactionPick
+	drop.dropOnly = true
+	for l := range v.Levels {
+		for _, f := range v.Levels[l] {
+			if e.compacting[f.ID] {
+				continue
+			}
+			live := false
+			for _, t := range f.Tables {
+				live = live || v.hasTable(t)
+			}
+			if !live {
+				drop.inputs = append(drop.inputs, LevelFile{l, f.ID})
+				drop.files = append(drop.files, f)
+			}
+		}
+	}
+	if len(drop.inputs) > 0 {
+		return &drop
+	}
+	// 2. Scores.
+	bestL, bestScore := -1, 0.0
+	if n := len(v.Levels[0]); n > 0 {
+		s := float64(n) / float64(e.opts.L0CompactionTrigger)
+		if force {
+			s += 1
+		}
+		bestL, bestScore = 0, s
+	}
+	for l := 1; l < NumLevels-1; l++ {
+		var size int64
+		for _, f := range v.Levels[l] {
+			size += int64(f.Size)
+		}
+		if size == 0 {
+			continue
+		}
+		s := float64(size) / float64(e.levelTarget(l))
+		if force && bestL < 0 {
+			s += 1
+		}
+		if s > bestScore {
+			bestL, bestScore = l, s
+		}
+	}
+	if bestL < 0 || bestScore < 1 {
+		return nil
+	}
+	p := &compactionPick{outLevel: bestL + 1}
+	var lo, hi []byte
+	add := func(l int, f *SSTMeta) bool {
+		if e.compacting[f.ID] {
+			return false
+		}
+		p.inputs = append(p.inputs, LevelFile{l, f.ID})
+		p.files = append(p.files, f)
+		if lo == nil || bytes.Compare(prefixOf(f.Smallest), lo) < 0 {
+			lo = prefixOf(f.Smallest)
+		}
+		if hi == nil || bytes.Compare(prefixOf(f.Largest), hi) > 0 {
+			hi = prefixOf(f.Largest)
+		}
+		return true
+	}
+	if bestL == 0 {
+		// All of L0, so that the invariant "a shallower level holds newer
+		// versions" holds for L1 (L0 files may interleave epochs).
+		for _, f := range v.Levels[0] {
+			if !add(0, f) {
+				return nil
+			}
+		}
+	} else {
+		// The largest file not being compacted.
+		var cand *SSTMeta
+		for _, f := range v.Levels[bestL] {
+			if !e.compacting[f.ID] && (cand == nil || f.Size > cand.Size) {
+				cand = f
+			}
+		}
+		if cand == nil || !add(bestL, cand) {
+			return nil
+		}
+	}
+	for _, f := range v.Levels[bestL+1] {
+		if bytes.Compare(prefixOf(f.Largest), lo) >= 0 && bytes.Compare(prefixOf(f.Smallest), hi) <= 0 {
+			if !add(bestL+1, f) {
+				return nil
+			}
+		}
+	}
+	p.bottommost = true
+	for l := p.outLevel + 1; l < NumLevels; l++ {
+		for _, f := range v.Levels[l] {
+			if bytes.Compare(prefixOf(f.Largest), lo) >= 0 && bytes.Compare(prefixOf(f.Smallest), hi) <= 0 {
+				p.bottommost = false
+			}
+		}
+	}
+	return p
+}
+
+// horizon is the oldest epoch a reader may still ask for: the committed
+// epoch or an older pinned snapshot's.
+func (e *Engine) horizonLocked() uint64 {
+	h := e.cur.CommittedEpoch
+	for s := range e.snaps {
+		h = min(h, s.epoch)
+	}
+	return h
+}
+
+// Compact runs at most one compaction synchronously (force: ignore size
+// triggers) and reports whether one ran. Its error is the job's.
+func (e *Engine) Compact(ctx context.Context, force bool) (bool, error) {
+	j, err := e.StartCompaction(ctx, force)
+	if err != nil || j == nil {
+		return false, err
+	}
+	<-j.done
+	return true, j.err
+}
+
+// StartCompaction picks and starts one compaction in the background and
+// returns its job (nil if there is nothing to do). The job record is
+// durable before it returns.
+func (e *Engine) StartCompaction(ctx context.Context, force bool) (*CompactionJob, error) {
+	select {
+	case e.compactSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	release := func() { <-e.compactSem }
+	e.compactMu.Lock()
+	e.mu.RLock()
+	if e.closed {
+		e.mu.RUnlock()
+		e.compactMu.Unlock()
+		release()
+		return nil, ErrClosed
+	}
+	v := e.cur
+	v.refs++    // pinned for the job's duration
+	e.bg.Add(1) // Close waits for the job
+	horizon := e.horizonLocked()
+	e.mu.RUnlock()
+	p := e.pick(v, force)
+	if p == nil {
+		e.compactMu.Unlock()
+		e.unpin(v)
+		release()
+		e.bg.Done()
+		return nil, nil
+	}
+	for _, in := range p.inputs {
+		e.compacting[in.ID] = true
+	}
+	e.compactMu.Unlock()
+	cleanup := func() {
+		e.compactMu.Lock()
+		for _, in := range p.inputs {
+			delete(e.compacting, in.ID)
+		}
+		e.compactMu.Unlock()
+		e.unpin(v)
+		release()
+		e.bg.Done()
+	}
+	var est uint64
+	for _, f := range p.files {
+		est += f.Size
+	}
+	reserve := 0
+	if !p.dropOnly {
+		reserve = int(int64(est)/e.opts.TargetFileSize) + 1
+	}
+	jctx, cancel := context.WithCancel(context.Background())
+	j := &CompactionJob{Inputs: p.inputs, Level: p.outLevel, e: e, cancel: cancel, done: make(chan struct{})}
+	w, err := e.newOutputWriter(ctx, jobKindCompaction, p.inputs, reserve, func(n int) error {
+		if n == 0 {
+			return e.compactionHook(HookBeforeFirstOutput, j)
+		}
+		return e.compactionHook(HookBetweenOutputs, j)
+	})
+	if err != nil {
+		cancel()
+		cleanup()
+		return nil, fmt.Errorf("storage: plan compaction: %w", err)
+	}
+	w.ctx = jctx
+	j.ID = w.job.ID
+	e.compactMu.Lock()
+	e.compactions[j.ID] = j
+	e.compactMu.Unlock()
+	go func() {
+		defer func() {
+			e.compactMu.Lock()
+			delete(e.compactions, j.ID)
+			e.compactMu.Unlock()
+			cleanup()
+			cancel()
+			close(j.done)
+			e.kickCompaction()
+		}()
+		j.committed, j.err = e.runCompaction(jctx, j, v, p, w, horizon)
+		if j.err != nil && !errors.Is(j.err, ErrSimulatedCrash) && !j.committed {
+			e.log.Debug("storage: compaction did not commit", "job", j.ID, "err", j.err)
+		}
+	}()
+	return j, nil
+}
+
+func (e *Engine) compactionHook(p HookPoint, j *CompactionJob) error {
+	if h := e.opts.Hooks.Compaction; h != nil {
+		return h(p, j)
+	}
+	return nil
+}
+
+// runCompaction executes a planned job. Outcomes:
+//   - committed: the delta landed (possibly learnt by re-reading, I2);
+//   - aborted: outputs are on the deletion queue and the record says so;
+//   - crash (test): stop dead;
+//   - abort write failed: the record stays live and owns the outputs (I1);
+//     it is retried by GC and at Open.
+func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version, p *compactionPick, w *outputWriter, horizon uint64) (bool, error) {
+	abort := func(cause error) (bool, error) {
+		if errors.Is(cause, ErrSimulatedCrash) || e.crashed.Load() {
+			return false, cause
+		}
+		if err := e.abortJob(context.Background(), j.ID, w.job.Outputs); err != nil {
+			return false, fmt.Errorf("compaction %d: %w (abort deferred: %v)", j.ID, cause, err)
+		}
+		return false, fmt.Errorf("compaction %d: %w", j.ID, cause)
+	}
+	cancelled := func() bool {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		return j.cancelled
+	}
+	if err := e.metaTx(ctx, "start-job", func(tx *metastore.Tx) error {
+		return setJobState(ctx, tx, j.ID, []string{JobPlanned}, JobRunning, e.opts.Clock())
+	}); err != nil {
+		return abort(err)
+	}
+	if !p.dropOnly {
+		srcs := make([]source, 0, len(p.files))
+		for _, f := range p.files {
+			r, err := e.tc.get(ctx, f)
+			if err != nil {
+				return abort(err)
+			}
+			s, err := newSSTSource(ctx, r, objectKey(f.ID), nil, nil, false)
+			if err != nil {
+				return abort(err)
+			}
+			srcs = append(srcs, s)
+		}
+		m := newMergeIter(srcs, false)
+		// Keep every version newer than the horizon and the newest one at
+		// or below it (dropped if it is a tombstone and nothing older can
+		// lie below); drop data of unregistered tables.
+		var below, live bool
+		keep := func(s source, first bool) (bool, error) {
+			if first {
+				below, live = false, v.hasTable(s.table())
+			}
+			if !live {
+				return false, nil
+			}
+			if s.epoch() > horizon {
+				return true, nil
+			}
+			if below {
+				return false, nil
+			}
+			below = true
+			if p.bottommost {
+				val, err := s.value()
+				if err != nil {
+					return false, err
+				}
+				if val[0] == tagDelete {
+					return false, nil
+				}
+			}
+			return true, nil
+		}
+		err := e.buildSSTs(ctx, m, keep, func(obj []byte, meta *SSTMeta) error {
+			if cancelled() {
+				return errCancelled
+			}
+			return w.emit(obj, meta)
+		})
+		m.close()
+		if err != nil {
+			if cancelled() {
+				err = fmt.Errorf("%w: %w", errCancelled, err)
+			}
+			return abort(err)
+		}
+		if len(w.metas) == 0 {
+			// Everything was dropped: still run the before-first-output
+			// point so every pause point is reachable.
+			if err := e.compactionHook(HookBeforeFirstOutput, j); err != nil {
+				return abort(err)
+			}
+		}
+	} else if err := e.compactionHook(HookBeforeFirstOutput, j); err != nil {
+		return abort(err)
+	}
+	if err := e.compactionHook(HookAfterOutputsBeforeCommit, j); err != nil {
+		return abort(err)
+	}
+	// Commit-start, linearised with cancel (I2).
+	j.mu.Lock()
+	if j.cancelled {
+		j.mu.Unlock()
+		return abort(errCancelled)
+	}
+	j.commitStarted = true
+	j.mu.Unlock()
+
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	if err := e.reloadIfNeeded(ctx); err != nil {
+		return false, err // outputs stay owned by the live record
+	}
+	if err := e.metaTx(context.Background(), "committing-job", func(tx *metastore.Tx) error {
+		return setJobState(ctx, tx, j.ID, []string{JobRunning}, JobCommitting, e.opts.Clock())
+	}); err != nil {
+		if errors.Is(err, ErrSimulatedCrash) {
+			return false, err
+		}
+		return abort(err)
+	}
+	e.mu.RLock()
+	cur := e.cur
+	e.mu.RUnlock()
+	d := &VersionDelta{ID: cur.ID + 1, CommittedEpoch: cur.CommittedEpoch, SafeEpoch: max(cur.SafeEpoch, horizon), JobIDs: []uint64{j.ID}}
+	if p.dropOnly {
+		d.SafeEpoch = cur.SafeEpoch
+	}
+	d.Removed = p.inputs
+	for _, m := range w.metas {
+		d.Added = append(d.Added, LevelSST{Level: p.outLevel, SST: m})
+	}
+	nv, err := e.commitDelta(context.Background(), d, func(tx *metastore.Tx) error {
+		// Unused reserved ids never got an object, but queue them so the
+		// record's promise is closed out.
+		var unused []uint64
+		for _, o := range w.job.Outputs[w.used:] {
+			unused = append(unused, o)
+		}
+		if err := queueForDeletion(ctx, tx, unused, e.opts.Clock()); err != nil {
+			return err
+		}
+		return e.compactionHook(HookDuringCommitWrite, j)
+	})
+	if err != nil {
+		if errors.Is(err, errAmbiguous) || errors.Is(err, ErrSimulatedCrash) {
+			// I2: maybe committed; the record (Committing) keeps owning
+			// the outputs until a reload or Open resolves it.
+			return false, err
+		}
+		return abort(err)
+	}
+	e.mu.Lock()
+	e.installLocked(nv)
+	e.mu.Unlock()
+	if err := e.compactionHook(HookAfterCommit, j); err != nil && !errors.Is(err, ErrSimulatedCrash) {
+		e.log.Warn("storage: after-commit hook", "err", err)
+	}
+	return true, nil
+}
+
+// Compactions returns the running compaction jobs.
+func (e *Engine) Compactions() []*CompactionJob {
+	e.compactMu.Lock()
+	defer e.compactMu.Unlock()
+	out := make([]*CompactionJob, 0, len(e.compactions))
+	for _, j := range e.compactions {
+		out = append(out, j)
+	}
+	slices.SortFunc(out, func(a, b *CompactionJob) int { return int(a.ID) - int(b.ID) })
+	return out
+}
+
+// CancelCompactions cancels every running compaction and waits until each
+// is aborted (outputs owned by the deletion queue) or committed.
+func (e *Engine) CancelCompactions(ctx context.Context) error {
+	var first error
+	for _, j := range e.Compactions() {
+		if err := j.Cancel(ctx); err != nil && !errors.Is(err, ErrTooLate) && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (e *Engine) cancelAllCompactions() { _ = e.CancelCompactions(context.Background()) }
+
+func (e *Engine) kickCompaction() {
+	select {
+	case e.compactKick <- struct{}{}:
+	default:
+	}
+}
+
+// compactionLoop starts compactions while the picker finds work, bounded
+// by MaxConcurrentCompactions.
+func (e *Engine) compactionLoop() {
+	defer e.bg.Done()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-e.compactKick:
+		}
+		for {
+			j, err := e.StartCompaction(context.Background(), false)
+			if err != nil || j == nil {
+				if err != nil && !errors.Is(err, ErrClosed) {
+					e.log.Warn("storage: compaction", "err", err)
+				}
+				break
+			}
+			select {
+			case <-e.stop:
+				return
+			default:
+			}
+		}
+	}
+}

@@ -1,0 +1,67 @@
+// Package storage is Runnel's LSM storage engine on object storage.
+//
+// # Data
+//
+// Every stored key is table_id (4 B, BE) | rest | ^epoch (8 B, BE): the
+// caller's key ("rest": vnode | memcomparable pk for state tables) is
+// prefixed by the table and suffixed by the inverted epoch, so the newest
+// version of a key sorts first. SSTs are pebble/v2 sstables with a custom
+// Comparer whose Split separates prefix and suffix; the bloom filter is on
+// the prefix, so a point read is one SeekPrefixGE(prefix, prefix+^E).
+// Values carry a one-byte tag (put / tombstone). Formats:
+// docs/storage-format.md.
+//
+// # Write path
+//
+// Ingest(epoch, table, kvs) sorts and copies one batch into an immutable
+// run. Runs of uncommitted epochs are visible to uncommitted reads. When
+// the buffer exceeds WriteBufferBytes, runs are spilled to SSTs owned by an
+// upload job record (still invisible to committed reads). Commit(e) merges
+// the runs of epochs <= e into L0 SSTs uploaded under an upload job and then
+// writes one version delta in one metastore transaction, which also marks
+// the jobs committed.
+//
+// # Versions
+//
+// The version (levels of SSTs, registered tables, committed epoch, safe
+// epoch) lives in the metastore as deltas plus a periodic full checkpoint.
+// Readers pin a version by reference count; objects leave only when no
+// pinned version references them.
+//
+// # Compaction and GC
+//
+// Leveled compaction (docs/storage-format.md explains the choice): L0 ->
+// L1 takes all of L0; Ln -> Ln+1 takes the largest file. A compaction keeps
+// every version newer than the oldest pinned epoch and the newest one at
+// or below it, and drops data of unregistered tables. Its job record
+// (inputs, reserved output ids, state Planned -> Running -> Committing ->
+// Committed | Aborted) is durable before its first output.
+//
+// # Invariants guarded here (ARCHITECTURE.md §3)
+//
+//   - I1: every object is referenced by a (pinned) version, named by a live
+//     job record written before it (createJob allocates the job id and the
+//     output ids in the same transaction, outputs > job id), or on the
+//     deletion queue. Object ids come from a durable counter and are never
+//     reused. FullGC reads jobs, then the version, then lists, then the id
+//     watermark, and deletes only unowned objects older than the grace
+//     period. The commit fence rejects a delta adding an object that is
+//     queued, not an output of the delta's live jobs, or whose job is older
+//     than the grace period.
+//   - I2: CompactionJob.Cancel and commit-start share the job's mutex; a
+//     cancel that wins returns only after abortJob moved the outputs to the
+//     deletion queue. A version write with an unknown outcome is resolved
+//     by re-reading the version; until then the outputs stay owned by the
+//     live record and GC deletes nothing.
+//   - I4: every read path (Get, Iter and each Iterator.Next, Snapshot
+//     reads) checks the table against the version and the tables dropped
+//     since Open and fails with ErrTableDropped ("table N has been
+//     dropped").
+//   - I7 (storage half): Commit returns only after the delta is durable in
+//     the metastore; Open discards nothing committed.
+//
+// One Engine owns a metastore at a time (the meta role): Open aborts every
+// live job it finds, assuming their writers are gone.
+//
+// This package must not import anything above it (stream, meta, sql).
+package storage

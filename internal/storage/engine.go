@@ -1,0 +1,1181 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/runneldb/runnel/internal/metastore"
+	"github.com/runneldb/runnel/internal/objstore"
+)
+
+// ErrTableDropped is returned (wrapped, as "table N has been dropped") by
+// every read of a table that is not registered in the version (I4).
+var ErrTableDropped = errors.New("has been dropped")
+
+// ErrEpochTooOld is returned for a read below the version's safe epoch:
+// compaction may already have removed the versions it needs.
+var ErrEpochTooOld = errors.New("epoch is below the retention horizon")
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("storage engine is closed")
+
+// ErrSimulatedCrash, returned by a test hook, makes the engine stop at that
+// point as if the process died: no cleanup, no further metastore writes.
+var ErrSimulatedCrash = errors.New("simulated crash")
+
+func tableDropped(t TableID) error { return fmt.Errorf("table %d %w", t, ErrTableDropped) }
+
+// Options configure an Engine. Zero values take the defaults noted.
+type Options struct {
+	Store objstore.Store
+	Meta  *metastore.DB
+	// BlockCacheBytes bounds the SST block cache (default 64 MiB).
+	BlockCacheBytes int64
+	// WriteBufferBytes bounds ingested-but-uncommitted data held in memory;
+	// beyond it data is spilled to SSTs owned by upload job records
+	// (default 256 MiB).
+	WriteBufferBytes int64
+	Clock            func() time.Time
+	Hooks            *Hooks
+	Logger           *slog.Logger
+
+	// TargetFileSize is the SST size at which outputs are cut (default 32 MiB).
+	TargetFileSize int64
+	// L0CompactionTrigger: L0 file count that triggers an L0->L1 compaction
+	// (default 4).
+	L0CompactionTrigger int
+	// LevelBaseBytes is L1's target size; each deeper level is
+	// LevelMultiplier times larger (defaults 128 MiB, 10).
+	LevelBaseBytes  int64
+	LevelMultiplier int
+	// MaxConcurrentCompactions bounds background compactions (default 1).
+	MaxConcurrentCompactions int
+	// DisableAutoCompaction stops the background picker; Compact still works.
+	DisableAutoCompaction bool
+	// CheckpointEvery: a full version snapshot is written every N deltas
+	// (default 64).
+	CheckpointEvery int
+	// GCGrace is the full-listing GC grace period and the commit-side fence
+	// age limit (default 1 h).
+	GCGrace time.Duration
+	// GCInterval runs the deletion-queue fast path periodically (0: only
+	// when RunGC is called).
+	GCInterval time.Duration
+}
+
+// HookPoint names a pause point of a compaction job.
+type HookPoint string
+
+const (
+	HookBeforeFirstOutput        HookPoint = "before-first-output"
+	HookBetweenOutputs           HookPoint = "between-outputs"
+	HookAfterOutputsBeforeCommit HookPoint = "after-outputs-before-commit"
+	HookDuringCommitWrite        HookPoint = "during-commit-write"
+	HookAfterCommit              HookPoint = "after-commit"
+)
+
+// Hooks are test seams. Each may be nil.
+type Hooks struct {
+	// Compaction is called at each named point of a compaction job. A
+	// non-nil error is injected as a failure at that point (ErrSimulatedCrash:
+	// the job stops dead, leaving its durable records as they are).
+	Compaction func(p HookPoint, job *CompactionJob) error
+	// MetaWrite is called before each metastore write transaction (after
+	// false) and after it committed (after true), with the operation name
+	// ("create-job", "commit-delta", "abort-job", ...). An error before
+	// fails the write (nothing persisted); an error after makes a write that
+	// did land look failed: an ambiguous outcome (I2).
+	MetaWrite func(op string, after bool) error
+}
+
+// ReadOptions tune a read.
+type ReadOptions struct {
+	// CommittedOnly hides ingested-but-uncommitted epochs.
+	CommittedOnly bool
+	// Reverse makes Iter iterate from upper down to lower.
+	Reverse bool
+}
+
+// Engine is Runnel's LSM storage engine. See doc.go.
+type Engine struct {
+	opts  Options
+	store objstore.Store
+	meta  *metastore.DB
+	log   *slog.Logger
+	cache *sstCache
+	tc    *tableCache
+
+	// mu guards the fields below. Reads take it shared only to pin.
+	mu   sync.RWMutex
+	cur  *Version
+	live map[*Version]struct{} // pinned non-current versions
+	// buf: ingested-but-uncommitted data in arrival order. Items are
+	// immutable; the slice is replaced, never modified in place, so readers
+	// may use a copy of the header without the lock.
+	buf      []*bufItem
+	bufBytes int64
+	dropped  map[TableID]struct{} // unregistered since Open (I4, fast check)
+	snaps    map[*Snapshot]struct{}
+	closed   bool
+	// needReload: an ambiguous version write happened; the in-memory
+	// version may be behind the metastore until reloaded (I2).
+	needReload bool
+	// orphanJobs: jobs whose abort could not be recorded yet; retried by GC.
+	orphanJobs map[uint64]struct{}
+
+	// writeMu serialises every metastore write of a version delta, spills
+	// and commits (so the delta is computed from the version it follows).
+	writeMu sync.Mutex
+
+	compactMu   sync.Mutex
+	compactions map[uint64]*CompactionJob
+	compacting  map[uint64]bool // input SST ids of running compactions
+	compactSem  chan struct{}
+	compactKick chan struct{}
+
+	bg      sync.WaitGroup
+	stop    chan struct{}
+	crashed atomic.Bool
+}
+
+// bufItem is one piece of uncommitted data: an in-memory run, or an SST
+// spilled early from the write buffer (one epoch per spilled SST).
+type bufItem struct {
+	epoch uint64
+	table TableID // runs only
+	run   *run
+	sst   *SSTMeta
+	job   uint64 // upload job owning a spilled SST
+}
+
+func (o *Options) setDefaults() {
+	if o.BlockCacheBytes <= 0 {
+		o.BlockCacheBytes = 64 << 20
+	}
+	if o.WriteBufferBytes <= 0 {
+		o.WriteBufferBytes = 256 << 20
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Hooks == nil {
+		o.Hooks = &Hooks{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.TargetFileSize <= 0 {
+		o.TargetFileSize = 32 << 20
+	}
+	if o.L0CompactionTrigger <= 0 {
+		o.L0CompactionTrigger = 4
+	}
+	if o.LevelBaseBytes <= 0 {
+		o.LevelBaseBytes = 128 << 20
+	}
+	if o.LevelMultiplier <= 1 {
+		o.LevelMultiplier = 10
+	}
+	if o.MaxConcurrentCompactions <= 0 {
+		o.MaxConcurrentCompactions = 1
+	}
+	if o.CheckpointEvery <= 0 {
+		o.CheckpointEvery = 64
+	}
+	if o.GCGrace <= 0 {
+		o.GCGrace = time.Hour
+	}
+}
+
+// Open loads the committed version. Jobs left by a previous process are
+// resolved: a job whose delta is in the version is committed; every other
+// live job is aborted and its outputs go to the deletion queue. Nothing
+// committed is discarded. One Engine per metastore at a time.
+func Open(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Store == nil || opts.Meta == nil {
+		return nil, errors.New("storage: Open needs a Store and a Meta")
+	}
+	opts.setDefaults()
+	if err := migrate(ctx, opts.Meta); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		opts:        opts,
+		store:       opts.Store,
+		meta:        opts.Meta,
+		log:         opts.Logger,
+		live:        map[*Version]struct{}{},
+		dropped:     map[TableID]struct{}{},
+		snaps:       map[*Snapshot]struct{}{},
+		orphanJobs:  map[uint64]struct{}{},
+		compactions: map[uint64]*CompactionJob{},
+		compacting:  map[uint64]bool{},
+		compactSem:  make(chan struct{}, opts.MaxConcurrentCompactions),
+		compactKick: make(chan struct{}, 1),
+		stop:        make(chan struct{}),
+	}
+	v, err := loadVersion(ctx, e.meta)
+	if err != nil {
+		return nil, err
+	}
+	e.cur = v
+	e.cache = newSSTCache(opts.BlockCacheBytes)
+	e.tc = newTableCache(e.store, e.cache)
+	if err := e.recoverJobs(ctx); err != nil {
+		e.cache.close()
+		return nil, err
+	}
+	if !opts.DisableAutoCompaction {
+		e.bg.Add(1)
+		go e.compactionLoop()
+	}
+	if opts.GCInterval > 0 {
+		e.bg.Add(1)
+		go e.gcLoop()
+	}
+	return e, nil
+}
+
+// recoverJobs aborts every live job left by a previous process (I1, I2:
+// the version was re-read first, so a job still live did not commit:
+// commit marks the job committed in the same transaction as the delta).
+func (e *Engine) recoverJobs(ctx context.Context) error {
+	jobs, err := loadJobs(ctx, e.meta)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if !j.live() {
+			continue
+		}
+		e.log.Info("storage: aborting job left by a previous run", "job", j.ID, "kind", j.Kind, "state", j.State)
+		if err := e.abortJob(ctx, j.ID, j.Outputs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// metaTx runs a metastore write transaction with the fault hooks around it.
+func (e *Engine) metaTx(ctx context.Context, op string, fn func(tx *metastore.Tx) error) error {
+	if e.crashed.Load() {
+		return ErrSimulatedCrash
+	}
+	if h := e.opts.Hooks.MetaWrite; h != nil {
+		if err := h(op, false); err != nil {
+			return fmt.Errorf("storage: %s: %w", op, err)
+		}
+	}
+	if err := e.meta.Tx(ctx, fn); err != nil {
+		return fmt.Errorf("storage: %s: %w", op, err)
+	}
+	if h := e.opts.Hooks.MetaWrite; h != nil {
+		if err := h(op, true); err != nil {
+			return fmt.Errorf("storage: %s (outcome unknown): %w", op, err)
+		}
+	}
+	return nil
+}
+
+// abortJob moves a job's outputs to the deletion queue and marks it
+// aborted, in one transaction. Outputs referenced by the version are never
+// queued (defence in depth).
+func (e *Engine) abortJob(ctx context.Context, id uint64, outputs []uint64) error {
+	e.mu.RLock()
+	refs := e.cur.objects()
+	e.mu.RUnlock()
+	var q []uint64
+	for _, o := range outputs {
+		if _, ok := refs[o]; !ok {
+			q = append(q, o)
+		}
+	}
+	now := e.opts.Clock()
+	err := e.metaTx(ctx, "abort-job", func(tx *metastore.Tx) error {
+		j, err := loadJob(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if j == nil || !j.live() {
+			return nil
+		}
+		// Outputs reserved after the caller's snapshot of the record.
+		for _, o := range j.Outputs {
+			if _, ok := refs[o]; !ok && !slices.Contains(q, o) {
+				q = append(q, o)
+			}
+		}
+		if err := queueForDeletion(ctx, tx, q, now); err != nil {
+			return err
+		}
+		return setJobState(ctx, tx, id, []string{JobPlanned, JobRunning, JobCommitting}, JobAborted, now)
+	})
+	if err != nil {
+		e.mu.Lock()
+		e.orphanJobs[id] = struct{}{}
+		e.mu.Unlock()
+		return err
+	}
+	e.mu.Lock()
+	delete(e.orphanJobs, id)
+	e.mu.Unlock()
+	return nil
+}
+
+// CommittedEpoch is the newest durable, visible epoch.
+func (e *Engine) CommittedEpoch() uint64 {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.cur.CommittedEpoch
+}
+
+// Ingest hands over one table's writes for one epoch. kvs may be unsorted;
+// later writes to the same key win. The data is visible to uncommitted
+// reads at once and becomes durable at Commit. Ingest copies kvs.
+func (e *Engine) Ingest(epoch uint64, table TableID, kvs []KV) error {
+	if len(kvs) == 0 {
+		return nil
+	}
+	r := newRun(epoch, table, kvs)
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return ErrClosed
+	}
+	if epoch <= e.cur.CommittedEpoch {
+		e.mu.Unlock()
+		return fmt.Errorf("storage: ingest into table %d at epoch %d: epoch %d is already committed", table, epoch, e.cur.CommittedEpoch)
+	}
+	if !e.cur.hasTable(table) {
+		e.mu.Unlock()
+		return tableDropped(table)
+	}
+	e.buf = append(e.buf, &bufItem{epoch: epoch, table: table, run: r})
+	e.bufBytes += r.bytes
+	over := e.bufBytes > e.opts.WriteBufferBytes
+	e.mu.Unlock()
+	if over {
+		return e.spill(context.Background())
+	}
+	return nil
+}
+
+// spill writes every buffered run to SSTs (one set per epoch) owned by an
+// upload job record written before the PUT (I1(b)). The data stays
+// invisible to committed reads until Commit.
+func (e *Engine) spill(ctx context.Context) error {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	e.mu.RLock()
+	if e.bufBytes <= e.opts.WriteBufferBytes {
+		e.mu.RUnlock()
+		return nil
+	}
+	byEpoch := map[uint64][]*bufItem{}
+	var epochs []uint64
+	for _, it := range e.buf {
+		if it.run == nil || !e.cur.hasTable(it.table) {
+			continue
+		}
+		if _, ok := byEpoch[it.epoch]; !ok {
+			epochs = append(epochs, it.epoch)
+		}
+		byEpoch[it.epoch] = append(byEpoch[it.epoch], it)
+	}
+	e.mu.RUnlock()
+	slices.Sort(epochs)
+	for _, ep := range epochs {
+		items := byEpoch[ep]
+		ssts, jobID, err := e.uploadRuns(ctx, items)
+		if err != nil {
+			return fmt.Errorf("storage: spill epoch %d: %w", ep, err)
+		}
+		// Replace the runs by the spilled SSTs at the position of the first
+		// run; the SSTs hold exactly those runs' data.
+		e.mu.Lock()
+		nb := make([]*bufItem, 0, len(e.buf))
+		spilled := map[*bufItem]bool{}
+		for _, it := range items {
+			spilled[it] = true
+		}
+		inserted := false
+		for _, it := range e.buf {
+			if spilled[it] {
+				e.bufBytes -= it.run.bytes
+				if !inserted {
+					inserted = true
+					for _, s := range ssts {
+						nb = append(nb, &bufItem{epoch: ep, sst: s, job: jobID})
+					}
+				}
+				continue
+			}
+			nb = append(nb, it)
+		}
+		e.buf = nb
+		e.mu.Unlock()
+	}
+	return nil
+}
+
+// uploadRuns merges runs into SSTs uploaded under one new upload job whose
+// record is durable before the first PUT (I1(b)). Runs are given oldest
+// first. Memory: one SST image at a time.
+func (e *Engine) uploadRuns(ctx context.Context, items []*bufItem) ([]*SSTMeta, uint64, error) {
+	srcs := make([]source, 0, len(items))
+	var est int64
+	for i := len(items) - 1; i >= 0; i-- { // newest first = highest priority
+		srcs = append(srcs, newRunSource(items[i].run, nil, nil, false))
+		est += int64(len(items[i].run.arena)) + int64(len(items[i].run.ents))*(tableIDLen+suffixLen+1)
+	}
+	w, err := e.newOutputWriter(ctx, jobKindUpload, nil, int(est/e.opts.TargetFileSize)+1, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	m := newMergeIter(srcs, false)
+	defer m.close()
+	if err := e.buildSSTs(ctx, m, nil, w.emit); err != nil {
+		if !errors.Is(err, ErrSimulatedCrash) {
+			_ = e.abortJob(ctx, w.job.ID, w.job.Outputs)
+		}
+		return nil, 0, err
+	}
+	return w.metas, w.job.ID, nil
+}
+
+// outputWriter uploads the SSTs of one job, using the job's reserved ids
+// in order and reserving more (in the record, before the PUT) if needed.
+type outputWriter struct {
+	e      *Engine
+	ctx    context.Context
+	job    *jobRecord
+	used   int
+	metas  []*SSTMeta
+	before func(n int) error // called before output n (0-based) is written
+}
+
+func (e *Engine) newOutputWriter(ctx context.Context, kind string, inputs []LevelFile, reserve int, before func(int) error) (*outputWriter, error) {
+	state := JobRunning
+	if kind == jobKindCompaction {
+		state = JobPlanned
+	}
+	var job *jobRecord
+	err := e.metaTx(ctx, "create-job", func(tx *metastore.Tx) error {
+		var err error
+		job, err = createJob(ctx, tx, kind, state, inputs, reserve, e.opts.Clock())
+		return err
+	})
+	if err != nil {
+		// Failed or ambiguous: nothing has been PUT; a record that did land
+		// names no object and is aborted at the next Open or GC.
+		return nil, err
+	}
+	return &outputWriter{e: e, ctx: ctx, job: job, before: before}, nil
+}
+
+func (w *outputWriter) emit(obj []byte, meta *SSTMeta) error {
+	if w.before != nil {
+		if err := w.before(w.used); err != nil {
+			return err
+		}
+	}
+	if w.used == len(w.job.Outputs) {
+		var ids []uint64
+		err := w.e.metaTx(w.ctx, "extend-job", func(tx *metastore.Tx) error {
+			var err error
+			ids, err = addJobOutputs(w.ctx, tx, w.job, 4, w.e.opts.Clock())
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		w.job.Outputs = append(w.job.Outputs, ids...)
+	}
+	meta.ID = w.job.Outputs[w.used]
+	w.used++
+	if err := w.e.store.Put(w.ctx, objectKey(meta.ID), obj); err != nil {
+		return fmt.Errorf("storage: upload %s: %w", objectKey(meta.ID), err)
+	}
+	w.metas = append(w.metas, meta)
+	return nil
+}
+
+// buildSSTs drains a merge of sources (keeping, for each key and epoch,
+// only the highest-priority entry; keep decides the rest) into SSTs cut at
+// the target size on prefix boundaries, handing each to emit.
+func (e *Engine) buildSSTs(ctx context.Context, m *mergeIter, keep func(s source, first bool) (bool, error), emit func([]byte, *SSTMeta) error) error {
+	var (
+		b       *sstBuilder
+		key     []byte
+		lastT   TableID
+		lastR   []byte
+		lastE   uint64
+		started bool
+		n       int
+	)
+	flush := func() error {
+		if b == nil || b.empty() {
+			return nil
+		}
+		obj, meta, err := b.finish()
+		if err != nil {
+			return err
+		}
+		b = nil
+		return emit(obj, &meta)
+	}
+	ok := m.start()
+	for ; ok; ok = m.advance() {
+		s := m.top()
+		sameKey := started && s.table() == lastT && bytes.Equal(s.rest(), lastR)
+		if sameKey && s.epoch() == lastE {
+			continue // a lower-priority duplicate of the same version
+		}
+		firstOfKey := !sameKey
+		lastT, lastE, started = s.table(), s.epoch(), true
+		if firstOfKey {
+			lastR = append(lastR[:0], s.rest()...)
+		}
+		if n++; n%256 == 0 {
+			if err := ctx.Err(); err != nil { // I5: prompt cancellation
+				return err
+			}
+		}
+		if keep != nil {
+			k, err := keep(s, firstOfKey)
+			if err != nil {
+				return err
+			}
+			if !k {
+				continue
+			}
+		}
+		if firstOfKey && b != nil && b.rawBytes >= e.opts.TargetFileSize {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if b == nil {
+			b = newSSTBuilder(int(min(e.opts.TargetFileSize+e.opts.TargetFileSize/8, 64<<20)))
+		}
+		v, err := s.value()
+		if err != nil {
+			return err
+		}
+		key = appendSuffix(appendPrefix(key[:0], s.table(), s.rest()), s.epoch())
+		if err := b.add(key, v); err != nil {
+			return err
+		}
+	}
+	if m.e != nil {
+		return m.e
+	}
+	return flush()
+}
+
+// Commit makes every ingested epoch <= epoch durable and visible in one
+// version delta: L0 SSTs are uploaded under an upload job, then one
+// metastore transaction records the delta and retires the jobs.
+func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	if err := e.reloadIfNeeded(ctx); err != nil {
+		return err
+	}
+	e.mu.RLock()
+	if e.closed {
+		e.mu.RUnlock()
+		return ErrClosed
+	}
+	v := e.cur
+	if epoch < v.CommittedEpoch {
+		e.mu.RUnlock()
+		return fmt.Errorf("storage: commit epoch %d: already at %d", epoch, v.CommittedEpoch)
+	}
+	var runs, spilled []*bufItem
+	for _, it := range e.buf {
+		if it.epoch > epoch {
+			continue
+		}
+		if it.run != nil {
+			if v.hasTable(it.table) {
+				runs = append(runs, it)
+			}
+		} else {
+			spilled = append(spilled, it)
+		}
+	}
+	e.mu.RUnlock()
+
+	d := &VersionDelta{ID: v.ID + 1, CommittedEpoch: epoch, SafeEpoch: v.SafeEpoch}
+	var jobs []uint64
+	if len(runs) > 0 {
+		metas, jobID, err := e.uploadRuns(ctx, runs)
+		if err != nil {
+			return fmt.Errorf("storage: commit epoch %d: %w", epoch, err)
+		}
+		for _, m := range metas {
+			d.Added = append(d.Added, LevelSST{Level: 0, SST: m})
+		}
+		if jobID != 0 {
+			jobs = append(jobs, jobID)
+		}
+	}
+	// Spilled SSTs are older than the runs built now: list them after
+	// (newest first), most recently spilled first.
+	for i := len(spilled) - 1; i >= 0; i-- {
+		d.Added = append(d.Added, LevelSST{Level: 0, SST: spilled[i].sst})
+		if !slices.Contains(jobs, spilled[i].job) {
+			jobs = append(jobs, spilled[i].job)
+		}
+	}
+	d.JobIDs = jobs
+	nv, err := e.commitDelta(ctx, d)
+	if err != nil {
+		if len(runs) > 0 && len(jobs) > 0 && !errors.Is(err, errAmbiguous) && !errors.Is(err, ErrSimulatedCrash) {
+			// Definitely not committed: the commit's own upload is garbage;
+			// spilled SSTs stay owned by their jobs for a retry.
+			_ = e.abortJob(ctx, jobs[0], nil)
+		}
+		return fmt.Errorf("storage: commit epoch %d: %w", epoch, err)
+	}
+	e.mu.Lock()
+	committed := map[*bufItem]bool{}
+	for _, it := range runs {
+		committed[it] = true
+	}
+	for _, it := range spilled {
+		committed[it] = true
+	}
+	nb := make([]*bufItem, 0, len(e.buf))
+	for _, it := range e.buf {
+		if committed[it] || (it.epoch <= epoch && it.run != nil) {
+			if it.run != nil {
+				e.bufBytes -= it.run.bytes
+			}
+			continue
+		}
+		nb = append(nb, it)
+	}
+	e.buf = nb
+	e.installLocked(nv)
+	e.mu.Unlock()
+	e.kickCompaction()
+	return nil
+}
+
+// errAmbiguous marks a version write whose outcome is unknown and could not
+// be resolved by re-reading (I2): its objects stay owned by their jobs.
+var errAmbiguous = errors.New("version write outcome unknown")
+
+// commitDelta writes d in one metastore transaction, with the commit-side
+// fence (I1), and returns the new version. Caller holds writeMu. An error
+// after which the delta may have landed is resolved by re-reading the
+// version (I2); if that fails too, the error wraps errAmbiguous and the
+// engine reloads before its next write.
+func (e *Engine) commitDelta(ctx context.Context, d *VersionDelta, inTx ...func(tx *metastore.Tx) error) (*Version, error) {
+	e.mu.RLock()
+	base := e.cur
+	e.mu.RUnlock()
+	nv, err := base.apply(d)
+	if err != nil {
+		return nil, err
+	}
+	checkpoint := d.ID%uint64(e.opts.CheckpointEvery) == 0
+	now := e.opts.Clock()
+	err = e.metaTx(ctx, "commit-delta", func(tx *metastore.Tx) error {
+		head, err := readCounter(ctx, tx, "version_id")
+		if err != nil {
+			return err
+		}
+		if head != base.ID {
+			return fmt.Errorf("version head is %d, delta %d expects %d (another writer?)", head, d.ID, base.ID)
+		}
+		if err := e.fence(ctx, tx, d, now); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO storage_deltas (id, data) VALUES ($1, $2)`, int64(d.ID), encodeDelta(d)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE storage_counters SET value = $1 WHERE name = 'version_id'`, int64(d.ID)); err != nil {
+			return err
+		}
+		var removed []uint64
+		for _, r := range d.Removed {
+			removed = append(removed, r.ID)
+		}
+		if err := queueForDeletion(ctx, tx, removed, now); err != nil {
+			return err
+		}
+		for _, j := range d.JobIDs {
+			if err := setJobState(ctx, tx, j, []string{JobRunning, JobCommitting}, JobCommitted, now); err != nil {
+				return err
+			}
+		}
+		if checkpoint {
+			if _, err := tx.Exec(ctx, `INSERT INTO storage_checkpoints (id, data) VALUES ($1, $2)`, int64(nv.ID), encodeCheckpoint(nv)); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM storage_deltas WHERE id <= $1`, int64(nv.ID)); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM storage_checkpoints WHERE id < $1`, int64(nv.ID)); err != nil {
+				return err
+			}
+		}
+		for _, f := range inTx {
+			if err := f(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		return nv, nil
+	}
+	if errors.Is(err, ErrSimulatedCrash) || errors.Is(err, errFenced) {
+		return nil, err
+	}
+	// I2: the write may have landed. Re-read the version before anyone
+	// treats the delta's objects as garbage.
+	got, rerr := loadVersion(ctx, e.meta)
+	if rerr != nil {
+		e.mu.Lock()
+		e.needReload = true
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w (re-read failed: %v)", errAmbiguous, err, rerr)
+	}
+	if got.ID >= d.ID {
+		e.log.Warn("storage: version write reported an error but landed", "delta", d.ID, "err", err)
+		return got, nil
+	}
+	return nil, err
+}
+
+var errFenced = errors.New("rejected by the commit fence")
+
+// fence rejects a delta that adds an object already queued for deletion,
+// not named by one of the delta's live jobs, or whose job is older than
+// the GC grace period (I1: a stalled writer cannot resurrect an object GC
+// may have deleted).
+func (e *Engine) fence(ctx context.Context, tx *metastore.Tx, d *VersionDelta, now time.Time) error {
+	if len(d.Added) == 0 {
+		return nil
+	}
+	owned := map[uint64]*jobRecord{}
+	for _, id := range d.JobIDs {
+		j, err := loadJob(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if j == nil || !j.live() {
+			return fmt.Errorf("%w: job %d is not live", errFenced, id)
+		}
+		if now.UnixMilli()-j.Created > e.opts.GCGrace.Milliseconds() {
+			return fmt.Errorf("%w: job %d is older than the GC grace period %s", errFenced, id, e.opts.GCGrace)
+		}
+		for _, o := range j.Outputs {
+			owned[o] = j
+		}
+	}
+	for _, a := range d.Added {
+		if owned[a.SST.ID] == nil {
+			return fmt.Errorf("%w: %s is not an output of the delta's jobs", errFenced, objectKey(a.SST.ID))
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM storage_deletion_queue WHERE object_id = $1`, int64(a.SST.ID)).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: %s is queued for deletion", errFenced, objectKey(a.SST.ID))
+		}
+	}
+	return nil
+}
+
+// installLocked makes nv current; the old version stays alive while pinned.
+func (e *Engine) installLocked(nv *Version) {
+	old := e.cur
+	e.cur = nv
+	if old != nil && old.refs > 0 {
+		e.live[old] = struct{}{}
+	}
+}
+
+// reloadIfNeeded re-reads the version after an unresolved ambiguous write.
+// Caller holds writeMu.
+func (e *Engine) reloadIfNeeded(ctx context.Context) error {
+	e.mu.RLock()
+	need := e.needReload
+	e.mu.RUnlock()
+	if !need {
+		return nil
+	}
+	v, err := loadVersion(ctx, e.meta)
+	if err != nil {
+		return fmt.Errorf("storage: reload version: %w", err)
+	}
+	e.mu.Lock()
+	e.needReload = false
+	e.installLocked(v)
+	e.mu.Unlock()
+	return nil
+}
+
+// pin returns the current version with a reference held, plus the buffer.
+func (e *Engine) pin() (*Version, []*bufItem, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, nil, ErrClosed
+	}
+	e.cur.refs++
+	return e.cur, e.buf, nil
+}
+
+func (e *Engine) unpin(v *Version) {
+	e.mu.Lock()
+	v.refs--
+	if v.refs == 0 && v != e.cur {
+		delete(e.live, v)
+	}
+	e.mu.Unlock()
+}
+
+// checkTable enforces I4 against the version read and the live
+// registration.
+func (e *Engine) checkTable(v *Version, t TableID) error {
+	if !v.hasTable(t) {
+		return tableDropped(t)
+	}
+	e.mu.RLock()
+	_, dropped := e.dropped[t]
+	e.mu.RUnlock()
+	if dropped {
+		return tableDropped(t)
+	}
+	return nil
+}
+
+// Get returns the newest value of key <= epoch.
+func (e *Engine) Get(ctx context.Context, table TableID, key []byte, epoch uint64, opt ReadOptions) ([]byte, bool, error) {
+	v, buf, err := e.pin()
+	if err != nil {
+		return nil, false, err
+	}
+	defer e.unpin(v)
+	if opt.CommittedOnly {
+		buf = nil
+	}
+	return e.get(ctx, v, buf, table, key, epoch)
+}
+
+func (e *Engine) get(ctx context.Context, v *Version, buf []*bufItem, table TableID, key []byte, epoch uint64) ([]byte, bool, error) {
+	if err := e.checkTable(v, table); err != nil {
+		return nil, false, err
+	}
+	if epoch < v.SafeEpoch {
+		return nil, false, fmt.Errorf("storage: read table %d at epoch %d: %w (%d)", table, epoch, ErrEpochTooOld, v.SafeEpoch)
+	}
+	var (
+		found   bool
+		bestE   uint64
+		bestVal []byte
+		bestDel bool
+		prefix  []byte
+	)
+	// Uncommitted data: the newest epoch <= epoch wins; among equal epochs
+	// the later arrival (we scan newest first, so the first seen).
+	for i := len(buf) - 1; i >= 0; i-- {
+		it := buf[i]
+		if it.epoch > epoch || (found && it.epoch <= bestE) {
+			continue
+		}
+		if it.run != nil {
+			if it.table != table {
+				continue
+			}
+			if j := it.run.find(key); j >= 0 {
+				found, bestE = true, it.epoch
+				bestDel = it.run.ents[j].del
+				bestVal = it.run.value(j)
+			}
+			continue
+		}
+		if prefix == nil {
+			prefix = appendPrefix(nil, table, key)
+		}
+		val, ep, ok, err := e.sstLookup(ctx, it.sst, prefix, epoch)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			found, bestE = true, ep
+			bestDel = val[0] == tagDelete
+			bestVal = val[1:]
+		}
+	}
+	if found {
+		return result(bestVal, bestDel)
+	}
+	if prefix == nil {
+		prefix = appendPrefix(nil, table, key)
+	}
+	// L0 files may interleave epochs: take the newest across them.
+	for _, f := range v.Levels[0] {
+		if (found && f.MaxEpoch <= bestE) || !sstMayContain(f, prefix, table) {
+			continue
+		}
+		val, ep, ok, err := e.sstLookup(ctx, f, prefix, epoch)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok && (!found || ep > bestE) {
+			found, bestE = true, ep
+			bestDel = val[0] == tagDelete
+			bestVal = val[1:]
+		}
+	}
+	if found {
+		return result(bestVal, bestDel)
+	}
+	// L1..: versions of a key in a shallower level are newer than in a
+	// deeper one, and a prefix lives in at most one file per level.
+	for l := 1; l < NumLevels; l++ {
+		files := v.Levels[l]
+		i := searchLevel(files, prefix)
+		if i < 0 || !sstMayContain(files[i], prefix, table) {
+			continue
+		}
+		val, _, ok, err := e.sstLookup(ctx, files[i], prefix, epoch)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			return result(val[1:], val[0] == tagDelete)
+		}
+	}
+	return nil, false, nil
+}
+
+func result(val []byte, del bool) ([]byte, bool, error) {
+	if del {
+		return nil, false, nil
+	}
+	return bytes.Clone(val), true, nil
+}
+
+// sstMayContain checks the file's key range (on prefixes) and table set.
+func sstMayContain(f *SSTMeta, prefix []byte, table TableID) bool {
+	if bytes.Compare(prefix, f.Smallest[:epochSplit(f.Smallest)]) < 0 || bytes.Compare(prefix, f.Largest[:epochSplit(f.Largest)]) > 0 {
+		return false
+	}
+	if len(f.Tables) <= 8 {
+		return slices.Contains(f.Tables, table)
+	}
+	_, ok := slices.BinarySearch(f.Tables, table)
+	return ok
+}
+
+// searchLevel returns the index of the only file of a sorted level whose
+// prefix range may hold prefix, or -1.
+func searchLevel(files []*SSTMeta, prefix []byte) int {
+	lo, hi := 0, len(files)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		lg := files[m].Largest
+		if bytes.Compare(lg[:epochSplit(lg)], prefix) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(files) {
+		return -1
+	}
+	return lo
+}
+
+// sstLookup finds the newest version of prefix with epoch <= epoch in f.
+// The returned value (tag first) is owned by the caller only until the next
+// read; callers copy.
+func (e *Engine) sstLookup(ctx context.Context, f *SSTMeta, prefix []byte, epoch uint64) (val []byte, ep uint64, ok bool, err error) {
+	r, err := e.tc.get(ctx, f)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	name := objectKey(f.ID)
+	defer func() {
+		if p := recover(); p != nil {
+			val, ok, err = nil, false, fmt.Errorf("read %s: %v: %w", name, p, ErrCorrupt)
+		}
+	}()
+	it, err := r.NewPointIter(ctx, sstable.IterOptions{
+		FilterBlockSizeLimit: sstable.AlwaysUseFilterBlock,
+		ReaderProvider:       sstable.MakeTrivialReaderProvider(r),
+	})
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("read %s: %w", name, err)
+	}
+	defer it.Close()
+	seek := appendSuffix(append(make([]byte, 0, len(prefix)+suffixLen), prefix...), epoch)
+	kv := it.SeekPrefixGE(prefix, seek, 0)
+	if kv == nil {
+		if err := it.Error(); err != nil {
+			return nil, 0, false, fmt.Errorf("read %s: %w", name, err)
+		}
+		return nil, 0, false, nil
+	}
+	k := kv.K.UserKey
+	n := epochSplit(k)
+	if !bytes.Equal(k[:n], prefix) || len(k)-n != suffixLen {
+		return nil, 0, false, nil
+	}
+	_, _, ep, _ = splitKey(k)
+	v, _, err := kv.Value(nil)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(v) == 0 || v[0] > tagDelete {
+		return nil, 0, false, fmt.Errorf("read %s: bad value tag: %w", name, ErrCorrupt)
+	}
+	return bytes.Clone(v), ep, true, nil
+}
+
+// RegisterTables adds tables to the version in one delta.
+func (e *Engine) RegisterTables(ctx context.Context, ids ...TableID) error {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	if err := e.reloadIfNeeded(ctx); err != nil {
+		return err
+	}
+	e.mu.RLock()
+	v := e.cur
+	e.mu.RUnlock()
+	d := &VersionDelta{ID: v.ID + 1, CommittedEpoch: v.CommittedEpoch, SafeEpoch: v.SafeEpoch}
+	for _, t := range ids {
+		if !v.hasTable(t) {
+			d.AddTables = append(d.AddTables, t)
+		}
+	}
+	if len(d.AddTables) == 0 {
+		return nil
+	}
+	nv, err := e.commitDelta(ctx, d)
+	if err != nil {
+		return fmt.Errorf("storage: register tables %v: %w", ids, err)
+	}
+	e.mu.Lock()
+	for _, t := range d.AddTables {
+		delete(e.dropped, t)
+	}
+	e.installLocked(nv)
+	e.mu.Unlock()
+	return nil
+}
+
+// UnregisterTables removes tables from the version in one delta. From then
+// on every read of them fails with ErrTableDropped (I4); their data is
+// removed by later compactions. Buffered writes to them are discarded.
+func (e *Engine) UnregisterTables(ctx context.Context, ids ...TableID) error {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	if err := e.reloadIfNeeded(ctx); err != nil {
+		return err
+	}
+	e.mu.RLock()
+	v := e.cur
+	e.mu.RUnlock()
+	d := &VersionDelta{ID: v.ID + 1, CommittedEpoch: v.CommittedEpoch, SafeEpoch: v.SafeEpoch}
+	for _, t := range ids {
+		if v.hasTable(t) {
+			d.RemoveTables = append(d.RemoveTables, t)
+		}
+	}
+	if len(d.RemoveTables) == 0 {
+		return nil
+	}
+	nv, err := e.commitDelta(ctx, d)
+	if err != nil {
+		return fmt.Errorf("storage: unregister tables %v: %w", ids, err)
+	}
+	e.mu.Lock()
+	nb := make([]*bufItem, 0, len(e.buf))
+	for _, it := range e.buf {
+		if it.run != nil && slices.Contains(d.RemoveTables, it.table) {
+			e.bufBytes -= it.run.bytes
+			continue
+		}
+		nb = append(nb, it)
+	}
+	e.buf = nb
+	for _, t := range d.RemoveTables {
+		e.dropped[t] = struct{}{}
+	}
+	e.installLocked(nv)
+	e.mu.Unlock()
+	e.kickCompaction()
+	return nil
+}
+
+// Tables returns the registered table ids, ascending.
+func (e *Engine) Tables() []TableID {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	ts := make([]TableID, 0, len(e.cur.Tables))
+	for t := range e.cur.Tables {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// DiscardUncommitted drops every ingested-but-uncommitted epoch (compute
+// reset). Spilled SSTs go to the deletion queue with their jobs aborted; if
+// that write fails the jobs stay live (still owning their objects, I1) and
+// are retried by GC.
+func (e *Engine) DiscardUncommitted() {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	e.mu.Lock()
+	var jobs []uint64
+	for _, it := range e.buf {
+		if it.sst != nil && !slices.Contains(jobs, it.job) {
+			jobs = append(jobs, it.job)
+		}
+	}
+	e.buf = nil
+	e.bufBytes = 0
+	e.mu.Unlock()
+	for _, j := range jobs {
+		if err := e.abortJob(context.Background(), j, nil); err != nil {
+			e.log.Warn("storage: abort of spilled upload deferred", "job", j, "err", err)
+		}
+	}
+}
+
+// Close stops background work and releases readers. Uncommitted data is
+// dropped (it was never acknowledged).
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	close(e.stop)
+	e.cancelAllCompactions()
+	e.bg.Wait()
+	e.tc.close()
+	e.cache.close()
+	return nil
+}

@@ -1,0 +1,450 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync/atomic"
+)
+
+// Iterator walks one table's live keys at an epoch, in key order (or
+// reverse). Usage: for it.Next() { it.Key(); it.Value() }; then Err, Close.
+// Key and Value are valid until the next call to Next.
+type Iterator interface {
+	Next() bool
+	Key() []byte
+	Value() []byte
+	Err() error
+	Close() error
+}
+
+// Iter returns an iterator over keys in [lower, upper) of table (nil bounds
+// are open) as of epoch.
+func (e *Engine) Iter(ctx context.Context, table TableID, lower, upper []byte, epoch uint64, opt ReadOptions) (Iterator, error) {
+	v, buf, err := e.pin()
+	if err != nil {
+		return nil, err
+	}
+	if opt.CommittedOnly {
+		buf = nil
+	}
+	it, err := e.newIter(ctx, v, buf, table, lower, upper, epoch, opt.Reverse)
+	if err != nil {
+		e.unpin(v)
+		return nil, err
+	}
+	it.unpin = true
+	return it, nil
+}
+
+func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table TableID, lower, upper []byte, epoch uint64, reverse bool) (*tableIter, error) {
+	if err := e.checkTable(v, table); err != nil {
+		return nil, err
+	}
+	if epoch < v.SafeEpoch {
+		return nil, fmt.Errorf("storage: read table %d at epoch %d: %w (%d)", table, epoch, ErrEpochTooOld, v.SafeEpoch)
+	}
+	lo := appendPrefix(nil, table, lower)
+	var hi []byte
+	if upper != nil {
+		hi = appendPrefix(nil, table, upper)
+	} else if table != ^TableID(0) {
+		hi = appendPrefix(nil, table+1, nil)
+	}
+	// SST bounds must be whole keys (the comparer splits a fixed-length
+	// suffix): the smallest key of a prefix is prefix | ^maxEpoch.
+	loK := appendSuffix(bytesClone(lo), ^uint64(0))
+	var hiK []byte
+	if hi != nil {
+		hiK = appendSuffix(bytesClone(hi), ^uint64(0))
+	}
+	var srcs []source
+	fail := func(err error) (*tableIter, error) {
+		for _, s := range srcs {
+			s.close()
+		}
+		return nil, err
+	}
+	for i := len(buf) - 1; i >= 0; i-- {
+		it := buf[i]
+		if it.epoch > epoch {
+			continue
+		}
+		if it.run != nil {
+			if it.table == table {
+				srcs = append(srcs, newRunSource(it.run, lower, upper, reverse))
+			}
+			continue
+		}
+		if !overlaps(it.sst, table, lo, hi) {
+			continue
+		}
+		s, err := e.openSSTSource(ctx, it.sst, loK, hiK, reverse)
+		if err != nil {
+			return fail(err)
+		}
+		srcs = append(srcs, s)
+	}
+	for _, f := range v.Levels[0] {
+		if f.MinEpoch > epoch || !overlaps(f, table, lo, hi) {
+			continue
+		}
+		s, err := e.openSSTSource(ctx, f, loK, hiK, reverse)
+		if err != nil {
+			return fail(err)
+		}
+		srcs = append(srcs, s)
+	}
+	for l := 1; l < NumLevels; l++ {
+		var files []*SSTMeta
+		for _, f := range v.Levels[l] {
+			if overlaps(f, table, lo, hi) {
+				files = append(files, f)
+			}
+		}
+		switch len(files) {
+		case 0:
+		case 1:
+			s, err := e.openSSTSource(ctx, files[0], loK, hiK, reverse)
+			if err != nil {
+				return fail(err)
+			}
+			srcs = append(srcs, s)
+		default:
+			srcs = append(srcs, &levelSource{ctx: ctx, e: e, files: files, lo: loK, hi: hiK, reverse: reverse})
+		}
+	}
+	t := &tableIter{e: e, v: v, table: table, epoch: epoch, reverse: reverse}
+	t.m = newMergeIter(srcs, reverse)
+	return t, nil
+}
+
+// overlaps reports whether f may hold keys of table in [lo, hi) (full
+// prefixes; hi nil = unbounded).
+func overlaps(f *SSTMeta, table TableID, lo, hi []byte) bool {
+	if !sstHasTable(f, table) {
+		return false
+	}
+	if bytes.Compare(f.Largest[:epochSplit(f.Largest)], lo) < 0 {
+		return false
+	}
+	if hi != nil && bytes.Compare(f.Smallest[:epochSplit(f.Smallest)], hi) >= 0 {
+		return false
+	}
+	return true
+}
+
+func sstHasTable(f *SSTMeta, t TableID) bool {
+	for _, x := range f.Tables {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) openSSTSource(ctx context.Context, f *SSTMeta, lo, hi []byte, reverse bool) (*sstSource, error) {
+	r, err := e.tc.get(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return newSSTSource(ctx, r, objectKey(f.ID), lo, hi, reverse)
+}
+
+// levelSource concatenates the files of one sorted level, opening each
+// lazily.
+type levelSource struct {
+	ctx     context.Context
+	e       *Engine
+	files   []*SSTMeta
+	lo, hi  []byte
+	reverse bool
+	i       int
+	cur     *sstSource
+	er      error
+}
+
+func (s *levelSource) open(i int) bool {
+	if s.cur != nil {
+		s.cur.close()
+		s.cur = nil
+	}
+	for ; i >= 0 && i < len(s.files); i = s.step(i) {
+		src, err := s.e.openSSTSource(s.ctx, s.files[i], s.lo, s.hi, s.reverse)
+		if err != nil {
+			s.er = err
+			return false
+		}
+		s.i, s.cur = i, src
+		if src.first() {
+			return true
+		}
+		if err := src.err(); err != nil {
+			s.er = err
+			return false
+		}
+		src.close()
+		s.cur = nil
+	}
+	return false
+}
+
+func (s *levelSource) step(i int) int {
+	if s.reverse {
+		return i - 1
+	}
+	return i + 1
+}
+
+func (s *levelSource) first() bool {
+	if s.reverse {
+		return s.open(len(s.files) - 1)
+	}
+	return s.open(0)
+}
+
+func (s *levelSource) next() bool {
+	if s.cur == nil {
+		return false
+	}
+	if s.cur.next() {
+		return true
+	}
+	if err := s.cur.err(); err != nil {
+		s.er = err
+		return false
+	}
+	return s.open(s.step(s.i))
+}
+
+func (s *levelSource) table() TableID         { return s.cur.table() }
+func (s *levelSource) rest() []byte           { return s.cur.rest() }
+func (s *levelSource) epoch() uint64          { return s.cur.epoch() }
+func (s *levelSource) value() ([]byte, error) { return s.cur.value() }
+func (s *levelSource) err() error             { return s.er }
+func (s *levelSource) close() error {
+	if s.cur != nil {
+		err := s.cur.close()
+		s.cur = nil
+		return err
+	}
+	return nil
+}
+
+// tableIter resolves versions: for each key, the newest version <= epoch
+// (tombstones hide the key).
+type tableIter struct {
+	e       *Engine
+	v       *Version
+	snap    *Snapshot
+	table   TableID
+	epoch   uint64
+	reverse bool
+	m       *mergeIter
+	started bool
+	done    bool
+	key     []byte
+	val     []byte
+	grp     []byte
+	err     error
+	n       int
+	unpin   bool
+	closed  bool
+}
+
+func (t *tableIter) Key() []byte   { return t.key }
+func (t *tableIter) Value() []byte { return t.val }
+func (t *tableIter) Err() error    { return t.err }
+
+func (t *tableIter) fail(err error) bool {
+	t.err, t.done = err, true
+	return false
+}
+
+func (t *tableIter) finish() bool {
+	t.done = true
+	if t.m.e != nil {
+		t.err = t.m.e
+	}
+	return false
+}
+
+func (t *tableIter) Next() bool {
+	if t.done || t.err != nil {
+		return false
+	}
+	// I4 on the streaming path too: an iterator outliving an unregister
+	// fails instead of returning stale rows.
+	if t.n++; t.n%128 == 1 {
+		if err := t.e.checkTable(t.v, t.table); err != nil {
+			return t.fail(err)
+		}
+	}
+	if t.reverse {
+		return t.nextReverse()
+	}
+	if !t.started {
+		t.started = true
+		if !t.m.start() {
+			return t.finish()
+		}
+	} else if !t.skipGroup() {
+		return t.finish()
+	}
+	for {
+		s := t.m.top()
+		if s.epoch() <= t.epoch {
+			v, err := s.value()
+			if err != nil {
+				return t.fail(err)
+			}
+			t.key = append(t.key[:0], s.rest()...)
+			if v[0] == tagPut {
+				t.val = append(t.val[:0], v[1:]...)
+				return true
+			}
+			if !t.skipGroup() {
+				return t.finish()
+			}
+			continue
+		}
+		if !t.m.advance() {
+			return t.finish()
+		}
+	}
+}
+
+// skipGroup advances past every entry whose key equals t.key.
+func (t *tableIter) skipGroup() bool {
+	for {
+		if !t.m.advance() {
+			return false
+		}
+		if !bytes.Equal(t.m.top().rest(), t.key) {
+			return true
+		}
+	}
+}
+
+func (t *tableIter) nextReverse() bool {
+	if !t.started {
+		t.started = true
+		if !t.m.start() {
+			return t.finish()
+		}
+	} else if t.m.h.Len() == 0 {
+		return t.finish()
+	}
+	for {
+		t.grp = append(t.grp[:0], t.m.top().rest()...)
+		have, put := false, false
+		exhausted := false
+		for {
+			s := t.m.top()
+			if !bytes.Equal(s.rest(), t.grp) {
+				break
+			}
+			if s.epoch() <= t.epoch {
+				v, err := s.value()
+				if err != nil {
+					return t.fail(err)
+				}
+				have, put = true, v[0] == tagPut
+				if put {
+					t.val = append(t.val[:0], v[1:]...)
+				}
+			}
+			if !t.m.advance() {
+				exhausted = true
+				break
+			}
+		}
+		if t.m.e != nil {
+			return t.fail(t.m.e)
+		}
+		if have && put {
+			t.key = append(t.key[:0], t.grp...)
+			return true
+		}
+		if exhausted {
+			return t.finish()
+		}
+	}
+}
+
+func (t *tableIter) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	err := t.m.close()
+	if t.unpin {
+		t.e.unpin(t.v)
+	}
+	return err
+}
+
+// Snapshot pins a committed version and its epoch for batch reads.
+type Snapshot struct {
+	e      *Engine
+	v      *Version
+	epoch  uint64
+	err    error
+	closed atomic.Bool
+}
+
+// Snapshot pins the current committed version. Close it when done: a
+// pinned snapshot holds back compaction's version dropping and GC.
+func (e *Engine) Snapshot() *Snapshot {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return &Snapshot{e: e, err: ErrClosed}
+	}
+	e.cur.refs++
+	s := &Snapshot{e: e, v: e.cur, epoch: e.cur.CommittedEpoch}
+	e.snaps[s] = struct{}{}
+	return s
+}
+
+// Epoch is the snapshot's committed epoch.
+func (s *Snapshot) Epoch() uint64 { return s.epoch }
+
+// Get reads key at the snapshot's epoch.
+func (s *Snapshot) Get(ctx context.Context, table TableID, key []byte) ([]byte, bool, error) {
+	if err := s.check(); err != nil {
+		return nil, false, err
+	}
+	return s.e.get(ctx, s.v, nil, table, key, s.epoch)
+}
+
+// Iter iterates [lower, upper) of table at the snapshot's epoch.
+func (s *Snapshot) Iter(ctx context.Context, table TableID, lower, upper []byte, opt ReadOptions) (Iterator, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.e.newIter(ctx, s.v, nil, table, lower, upper, s.epoch, opt.Reverse)
+}
+
+func (s *Snapshot) check() error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("storage: snapshot at epoch %d is closed", s.epoch)
+	}
+	return nil
+}
+
+// Close releases the pin. Iterators from the snapshot must be closed first.
+func (s *Snapshot) Close() {
+	if s.err != nil || s.closed.Swap(true) {
+		return
+	}
+	s.e.mu.Lock()
+	delete(s.e.snaps, s)
+	s.e.mu.Unlock()
+	s.e.unpin(s.v)
+}
+
+func bytesClone(b []byte) []byte { return append(make([]byte, 0, len(b)+suffixLen), b...) }

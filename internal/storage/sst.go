@@ -1,0 +1,223 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/objstorage"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/runneldb/runnel/internal/objstore"
+)
+
+// ErrCorrupt marks an object that exists but cannot be decoded.
+var ErrCorrupt = errors.New("corrupt object")
+
+// sstKeyPrefix is the object-key namespace for SSTs; objectKey(42) =
+// "sst/000000000042.sst".
+const sstKeyPrefix = "sst/"
+
+func objectKey(id uint64) string { return fmt.Sprintf("%s%012d.sst", sstKeyPrefix, id) }
+
+// parseObjectKey returns the object id of an SST key.
+func parseObjectKey(key string) (uint64, bool) {
+	s, ok := strings.CutPrefix(key, sstKeyPrefix)
+	if !ok {
+		return 0, false
+	}
+	s, ok = strings.CutSuffix(s, ".sst")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(s, 10, 64)
+	return id, err == nil
+}
+
+// sstTableFormat: row-oriented blocks. Columnar formats (v5+) need a
+// KeySchema on both sides; row blocks measured as fast here and avoid the
+// reader panic on an unknown schema.
+const sstTableFormat = sstable.TableFormatPebblev4
+
+func writerOptions() sstable.WriterOptions {
+	return sstable.WriterOptions{
+		Comparer:           Comparer,
+		TableFormat:        sstTableFormat,
+		BlockSize:          16 << 10,
+		FilterPolicy:       bloom.FilterPolicy(10),
+		FilterType:         sstable.TableFilter,
+		Compression:        sstable.SnappyCompression,
+		DisableValueBlocks: true,
+		MergerName:         "pebble.concatenate",
+	}
+}
+
+// memWritable is an objstorage.Writable that collects the SST in memory;
+// the object store takes whole objects.
+type memWritable struct{ buf []byte }
+
+func (w *memWritable) Write(p []byte) error { w.buf = append(w.buf, p...); return nil }
+func (w *memWritable) Finish() error        { return nil }
+func (w *memWritable) Abort()               { w.buf = nil }
+
+// sstBuilder writes one SST in memory. Keys must be added in Comparer
+// order.
+type sstBuilder struct {
+	mw       memWritable
+	w        *sstable.Writer
+	meta     SSTMeta
+	lastKey  []byte
+	rawBytes int64
+	tables   map[TableID]struct{}
+}
+
+func newSSTBuilder(sizeHint int) *sstBuilder {
+	b := &sstBuilder{tables: map[TableID]struct{}{}}
+	b.mw.buf = make([]byte, 0, sizeHint)
+	b.w = sstable.NewWriter(&b.mw, writerOptions())
+	b.meta.MinEpoch = ^uint64(0)
+	return b
+}
+
+// add appends one entry; key is a full stored key, value includes its tag.
+func (b *sstBuilder) add(key, value []byte) error {
+	if err := b.w.Set(key, value); err != nil {
+		return err
+	}
+	t, _, e, _ := splitKey(key)
+	if b.meta.NumEntries == 0 {
+		b.meta.Smallest = append([]byte(nil), key...)
+	}
+	b.lastKey = append(b.lastKey[:0], key...)
+	b.meta.NumEntries++
+	if e < b.meta.MinEpoch {
+		b.meta.MinEpoch = e
+	}
+	if e > b.meta.MaxEpoch {
+		b.meta.MaxEpoch = e
+	}
+	if _, ok := b.tables[t]; !ok {
+		b.tables[t] = struct{}{}
+		b.meta.Tables = append(b.meta.Tables, t)
+	}
+	b.rawBytes += int64(len(key) + len(value))
+	return nil
+}
+
+func (b *sstBuilder) empty() bool { return b.meta.NumEntries == 0 }
+
+// finish closes the writer and returns the encoded object and its meta
+// (without ID).
+func (b *sstBuilder) finish() ([]byte, SSTMeta, error) {
+	if err := b.w.Close(); err != nil {
+		return nil, SSTMeta{}, err
+	}
+	b.meta.Largest = append([]byte(nil), b.lastKey...)
+	b.meta.Size = uint64(len(b.mw.buf))
+	return b.mw.buf, b.meta, nil
+}
+
+// objReadable serves pebble's reads with ranged GETs on the object store.
+// Errors name the object (never a panic).
+type objReadable struct {
+	store objstore.Store
+	key   string
+	size  int64
+}
+
+func (r *objReadable) ReadAt(ctx context.Context, p []byte, off int64) error {
+	if off < 0 || off+int64(len(p)) > r.size {
+		return fmt.Errorf("read %s [%d,+%d): beyond size %d: %w", r.key, off, len(p), r.size, ErrCorrupt)
+	}
+	data, err := r.store.GetRange(ctx, r.key, off, int64(len(p)))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", r.key, err)
+	}
+	if len(data) != len(p) {
+		return fmt.Errorf("read %s: short read %d of %d: %w", r.key, len(data), len(p), ErrCorrupt)
+	}
+	copy(p, data)
+	return nil
+}
+
+func (r *objReadable) Close() error { return nil }
+func (r *objReadable) Size() int64  { return r.size }
+func (r *objReadable) NewReadHandle(objstorage.ReadBeforeSize) objstorage.ReadHandle {
+	return objReadHandle{r}
+}
+
+type objReadHandle struct{ r *objReadable }
+
+func (h objReadHandle) ReadAt(ctx context.Context, p []byte, off int64) error {
+	return h.r.ReadAt(ctx, p, off)
+}
+func (h objReadHandle) Close() error                                 { return nil }
+func (h objReadHandle) SetupForCompaction()                          {}
+func (h objReadHandle) RecordCacheHit(context.Context, int64, int64) {}
+
+// bytesReadable serves a freshly written SST from memory (used to verify an
+// object before it is uploaded, and by tests).
+type bytesReadable struct{ b []byte }
+
+func (r bytesReadable) ReadAt(_ context.Context, p []byte, off int64) error {
+	if off < 0 || off+int64(len(p)) > int64(len(r.b)) {
+		return fmt.Errorf("read [%d,+%d) beyond size %d: %w", off, len(p), len(r.b), ErrCorrupt)
+	}
+	copy(p, r.b[off:])
+	return nil
+}
+func (r bytesReadable) Close() error { return nil }
+func (r bytesReadable) Size() int64  { return int64(len(r.b)) }
+func (r bytesReadable) NewReadHandle(objstorage.ReadBeforeSize) objstorage.ReadHandle {
+	h := objstorage.MakeNoopReadHandle(r)
+	return &h
+}
+
+func setFileNum[T ~uint64](p *T, v uint64) { *p = T(v) }
+
+// sstCache is the bounded block cache: one pebble cache handle for all of
+// Runnel's SSTs, keyed by object id (ids are never reused, so cache keys
+// never alias). The handle's type lives in a pebble-internal package, so it
+// is held by closures.
+type sstCache struct {
+	apply func(o *sstable.ReaderOptions, id uint64)
+	close func()
+}
+
+func newSSTCache(bytes int64) *sstCache {
+	c := pebble.NewCache(bytes)
+	h := c.NewHandle()
+	return &sstCache{
+		apply: func(o *sstable.ReaderOptions, id uint64) {
+			o.CacheOpts.CacheHandle = h
+			setFileNum(&o.CacheOpts.FileNum, id)
+		},
+		close: func() { h.Close(); c.Unref() },
+	}
+}
+
+// openSSTReader opens an SST object. The footer is validated by pebble; any
+// failure (including a pebble panic on garbage, which must not take the
+// process down) is returned as an error naming the object.
+func openSSTReader(ctx context.Context, rd objstorage.Readable, id uint64, key string, cache *sstCache) (r *sstable.Reader, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("open %s: %v: %w", key, p, ErrCorrupt)
+		}
+	}()
+	opts := sstable.ReaderOptions{
+		Comparer: Comparer,
+		Filters:  map[string]sstable.FilterPolicy{bloom.FilterPolicy(10).Name(): bloom.FilterPolicy(10)},
+	}
+	if cache != nil {
+		cache.apply(&opts, id)
+	}
+	r, err = sstable.NewReader(ctx, rd, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w: %w", key, ErrCorrupt, err)
+	}
+	return r, nil
+}

@@ -1,0 +1,345 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// NumLevels is the depth of the LSM: L0 (overlapping, newest first) and
+// L1..L6 (each sorted and non-overlapping).
+const NumLevels = 7
+
+// SSTMeta describes one SST object in a version.
+type SSTMeta struct {
+	ID         uint64
+	Size       uint64
+	NumEntries uint64
+	MinEpoch   uint64
+	MaxEpoch   uint64
+	Smallest   []byte // full stored keys (table|rest|^epoch), inclusive
+	Largest    []byte
+	Tables     []TableID // tables with data in the SST, ascending
+}
+
+// Version is an immutable snapshot of the LSM shape. A new Version is made
+// for every delta; readers pin one by reference count (Engine.pin).
+type Version struct {
+	ID             uint64 // id of the last delta applied
+	CommittedEpoch uint64
+	// SafeEpoch: compactions may have dropped versions older than this
+	// epoch; reads below it are refused.
+	SafeEpoch uint64
+	Tables    map[TableID]struct{}
+	Levels    [NumLevels][]*SSTMeta // L0 newest first; others sorted by Smallest
+
+	refs int // guarded by Engine.mu
+}
+
+// VersionDelta is one atomic change to the version, stored in one
+// metastore row and applied in one metadata transaction.
+type VersionDelta struct {
+	ID             uint64   // = previous version ID + 1
+	CommittedEpoch uint64   // new committed epoch (>= previous)
+	SafeEpoch      uint64   // new safe epoch (>= previous)
+	JobIDs         []uint64 // upload/compaction jobs committed by this delta
+	AddTables      []TableID
+	RemoveTables   []TableID
+	Removed        []LevelFile // SSTs leaving the version (-> deletion queue)
+	Added          []LevelSST  // SSTs entering the version
+}
+
+// LevelFile names an SST in a level.
+type LevelFile struct {
+	Level int
+	ID    uint64
+}
+
+// LevelSST is an SST added at a level.
+type LevelSST struct {
+	Level int
+	SST   *SSTMeta
+}
+
+func newEmptyVersion() *Version {
+	return &Version{Tables: map[TableID]struct{}{}}
+}
+
+// objects returns every object id the version references.
+func (v *Version) objects() map[uint64]struct{} {
+	m := map[uint64]struct{}{}
+	for l := range v.Levels {
+		for _, f := range v.Levels[l] {
+			m[f.ID] = struct{}{}
+		}
+	}
+	return m
+}
+
+func (v *Version) hasTable(t TableID) bool {
+	_, ok := v.Tables[t]
+	return ok
+}
+
+// apply returns a new version with d applied; v is not modified.
+func (v *Version) apply(d *VersionDelta) (*Version, error) {
+	if d.ID != v.ID+1 {
+		return nil, fmt.Errorf("version delta %d does not follow version %d", d.ID, v.ID)
+	}
+	nv := &Version{ID: d.ID, CommittedEpoch: max(v.CommittedEpoch, d.CommittedEpoch), SafeEpoch: max(v.SafeEpoch, d.SafeEpoch), Tables: make(map[TableID]struct{}, len(v.Tables)+len(d.AddTables))}
+	for t := range v.Tables {
+		nv.Tables[t] = struct{}{}
+	}
+	for _, t := range d.AddTables {
+		nv.Tables[t] = struct{}{}
+	}
+	for _, t := range d.RemoveTables {
+		delete(nv.Tables, t)
+	}
+	removed := map[LevelFile]bool{}
+	for _, r := range d.Removed {
+		removed[r] = false
+	}
+	for l := range v.Levels {
+		keep := make([]*SSTMeta, 0, len(v.Levels[l]))
+		for _, f := range v.Levels[l] {
+			lf := LevelFile{l, f.ID}
+			if _, ok := removed[lf]; ok {
+				removed[lf] = true
+				continue
+			}
+			keep = append(keep, f)
+		}
+		nv.Levels[l] = keep
+	}
+	for lf, seen := range removed {
+		if !seen {
+			return nil, fmt.Errorf("version delta %d removes sst %d from L%d, which is not there", d.ID, lf.ID, lf.Level)
+		}
+	}
+	var newL0 []*SSTMeta
+	for _, a := range d.Added {
+		if a.Level < 0 || a.Level >= NumLevels {
+			return nil, fmt.Errorf("version delta %d adds sst %d at bad level %d", d.ID, a.SST.ID, a.Level)
+		}
+		if a.Level == 0 {
+			newL0 = append(newL0, a.SST)
+		} else {
+			nv.Levels[a.Level] = append(nv.Levels[a.Level], a.SST)
+		}
+	}
+	if len(newL0) > 0 {
+		// Within a delta L0 files are listed newest first; they all go in
+		// front of older L0 files.
+		nv.Levels[0] = append(newL0, nv.Levels[0]...)
+	}
+	for l := 1; l < NumLevels; l++ {
+		files := nv.Levels[l]
+		sort.Slice(files, func(i, j int) bool { return epochCompare(files[i].Smallest, files[j].Smallest) < 0 })
+		for i := 1; i < len(files); i++ {
+			if epochCompare(files[i-1].Largest, files[i].Smallest) >= 0 {
+				return nil, fmt.Errorf("version delta %d: L%d ssts %d and %d overlap", d.ID, l, files[i-1].ID, files[i].ID)
+			}
+		}
+	}
+	return nv, nil
+}
+
+// ---- binary encoding (docs/storage-format.md) ----
+
+const (
+	deltaFormatV1      = 1
+	checkpointFormatV1 = 1
+)
+
+var errShortBuffer = errors.New("truncated")
+
+type encoder struct{ b []byte }
+
+func (e *encoder) uvarint(x uint64) { e.b = binary.AppendUvarint(e.b, x) }
+func (e *encoder) bytes(p []byte)   { e.uvarint(uint64(len(p))); e.b = append(e.b, p...) }
+func (e *encoder) tables(ts []TableID) {
+	e.uvarint(uint64(len(ts)))
+	for _, t := range ts {
+		e.uvarint(uint64(t))
+	}
+}
+func (e *encoder) sst(s *SSTMeta) {
+	e.uvarint(s.ID)
+	e.uvarint(s.Size)
+	e.uvarint(s.NumEntries)
+	e.uvarint(s.MinEpoch)
+	e.uvarint(s.MaxEpoch)
+	e.bytes(s.Smallest)
+	e.bytes(s.Largest)
+	e.tables(s.Tables)
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	x, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errShortBuffer
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
+}
+
+func (d *decoder) count() int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) { // every element takes at least one byte
+		d.err = errShortBuffer
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.count()
+	if d.err != nil {
+		return nil
+	}
+	p := bytes.Clone(d.b[:n])
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *decoder) tables() []TableID {
+	n := d.count()
+	var ts []TableID
+	for i := 0; i < n && d.err == nil; i++ {
+		ts = append(ts, TableID(d.uvarint()))
+	}
+	return ts
+}
+
+func (d *decoder) sst() *SSTMeta {
+	s := &SSTMeta{}
+	s.ID = d.uvarint()
+	s.Size = d.uvarint()
+	s.NumEntries = d.uvarint()
+	s.MinEpoch = d.uvarint()
+	s.MaxEpoch = d.uvarint()
+	s.Smallest = d.bytes()
+	s.Largest = d.bytes()
+	s.Tables = d.tables()
+	return s
+}
+
+// encodeDelta: see docs/storage-format.md "Version delta".
+func encodeDelta(d *VersionDelta) []byte {
+	e := &encoder{}
+	e.uvarint(deltaFormatV1)
+	e.uvarint(d.ID)
+	e.uvarint(d.CommittedEpoch)
+	e.uvarint(d.SafeEpoch)
+	e.uvarint(uint64(len(d.JobIDs)))
+	for _, j := range d.JobIDs {
+		e.uvarint(j)
+	}
+	e.tables(d.AddTables)
+	e.tables(d.RemoveTables)
+	e.uvarint(uint64(len(d.Removed)))
+	for _, r := range d.Removed {
+		e.uvarint(uint64(r.Level))
+		e.uvarint(r.ID)
+	}
+	e.uvarint(uint64(len(d.Added)))
+	for _, a := range d.Added {
+		e.uvarint(uint64(a.Level))
+		e.sst(a.SST)
+	}
+	return e.b
+}
+
+func decodeDelta(b []byte) (*VersionDelta, error) {
+	dd := &decoder{b: b}
+	if f := dd.uvarint(); dd.err == nil && f != deltaFormatV1 {
+		return nil, fmt.Errorf("version delta: unknown format %d: %w", f, ErrCorrupt)
+	}
+	d := &VersionDelta{}
+	d.ID = dd.uvarint()
+	d.CommittedEpoch = dd.uvarint()
+	d.SafeEpoch = dd.uvarint()
+	nj := dd.count()
+	for i := 0; i < nj && dd.err == nil; i++ {
+		d.JobIDs = append(d.JobIDs, dd.uvarint())
+	}
+	d.AddTables = dd.tables()
+	d.RemoveTables = dd.tables()
+	n := dd.count()
+	for i := 0; i < n && dd.err == nil; i++ {
+		d.Removed = append(d.Removed, LevelFile{Level: int(dd.uvarint()), ID: dd.uvarint()})
+	}
+	n = dd.count()
+	for i := 0; i < n && dd.err == nil; i++ {
+		l := int(dd.uvarint())
+		d.Added = append(d.Added, LevelSST{Level: l, SST: dd.sst()})
+	}
+	if dd.err != nil {
+		return nil, fmt.Errorf("version delta: %w: %w", ErrCorrupt, dd.err)
+	}
+	return d, nil
+}
+
+// encodeCheckpoint: see docs/storage-format.md "Version checkpoint".
+func encodeCheckpoint(v *Version) []byte {
+	e := &encoder{}
+	e.uvarint(checkpointFormatV1)
+	e.uvarint(v.ID)
+	e.uvarint(v.CommittedEpoch)
+	e.uvarint(v.SafeEpoch)
+	ts := make([]TableID, 0, len(v.Tables))
+	for t := range v.Tables {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	e.tables(ts)
+	e.uvarint(NumLevels)
+	for l := range v.Levels {
+		e.uvarint(uint64(len(v.Levels[l])))
+		for _, f := range v.Levels[l] {
+			e.sst(f)
+		}
+	}
+	return e.b
+}
+
+func decodeCheckpoint(b []byte) (*Version, error) {
+	dd := &decoder{b: b}
+	if f := dd.uvarint(); dd.err == nil && f != checkpointFormatV1 {
+		return nil, fmt.Errorf("version checkpoint: unknown format %d: %w", f, ErrCorrupt)
+	}
+	v := newEmptyVersion()
+	v.ID = dd.uvarint()
+	v.CommittedEpoch = dd.uvarint()
+	v.SafeEpoch = dd.uvarint()
+	for _, t := range dd.tables() {
+		v.Tables[t] = struct{}{}
+	}
+	nl := dd.uvarint()
+	if dd.err == nil && nl != NumLevels {
+		return nil, fmt.Errorf("version checkpoint: %d levels, want %d: %w", nl, NumLevels, ErrCorrupt)
+	}
+	for l := 0; l < NumLevels && dd.err == nil; l++ {
+		n := dd.count()
+		for i := 0; i < n && dd.err == nil; i++ {
+			v.Levels[l] = append(v.Levels[l], dd.sst())
+		}
+	}
+	if dd.err != nil {
+		return nil, fmt.Errorf("version checkpoint: %w: %w", ErrCorrupt, dd.err)
+	}
+	return v, nil
+}
