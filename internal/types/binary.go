@@ -235,10 +235,11 @@ func appendNumericBinary(buf []byte, d *apd.Decimal) []byte {
 		hdr(0, 0, numericNaN, 0)
 		return buf
 	case apd.Infinite:
+		// PostgreSQL sends dscale 0x20 for infinities (it leaks header bits).
 		if d.Negative {
-			hdr(0, 0, numericNInf, 0)
+			hdr(0, 0, numericNInf, 0x20)
 		} else {
-			hdr(0, 0, numericPInf, 0)
+			hdr(0, 0, numericPInf, 0x20)
 		}
 		return buf
 	}

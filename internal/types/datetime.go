@@ -236,37 +236,34 @@ func zoneOffset(micros int64, loc *time.Location) int64 {
 }
 
 // localToUTC converts a wall-clock time in loc (microseconds since
-// 1970-01-01 local) to UTC microseconds. For a wall time inside a
-// daylight-saving gap or overlap the offset in effect just before the
-// transition is used... via the probe below, matching PostgreSQL's
-// preference for the standard-time reading in ambiguous cases closely enough
-// for common zones.
+// 1970-01-01, local) to UTC microseconds. Where the wall time occurs twice
+// (a DST fall-back or any backward clock change) PostgreSQL prefers the
+// reading with the smaller UTC offset (standard time); where it does not
+// occur (spring-forward gap) it uses the offset in effect before the
+// transition, which moves the time forward.
 func localToUTC(local int64, loc *time.Location) int64 {
 	if loc == nil || loc == time.UTC {
 		return local
 	}
-	// First guess: the offset at local interpreted as UTC; then refine once.
-	off1 := zoneOffset(local, loc)
-	utc := local - off1*microsPerSecond
-	off2 := zoneOffset(utc, loc)
-	if off2 == off1 {
-		return utc
+	// Offsets in effect a day before and a day after bracket any single
+	// transition near this wall time.
+	before := zoneOffset(local-microsPerDay, loc)
+	after := zoneOffset(local+microsPerDay, loc)
+	valid := func(off int64) bool { return zoneOffset(local-off*microsPerSecond, loc) == off }
+	vb, va := valid(before), valid(after)
+	switch {
+	case vb && va:
+		return local - min(before, after)*microsPerSecond
+	case vb:
+		return local - before*microsPerSecond
+	case va:
+		return local - after*microsPerSecond
 	}
-	utc2 := local - off2*microsPerSecond
-	if zoneOffset(utc2, loc) == off2 {
-		// Both readings valid (overlap) or only the second: PostgreSQL picks
-		// the earlier-offset (standard time) reading in an overlap.
-		if zoneOffset(utc, loc) == off1 && off1 < off2 {
-			return utc
-		}
-		return utc2
+	// Neither bracket offset fits: a gap, or transitions closer than a day.
+	if off := zoneOffset(local, loc); valid(off) {
+		return local - off*microsPerSecond
 	}
-	// Gap: the wall time does not exist; use the offset before the
-	// transition, which moves the time forward as PostgreSQL does.
-	if off1 < off2 {
-		return local - off1*microsPerSecond
-	}
-	return local - off2*microsPerSecond
+	return local - before*microsPerSecond
 }
 
 // ---- input ----
@@ -449,6 +446,7 @@ type dtParse struct {
 	haveTZ          bool
 	loc             *time.Location
 	special         string
+	timeOnly        bool // decoding a time: undelimited numbers are hhmmss
 	fieldOverflow   bool
 	mdFieldOverflow bool
 }
@@ -467,7 +465,7 @@ func decodeDateTime(s, typ string) (*dtParse, error) {
 	if !ok || len(fields) == 0 {
 		return nil, dtBadFormat(typ, s)
 	}
-	p := &dtParse{}
+	p := &dtParse{timeOnly: typ == "time"}
 	bad := func() (*dtParse, error) { return nil, dtBadFormat(typ, s) }
 	for _, f := range fields {
 		switch f.kind {
@@ -604,7 +602,7 @@ func loadZone(name string) (*time.Location, error) {
 	if loc, err := time.LoadLocation(strings.ToUpper(name)); err == nil {
 		return loc, nil
 	}
-	return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "time zone %s not recognized", pgQuote(name))
+	return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "time zone %s not recognized", pgQuote(strings.ToLower(name)))
 }
 
 // LoadTimeZone resolves a PostgreSQL time zone setting (a zone name such
@@ -849,28 +847,33 @@ func splitSecondsFrac(s string) (int64, int64, bool) {
 	return w * microsPerSecond, f, true
 }
 
-// fracMicros converts the digits after a decimal point to microseconds,
-// rounding half up at the seventh digit as PostgreSQL's rint does.
+// fracMicros converts the digits after a decimal point to microseconds
+// the way PostgreSQL does: strtod of "0.<digits>", times 1e6, rint.
+// (So .5853745 becomes 585374: the double is just below the tie.)
 func fracMicros(frac string) (int64, bool) {
 	if frac == "" {
 		return 0, true
 	}
-	var v int64
 	for i := 0; i < len(frac); i++ {
 		if !isDigit(frac[i]) {
 			return 0, false
 		}
-		if i < 6 {
+	}
+	if len(frac) <= 6 {
+		var v int64
+		for i := 0; i < len(frac); i++ {
 			v = v*10 + int64(frac[i]-'0')
 		}
+		for i := len(frac); i < 6; i++ {
+			v *= 10
+		}
+		return v, true
 	}
-	for i := len(frac); i < 6; i++ {
-		v *= 10
+	f, err := strconv.ParseFloat("0."+frac, 64)
+	if err != nil {
+		return 0, false
 	}
-	if len(frac) > 6 && frac[6] >= '5' {
-		v++
-	}
-	return v, true
+	return int64(math.RoundToEven(f * 1e6)), true
 }
 
 // decodeNumber places an undelimited number: a day or year next to a
@@ -884,6 +887,8 @@ func (p *dtParse) decodeNumber(text string) bool {
 		return false
 	}
 	switch {
+	case p.timeOnly && !p.haveTime && !p.haveMon && (len(whole) == 6 || len(whole) == 4):
+		return p.setClockDigits(whole, frac, hasFrac)
 	case !p.haveDate && !p.haveMon && !hasFrac && (len(whole) == 8 || len(whole) == 6):
 		// YYYYMMDD or YYMMDD
 		yl := len(whole) - 4
@@ -891,25 +896,7 @@ func (p *dtParse) decodeNumber(text string) bool {
 		return p.setYear(whole[:yl]) && p.setMonth(whole[yl:yl+2]) && p.setDay(whole[yl+2:])
 	case p.haveDate && !p.haveTime && (len(whole) == 6 || len(whole) == 4) && p.haveYear && p.haveMon && p.haveDay:
 		// hhmmss[.fff] or hhmm after a complete date
-		h, _ := atoiDigits(whole[:2])
-		m, _ := atoiDigits(whole[2:4])
-		var us int64
-		if len(whole) == 6 {
-			sec, _ := atoiDigits(whole[4:6])
-			us = sec * microsPerSecond
-		}
-		if hasFrac {
-			f, ok := fracMicros(frac)
-			if !ok {
-				return false
-			}
-			us += f
-		}
-		p.hour, p.min, p.usec, p.haveTime = h, m, us, true
-		if h > 24 || m >= 60 || us > 60*microsPerSecond {
-			p.fieldOverflow = true
-		}
-		return true
+		return p.setClockDigits(whole, frac, hasFrac)
 	case hasFrac:
 		return false
 	case p.haveMon && !p.haveDay && len(whole) <= 2:
@@ -928,6 +915,29 @@ func (p *dtParse) decodeNumber(text string) bool {
 		return p.setYear(whole)
 	}
 	return false
+}
+
+// setClockDigits sets the time from undelimited hhmm or hhmmss[.fff].
+func (p *dtParse) setClockDigits(whole, frac string, hasFrac bool) bool {
+	h, _ := atoiDigits(whole[:2])
+	m, _ := atoiDigits(whole[2:4])
+	var us int64
+	if len(whole) == 6 {
+		sec, _ := atoiDigits(whole[4:6])
+		us = sec * microsPerSecond
+	}
+	if hasFrac {
+		f, ok := fracMicros(frac)
+		if !ok {
+			return false
+		}
+		us += f
+	}
+	p.hour, p.min, p.usec, p.haveTime = h, m, us, true
+	if h > 24 || m >= 60 || us > 60*microsPerSecond || (h == 24 && (m != 0 || us != 0)) {
+		p.fieldOverflow = true
+	}
+	return true
 }
 
 // resolveDate turns the decoded fields into days since 1970, applying BC,

@@ -346,9 +346,6 @@ func parseInterval(s string) (IntervalValue, error) {
 		switch t.kind {
 		case 'w':
 			if t.text == "ago" {
-				if k != len(toks)-1 || ago {
-					return bad()
-				}
 				ago = true
 				continue
 			}
@@ -362,7 +359,10 @@ func parseInterval(s string) (IntervalValue, error) {
 				return bad()
 			}
 			timeSeen = true
-			us, ok := parseIntervalClock(t.text)
+			us, ok, overflow := parseIntervalClock(t.text)
+			if overflow {
+				return IntervalValue{}, sqlerr.Errorf(sqlerr.IntervalFieldOverflow, "interval field value out of range: %s", pgQuote(s))
+			}
 			if !ok {
 				return bad()
 			}
@@ -401,6 +401,9 @@ func parseInterval(s string) (IntervalValue, error) {
 			unit = u
 		}
 	}
+	if len(seen) == 0 && !timeSeen {
+		return bad() // only "ago" or "@"
+	}
 	if ago {
 		acc.months, acc.days, acc.micros = -acc.months, -acc.days, -acc.micros
 	}
@@ -409,7 +412,7 @@ func parseInterval(s string) (IntervalValue, error) {
 
 // parseIntervalClock parses [+-]h:m[:s[.f]] (any number of hours) or
 // [+-]m:s.f into signed microseconds.
-func parseIntervalClock(t string) (int64, bool) {
+func parseIntervalClock(t string) (us int64, ok, overflow bool) {
 	neg := false
 	if t[0] == '+' || t[0] == '-' {
 		neg = t[0] == '-'
@@ -417,42 +420,45 @@ func parseIntervalClock(t string) (int64, bool) {
 	}
 	parts := strings.Split(t, ":")
 	if len(parts) < 2 || len(parts) > 3 {
-		return 0, false
+		return 0, false, false
 	}
-	var h, m, us int64
-	var ok bool
+	var h, m, secUs int64
 	if len(parts) == 2 && strings.Contains(parts[1], ".") {
 		if m, ok = atoiDigits(parts[0]); !ok {
-			return 0, false
+			return 0, false, false
 		}
 		sec, frac, ok := splitSecondsFrac(parts[1])
 		if !ok {
-			return 0, false
+			return 0, false, false
 		}
-		us = sec + frac
+		secUs = sec + frac
 	} else {
 		if h, ok = atoiDigits(parts[0]); !ok {
-			return 0, false
+			return 0, false, false
 		}
 		if m, ok = atoiDigits(parts[1]); !ok {
-			return 0, false
+			return 0, false, false
 		}
 		if len(parts) == 3 {
 			sec, frac, ok := splitSecondsFrac(parts[2])
 			if !ok {
-				return 0, false
+				return 0, false, false
 			}
-			us = sec + frac
+			secUs = sec + frac
 		}
 	}
-	if m >= 60 || us >= 60*microsPerSecond || h > math.MaxInt64/microsPerHour-1 {
-		return 0, false
+	if m >= 60 || secUs >= 60*microsPerSecond {
+		return 0, false, false
 	}
-	total := h*microsPerHour + m*microsPerMinute + us
+	total, o1 := mulInt64(h, microsPerHour)
+	total, o2 := addInt64(total, m*microsPerMinute+secUs)
+	if o1 || o2 {
+		return 0, false, true
+	}
 	if neg {
 		total = -total
 	}
-	return total, true
+	return total, true, false
 }
 
 // parseISOInterval parses the part after 'P' of an ISO 8601 duration with
@@ -471,9 +477,6 @@ func parseISOInterval(s string) (iv IntervalValue, ok bool, overflow bool) {
 			}
 			inTime = true
 			s = s[1:]
-			if s == "" {
-				return iv, false, false
-			}
 			continue
 		}
 		j := 0

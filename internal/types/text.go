@@ -2,6 +2,7 @@ package types
 
 import (
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -328,18 +329,21 @@ func parseFloat(s string, bits int, typ string) (float64, error) {
 	}
 	switch strings.ToLower(body) {
 	case "nan":
-		if v[0] == '+' || v[0] == '-' {
-			// strtod accepts a signed NaN; PostgreSQL then returns NaN.
+		// strtod's NaN: the quiet NaN with no payload, keeping a given sign.
+		if neg {
+			return math.Float64frombits(0xfff8000000000000), nil
 		}
-		return math.NaN(), nil
+		return math.Float64frombits(0x7ff8000000000000), nil
 	case "infinity", "inf":
 		if neg {
 			return math.Inf(-1), nil
 		}
 		return math.Inf(1), nil
 	}
-	// Only plain decimal syntax: digits, one point, optional exponent.
-	// (strtod would also take hex floats; they are rare enough to refuse.)
+	if len(body) > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X') {
+		return parseHexFloat(s, v, body, neg, bits, typ)
+	}
+	// Plain decimal syntax: digits, one point, optional exponent.
 	nonzero := false
 	digits := 0
 	i := 0
@@ -382,6 +386,58 @@ func parseFloat(s string, bits int, typ string) (float64, error) {
 	return f, nil
 }
 
+// parseHexFloat accepts strtod's hexadecimal form: 0x, hex digits with an
+// optional point, an optional binary exponent p[+-]n.
+func parseHexFloat(s, v, body string, neg bool, bits int, typ string) (float64, error) {
+	i := 2
+	digits := 0
+	for i < len(body) && isHex(body[i]) {
+		i++
+		digits++
+	}
+	if i < len(body) && body[i] == '.' {
+		i++
+		for i < len(body) && isHex(body[i]) {
+			i++
+			digits++
+		}
+	}
+	if digits == 0 {
+		return 0, invalidSyntax(typ, s)
+	}
+	lit := body[:i]
+	if i < len(body) && (body[i] == 'p' || body[i] == 'P') {
+		j := i + 1
+		if j < len(body) && (body[j] == '+' || body[j] == '-') {
+			j++
+		}
+		k := j
+		for k < len(body) && isDigit(body[k]) {
+			k++
+		}
+		if k > j {
+			lit = body[:k]
+			i = k
+		}
+	}
+	if i != len(body) {
+		return 0, invalidSyntax(typ, s)
+	}
+	if !strings.ContainsAny(lit, "pP") {
+		lit += "p0"
+	}
+	f, err := strconv.ParseFloat(lit, bits)
+	if err != nil || math.IsInf(f, 0) {
+		return 0, sqlerr.Errorf(sqlerr.NumericValueOutOfRange, "%s is out of range for type %s", pgQuote(v), typ)
+	}
+	if neg {
+		f = -f
+	}
+	return f, nil
+}
+
+func isHex(c byte) bool { _, ok := unhex(c); return ok }
+
 // appendFloat prints the shortest decimal that reads back exactly, in the
 // layout of PostgreSQL's float4out/float8out with extra_float_digits > 0:
 // positional notation for decimal exponents in [-4, P), scientific
@@ -402,6 +458,27 @@ func appendFloat(buf []byte, f float64, bits int) []byte {
 	}
 	var scratch [32]byte
 	e := strconv.AppendFloat(scratch[:0], f, 'e', -1, bits) // [-]d[.ddd]e±XX
+	if isHalfwayDecimal(e, f, bits) {
+		// PostgreSQL's Ryu excludes the rounding interval's bounds: a
+		// decimal exactly halfway to a neighbouring float is not used even
+		// though it reads back correctly under ties-to-even. Take the
+		// shortest correctly rounded decimal strictly inside instead.
+		nd := 0
+		for _, c := range e {
+			if c == 'e' {
+				break
+			}
+			if c >= '0' && c <= '9' {
+				nd++
+			}
+		}
+		for n := nd; n <= 17; n++ {
+			e = strconv.AppendFloat(scratch[:0], f, 'e', n-1, bits)
+			if back, err := strconv.ParseFloat(string(e), bits); err == nil && back == f && !isHalfwayDecimal(e, f, bits) {
+				break
+			}
+		}
+	}
 	neg := e[0] == '-'
 	if neg {
 		e = e[1:]
@@ -471,6 +548,81 @@ func appendFloat(buf []byte, f float64, bits int) []byte {
 	buf = append(buf, dg[:intDigits]...)
 	buf = append(buf, '.')
 	return append(buf, dg[intDigits:nd]...)
+}
+
+// isHalfwayDecimal reports whether the decimal e ("[-]d.ddde±x") lies
+// exactly halfway between f and one of its float neighbours. Cheap
+// filters rule out almost every value before exact arithmetic: a halfway
+// point is a dyadic rational, so a decimal with k fractional digits must
+// have a significand divisible by 5^k, and an integer can only be halfway
+// where the float spacing exceeds 1.
+func isHalfwayDecimal(e []byte, f float64, bits int) bool {
+	var sig uint64
+	nd, exp, frac := 0, 0, 0
+	i := 0
+	if e[0] == '-' {
+		i++
+	}
+	for ; i < len(e) && e[i] != 'e'; i++ {
+		if e[i] == '.' {
+			continue
+		}
+		sig = sig*10 + uint64(e[i]-'0')
+		nd++
+	}
+	if i < len(e) {
+		x, _ := strconv.Atoi(string(e[i+1:]))
+		exp = x
+	}
+	// value = sig * 10^(exp - (nd-1))
+	scale := exp - (nd - 1)
+	if scale < 0 {
+		frac = -scale
+		if frac > 27 {
+			return false
+		}
+		p5 := uint64(1)
+		for k := 0; k < frac; k++ {
+			p5 *= 5
+		}
+		if sig%p5 != 0 {
+			return false
+		}
+	} else {
+		limit := 9007199254740992.0 // 2^53
+		if bits == 32 {
+			limit = 16777216 // 2^24
+		}
+		if math.Abs(f) < limit {
+			return false
+		}
+	}
+	d := new(big.Rat).SetInt(new(big.Int).SetUint64(sig))
+	if scale >= 0 {
+		d.Mul(d, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)))
+	} else {
+		d.Quo(d, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(-scale)), nil)))
+	}
+	if e[0] == '-' {
+		d.Neg(d)
+	}
+	for _, dir := range []float64{math.Inf(1), math.Inf(-1)} {
+		var nb float64
+		if bits == 32 {
+			nb = float64(math.Nextafter32(float32(f), float32(dir)))
+		} else {
+			nb = math.Nextafter(f, dir)
+		}
+		if math.IsInf(nb, 0) {
+			continue
+		}
+		mid := new(big.Rat).Add(new(big.Rat).SetFloat64(f), new(big.Rat).SetFloat64(nb))
+		mid.Quo(mid, big.NewRat(2, 1))
+		if mid.Cmp(d) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ---- numeric ----
@@ -789,19 +941,17 @@ func parseBytea(s string) ([]byte, error) {
 				i++
 				continue
 			}
+			// PostgreSQL reports these with 22023 invalid_parameter_value.
 			hi, ok := unhex(c)
 			if !ok {
-				return nil, sqlerr.Errorf(sqlerr.InvalidTextRepresentation, "invalid hexadecimal digit: %s", pgQuote(s[i:i+utf8Len(s[i:])]))
+				return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid hexadecimal digit: %s", pgQuote(s[i:i+utf8Len(s[i:])]))
 			}
 			if i+1 >= len(s) {
-				return nil, sqlerr.New(sqlerr.InvalidTextRepresentation, "invalid hexadecimal data: odd number of digits")
+				return nil, sqlerr.New(sqlerr.InvalidParameterValue, "invalid hexadecimal data: odd number of digits")
 			}
 			lo, ok := unhex(s[i+1])
 			if !ok {
-				if isSpace(s[i+1]) {
-					return nil, sqlerr.New(sqlerr.InvalidTextRepresentation, "invalid hexadecimal data: odd number of digits")
-				}
-				return nil, sqlerr.Errorf(sqlerr.InvalidTextRepresentation, "invalid hexadecimal digit: %s", pgQuote(s[i+1:i+1+utf8Len(s[i+1:])]))
+				return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid hexadecimal digit: %s", pgQuote(s[i+1:i+1+utf8Len(s[i+1:])]))
 			}
 			out = append(out, hi<<4|lo)
 			i += 2
