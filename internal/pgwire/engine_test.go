@@ -122,7 +122,7 @@ var (
 	reSeries  = regexp.MustCompile(`(?i)^SELECT \* FROM series\((\d+)\)$`)
 	reSleep   = regexp.MustCompile(`(?i)^SELECT pg_sleep\(([\d.]+)\)$`)
 	reInsert  = regexp.MustCompile(`(?i)^INSERT INTO t VALUES \((-?\d+), '([^']*)'\)$`)
-	reCopy    = regexp.MustCompile(`(?i)^COPY t (FROM STDIN|TO STDOUT)( CSV)?( HEADER)?$`)
+	reCopy    = regexp.MustCompile(`(?i)^COPY\s+t\s+(FROM STDIN|TO STDOUT)(\s+(?:WITH\s+)?CSV)?(\s+HEADER)?$`)
 	reSetTZ   = regexp.MustCompile(`(?i)^SET TimeZone (?:=|TO) '([^']*)'$`)
 	reNotice  = regexp.MustCompile(`(?i)^NOTICE '([^']*)'$`)
 	reParam   = regexp.MustCompile(`^\$(\d+)(?:::(\w+))?$`)
