@@ -10,6 +10,10 @@
 //     (object ids are never reused, invariant I1).
 //   - A missing object is reported as an error that errors.Is(err,
 //     ErrNotFound); every error names the key it concerns.
+//   - Keys obey ValidateKey, and no key may be another key's "directory"
+//     ("a/b" and "a/b/c" cannot both exist): file-backed stores (Local,
+//     versitygw's posix backend) map keys to paths. Mem does not enforce
+//     this; Runnel's keys (kind/id.ext) never collide that way.
 //
 // This package knows nothing of SSTs, versions or metadata.
 package objstore
