@@ -127,7 +127,8 @@ type Engine struct {
 	closed   bool
 	// needReload: an ambiguous version write happened; the in-memory
 	// version may be behind the metastore until reloaded (I2).
-	needReload bool
+	needReload     bool
+	ambiguousDelta *VersionDelta
 	// orphanJobs: jobs whose abort could not be recorded yet; retried by GC.
 	orphanJobs map[uint64]struct{}
 
@@ -746,10 +747,11 @@ func (e *Engine) commitDelta(ctx context.Context, d *VersionDelta, inTx ...func(
 	}
 	// I2: the write may have landed. Re-read the version before anyone
 	// treats the delta's objects as garbage.
-	got, rerr := loadVersion(ctx, e.meta)
+	got, rerr := e.rereadVersion(ctx)
 	if rerr != nil {
 		e.mu.Lock()
 		e.needReload = true
+		e.ambiguousDelta = d
 		e.mu.Unlock()
 		return nil, fmt.Errorf("%w: %w (re-read failed: %v)", errAmbiguous, err, rerr)
 	}
@@ -801,6 +803,20 @@ func (e *Engine) fence(ctx context.Context, tx *metastore.Tx, d *VersionDelta, n
 	return nil
 }
 
+// rereadVersion loads the committed version from the metastore (the
+// MetaWrite hook sees it as "reread-version" so tests can fail it).
+func (e *Engine) rereadVersion(ctx context.Context) (*Version, error) {
+	if e.crashed.Load() {
+		return nil, ErrSimulatedCrash
+	}
+	if h := e.opts.Hooks.MetaWrite; h != nil {
+		if err := h("reread-version", false); err != nil {
+			return nil, err
+		}
+	}
+	return loadVersion(ctx, e.meta)
+}
+
 // installLocked makes nv current; the old version stays alive while pinned.
 func (e *Engine) installLocked(nv *Version) {
 	old := e.cur
@@ -819,14 +835,42 @@ func (e *Engine) reloadIfNeeded(ctx context.Context) error {
 	if !need {
 		return nil
 	}
-	v, err := loadVersion(ctx, e.meta)
+	v, err := e.rereadVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("storage: reload version: %w", err)
 	}
 	e.mu.Lock()
 	e.needReload = false
+	d := e.ambiguousDelta
+	e.ambiguousDelta = nil
 	e.installLocked(v)
+	// Buffered data now covered by the committed epoch landed with the
+	// ambiguous delta.
+	nb := make([]*bufItem, 0, len(e.buf))
+	spilledJobs := map[uint64]bool{}
+	for _, it := range e.buf {
+		if it.epoch <= v.CommittedEpoch {
+			if it.run != nil {
+				e.bufBytes -= it.run.bytes
+			}
+			continue
+		}
+		if it.sst != nil {
+			spilledJobs[it.job] = true
+		}
+		nb = append(nb, it)
+	}
+	e.buf = nb
 	e.mu.Unlock()
+	if d != nil && v.ID < d.ID {
+		// The delta did not land: its jobs' outputs are garbage, except
+		// spilled SSTs still waiting in the buffer for a retry.
+		for _, j := range d.JobIDs {
+			if !spilledJobs[j] {
+				_ = e.abortJob(ctx, j, nil)
+			}
+		}
+	}
 	return nil
 }
 
