@@ -276,7 +276,8 @@ const (
 	dtTime                      // digits with ':'
 	dtTZ                        // +hh[:mm[:ss]] or -hh...
 	dtString                    // letters (month, AM, BC, zone, special)
-	dtSigned                    // signed number without ':' in interval input
+	dtJulian                    // J followed by a Julian day number
+	dtZone                      // a time zone name with punctuation or digits
 )
 
 type dtField struct {
@@ -332,12 +333,27 @@ func splitDateTime(s string) ([]dtField, bool) {
 			for j < len(s) && isAlpha(s[j]) {
 				j++
 			}
-			if j < len(s) && (s[j] == '/' || s[j] == '_') {
-				// a zone name such as America/New_York or Etc/GMT+5
-				for j < len(s) && (isAlpha(s[j]) || isDigit(s[j]) || s[j] == '/' || s[j] == '_' || s[j] == '+' || s[j] == '-') {
+			if j == i+1 && (c == 'T' || c == 't') && j < len(s) && isDigit(s[j]) {
+				i = j // ISO 8601 "T" before a time
+				continue
+			}
+			if j == i+1 && (c == 'J' || c == 'j') && j < len(s) && isDigit(s[j]) {
+				k := j
+				for k < len(s) && isDigit(s[k]) {
+					k++
+				}
+				fields = append(fields, dtField{dtJulian, s[j:k]})
+				i = k
+				continue
+			}
+			if j < len(s) && (s[j] == '/' || s[j] == '_' || s[j] == '+' || s[j] == '-' || s[j] == ':' || isDigit(s[j])) &&
+				!(s[j] == '-' && j+1 < len(s) && isDigit(s[j+1]) && monthNumber(strings.ToLower(s[i:j])) > 0) {
+				// a zone name such as America/New_York, Etc/GMT+5, PST8PDT
+				// or a POSIX-style UTC+3
+				for j < len(s) && (isAlpha(s[j]) || isDigit(s[j]) || s[j] == '/' || s[j] == '_' || s[j] == '+' || s[j] == '-' || s[j] == ':') {
 					j++
 				}
-				fields = append(fields, dtField{dtString, s[i:j]})
+				fields = append(fields, dtField{dtZone, s[i:j]})
 			} else if j < len(s) && (s[j] == '-' || s[j] == '/' || s[j] == '.') && j+1 < len(s) && isDigit(s[j+1]) && monthNumber(strings.ToLower(s[i:j])) > 0 {
 				// Jan-02-2024
 				sep := s[j]
@@ -499,6 +515,26 @@ func decodeDateTime(s, typ string) (*dtParse, error) {
 			if !p.decodeNumber(f.text) {
 				return bad()
 			}
+		case dtJulian:
+			jd, ok := atoiDigits(f.text)
+			if !ok || p.haveDate {
+				return bad()
+			}
+			y, m, d := civilFromDays(jd - 2440588)
+			p.year, p.mon, p.day, p.yearDigits = y, m, d, 4
+			if y <= 0 {
+				p.year, p.bc = 1-y, true
+			}
+			p.haveYear, p.haveMon, p.haveDay, p.haveDate = true, true, true, true
+		case dtZone:
+			if p.timeOnly || p.haveTZ {
+				return bad()
+			}
+			loc, err := loadZone(f.text)
+			if err != nil {
+				return nil, err
+			}
+			p.loc, p.haveTZ = loc, true
 		case dtString:
 			w := strings.ToLower(f.text)
 			if m := monthNumber(w); m > 0 {
@@ -522,8 +558,14 @@ func decodeDateTime(s, typ string) (*dtParse, error) {
 				continue
 			case "t":
 				continue
-			case "infinity", "+infinity", "-infinity", "epoch", "now", "today", "tomorrow", "yesterday", "allballs":
-				if p.special != "" || len(fields) > 1 && w != "today" && w != "tomorrow" && w != "yesterday" && w != "allballs" {
+			case "allballs":
+				if p.haveTime {
+					return bad()
+				}
+				p.haveTime = true // 00:00:00
+				continue
+			case "infinity", "+infinity", "-infinity", "epoch", "now", "today", "tomorrow", "yesterday":
+				if p.special != "" || len(fields) > 1 && w != "today" && w != "tomorrow" && w != "yesterday" {
 					return bad()
 				}
 				p.special = w
@@ -537,17 +579,6 @@ func decodeDateTime(s, typ string) (*dtParse, error) {
 					return bad()
 				}
 				p.tz, p.haveTZ = off, true
-				continue
-			}
-			if strings.Contains(f.text, "/") {
-				loc, err := loadZone(f.text)
-				if err != nil {
-					return nil, err
-				}
-				if p.haveTZ {
-					return bad()
-				}
-				p.loc, p.haveTZ = loc, true
 				continue
 			}
 			return bad()
@@ -602,6 +633,9 @@ func loadZone(name string) (*time.Location, error) {
 	if loc, err := time.LoadLocation(strings.ToUpper(name)); err == nil {
 		return loc, nil
 	}
+	if loc, ok := posixFixedZone(name); ok {
+		return loc, nil
+	}
 	return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "time zone %s not recognized", pgQuote(strings.ToLower(name)))
 }
 
@@ -631,6 +665,31 @@ func LoadTimeZone(name string) (*time.Location, error) {
 		}
 	}
 	return loadZone(n)
+}
+
+// posixFixedZone reads a POSIX TZ string without DST rules, "ABC+3" or
+// "UTC-05:30": a zone abbreviation and hours *west* of UTC.
+func posixFixedZone(name string) (*time.Location, bool) {
+	i := 0
+	for i < len(name) && isAlpha(name[i]) {
+		i++
+	}
+	if i < 3 || i == len(name) || (name[i] != '+' && name[i] != '-' && !isDigit(name[i])) {
+		return nil, false
+	}
+	neg := name[i] == '-'
+	body := name[i:]
+	if name[i] == '+' || name[i] == '-' {
+		body = name[i+1:]
+	}
+	if strings.Count(body, ":") == 0 && len(body) > 2 {
+		return nil, false
+	}
+	off, ok := parseTZOffset(neg, body)
+	if !ok {
+		return nil, false
+	}
+	return time.FixedZone(strings.ToUpper(name[:i]), int(-off)), true
 }
 
 // parseTZOffset parses hh, hhmm, hh:mm, hh:mm:ss (sign already removed).
@@ -727,6 +786,25 @@ func (p *dtParse) decodeDate(text string) bool {
 	}
 	p.haveDate = true
 	switch {
+	case !p.haveMon && len(nums) == 2 && len(nums[0]) > 2 && len(nums[1]) == 3:
+		// ISO 8601 ordinal date: YYYY-DDD
+		doy, _ := atoiDigits(nums[1])
+		if !p.setYear(nums[0]) {
+			return false
+		}
+		if doy < 1 || doy > 366 {
+			p.fieldOverflow = true
+			return true
+		}
+		y := p.year
+		days := daysFromCivil(y, 1, 1) + doy - 1
+		yy, m, d := civilFromDays(days)
+		if yy != y {
+			p.fieldOverflow = true
+			return true
+		}
+		p.mon, p.day, p.haveMon, p.haveDay = m, d, true, true
+		return true
 	case p.haveMon && len(nums) == 2:
 		// Month name plus two numbers: the long one (or the last) is the year.
 		if len(nums[0]) > 2 {
@@ -899,6 +977,9 @@ func (p *dtParse) decodeNumber(text string) bool {
 		return p.setClockDigits(whole, frac, hasFrac)
 	case hasFrac:
 		return false
+	case !p.haveYear && len(whole) > 2:
+		p.haveDate = true
+		return p.setYear(whole)
 	case p.haveMon && !p.haveDay && len(whole) <= 2:
 		p.haveDate = true
 		return p.setDay(whole)
@@ -999,8 +1080,6 @@ func parseDate(s string, opt *FormatOptions) (Datum, error) {
 		return DDate(opt.today() + 1), nil
 	case "yesterday":
 		return DDate(opt.today() - 1), nil
-	case "allballs":
-		return NullDatum, dtBadFormat("date", s)
 	}
 	days, err := p.resolveDate(s)
 	if err != nil {
@@ -1020,11 +1099,7 @@ func parseTime(s string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	switch p.special {
-	case "allballs":
-		return 0, nil
-	case "":
-	default:
+	if p.special != "" {
 		return 0, dtBadFormat("time", s)
 	}
 	if !p.haveTime {
@@ -1077,8 +1152,6 @@ func parseTimestamp(s string, withTZ bool, opt *FormatOptions) (int64, error) {
 			return localToUTC(local, loc), nil
 		}
 		return local, nil
-	case "allballs":
-		return 0, dtBadFormat(typ, s)
 	}
 	if !p.haveDate {
 		return 0, dtBadFormat(typ, s)

@@ -182,8 +182,17 @@ func (a *ivAcc) addFracDays(frac float64, scale int64) {
 	a.addFracMicros(f-whole, microsPerDay)
 }
 
-// apply adds value (whole part and signed fraction) in the given unit.
+// apply adds value (whole part and signed fraction) in the given unit;
+// months and days must stay within int32 after every field, as in
+// PostgreSQL.
 func (a *ivAcc) apply(u intervalUnit, whole int64, frac float64) {
+	a.applyUnit(u, whole, frac)
+	if a.months != int64(int32(a.months)) || a.days != int64(int32(a.days)) {
+		a.overflow = true
+	}
+}
+
+func (a *ivAcc) applyUnit(u intervalUnit, whole int64, frac float64) {
 	switch u {
 	case unitMicrosecond:
 		a.add(&a.micros, whole)
@@ -216,6 +225,26 @@ func (a *ivAcc) apply(u intervalUnit, whole int64, frac float64) {
 	}
 }
 
+func (a *ivAcc) overflowError(s string) (IntervalValue, error) {
+	return IntervalValue{}, sqlerr.Errorf(sqlerr.IntervalFieldOverflow, "interval field value out of range: %s", pgQuote(s))
+}
+
+// numberOverflows reports whether t is a well-formed number whose whole
+// part does not fit an int64.
+func numberOverflows(t string) bool {
+	t = strings.TrimLeft(t, "+-")
+	whole, _, _ := strings.Cut(t, ".")
+	if whole == "" {
+		return false
+	}
+	for i := 0; i < len(whole); i++ {
+		if !isDigit(whole[i]) {
+			return false
+		}
+	}
+	return len(strings.TrimLeft(whole, "0")) >= 19
+}
+
 func (a *ivAcc) result(s string) (IntervalValue, error) {
 	if a.overflow || a.months != int64(int32(a.months)) || a.days != int64(int32(a.days)) {
 		return IntervalValue{}, sqlerr.Errorf(sqlerr.IntervalFieldOverflow, "interval field value out of range: %s", pgQuote(s))
@@ -240,10 +269,11 @@ func splitNumber(t string) (int64, float64, bool) {
 		if !isDigit(whole[i]) {
 			return 0, 0, false
 		}
-		if w > (math.MaxInt64-9)/10 {
+		dg := int64(whole[i] - '0')
+		if w > (math.MaxInt64-dg)/10 {
 			return 0, 0, false
 		}
-		w = w*10 + int64(whole[i]-'0')
+		w = w*10 + dg
 	}
 	var f float64
 	if hasFrac && fracS != "" {
@@ -277,7 +307,7 @@ func parseInterval(s string) (IntervalValue, error) {
 	if v == "" {
 		return bad()
 	}
-	if v[0] == 'P' || v[0] == 'p' {
+	if v[0] == 'P' {
 		iv, ok, overflow := parseISOInterval(v[1:])
 		if overflow {
 			return IntervalValue{}, sqlerr.Errorf(sqlerr.IntervalFieldOverflow, "interval field value out of range: %s", pgQuote(s))
@@ -295,12 +325,18 @@ func parseInterval(s string) (IntervalValue, error) {
 		switch {
 		case isSpace(c) || c == ',':
 			i++
-		case c == '@' && len(toks) == 0:
+		case c == '@':
 			i++
 		case isDigit(c) || c == '.' || c == '+' || c == '-':
 			j := i
+			sign := ""
 			if c == '+' || c == '-' {
+				sign = v[i : i+1]
 				j++
+				for j < len(v) && isSpace(v[j]) {
+					j++
+				}
+				i = j - 1 // the number starts after the spaces; sign kept apart
 			}
 			for j < len(v) && (isDigit(v[j]) || v[j] == '.') {
 				j++
@@ -318,7 +354,11 @@ func parseInterval(s string) (IntervalValue, error) {
 					j++
 				}
 			}
-			toks = append(toks, ivToken{kind, v[i:j]})
+			text := v[i:j]
+			if sign != "" {
+				text = sign + v[i+1:j]
+			}
+			toks = append(toks, ivToken{kind, text})
 			i = j
 		case isAlpha(c):
 			j := i
@@ -374,8 +414,11 @@ func parseInterval(s string) (IntervalValue, error) {
 			ys, ms, _ := strings.Cut(body, "-")
 			y, ok1 := atoiDigits(ys)
 			m, ok2 := atoiDigits(ms)
-			if !ok1 || !ok2 || m > 11 || seen[unitYear] || seen[unitMonth] {
+			if !ok1 || !ok2 || seen[unitYear] || seen[unitMonth] {
 				return bad()
+			}
+			if m > 11 {
+				return acc.overflowError(s)
 			}
 			seen[unitYear], seen[unitMonth] = true, true
 			total := y*12 + m
@@ -389,15 +432,24 @@ func parseInterval(s string) (IntervalValue, error) {
 			if u == unitNone {
 				u = unitSecond
 			}
-			if seen[u] || (timeSeen && (u == unitHour || u == unitMinute || u == unitSecond)) {
-				return bad()
-			}
+			// PostgreSQL computes (and range-checks) a field before it
+			// rejects a repeated unit, so overflow wins over duplication.
+			dup := seen[u] || (timeSeen && (u == unitHour || u == unitMinute || u == unitSecond))
 			seen[u] = true
 			whole, frac, ok := splitNumber(t.text)
 			if !ok {
+				if numberOverflows(t.text) {
+					return acc.overflowError(s)
+				}
 				return bad()
 			}
 			acc.apply(u, whole, frac)
+			if acc.overflow {
+				return acc.overflowError(s)
+			}
+			if dup {
+				return bad()
+			}
 			unit = u
 		}
 	}
@@ -447,8 +499,8 @@ func parseIntervalClock(t string) (us int64, ok, overflow bool) {
 			secUs = sec + frac
 		}
 	}
-	if m >= 60 || secUs >= 60*microsPerSecond {
-		return 0, false, false
+	if m >= 60 || secUs >= 61*microsPerSecond {
+		return 0, false, true
 	}
 	total, o1 := mulInt64(h, microsPerHour)
 	total, o2 := addInt64(total, m*microsPerMinute+secUs)
