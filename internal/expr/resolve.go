@@ -345,14 +345,18 @@ func bindOverload(name string, o *overload, args []Expr, infix bool) (Expr, erro
 	coerced := make([]Expr, len(args))
 	for i, a := range args {
 		if o.anyArgs {
-			if isUnknown(a.Type()) {
+			// "any" arguments reach the function as their text output.
+			switch {
+			case isUnknown(a.Type()):
 				c, err := coerceTo(a, types.Text, CastImplicit)
 				if err != nil {
 					return nil, err
 				}
 				coerced[i] = c
-			} else {
+			case a.Type().Kind == types.KindVarchar:
 				coerced[i] = a
+			default:
+				coerced[i] = &outputText{e: a}
 			}
 			continue
 		}
@@ -486,3 +490,17 @@ func (f *FuncExpr) String() string {
 	b.WriteByte(')')
 	return b.String()
 }
+
+// outputText renders a value with its type's output function (bool as
+// t/f, unlike the bool -> text cast), as concat() and format() do.
+type outputText struct{ e Expr }
+
+func (o *outputText) Type() types.Type { return types.Text }
+func (o *outputText) Eval(ctx *EvalContext, row types.Row) (types.Datum, error) {
+	v, err := o.e.Eval(ctx, row)
+	if err != nil || v.IsNull() {
+		return types.NullDatum, err
+	}
+	return types.DVarchar(types.FormatText(v, o.e.Type(), fmtOpts(ctx))), nil
+}
+func (o *outputText) String() string { return o.e.String() }

@@ -1,0 +1,187 @@
+package expr
+
+import (
+	"regexp"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// LIKE matching follows PostgreSQL: % matches any run of characters, _ one
+// character, and the escape character (default backslash) makes the next
+// character literal; a pattern ending in the escape character is an error.
+
+func likeMatch(s, p string, esc rune, fold bool) (bool, error) {
+	if fold {
+		s, p = strings.ToLower(s), strings.ToLower(p)
+	}
+	return likeRec(s, p, esc)
+}
+
+func likeRec(s, p string, esc rune) (bool, error) {
+	for len(p) > 0 {
+		r, n := utf8.DecodeRuneInString(p)
+		switch {
+		case r == '%':
+			for len(p) > 0 && p[0] == '%' {
+				p = p[1:]
+			}
+			if len(p) == 0 {
+				return true, nil
+			}
+			for i := 0; i <= len(s); {
+				ok, err := likeRec(s[i:], p, esc)
+				if err != nil || ok {
+					return ok, err
+				}
+				if i == len(s) {
+					break
+				}
+				_, sz := utf8.DecodeRuneInString(s[i:])
+				i += sz
+			}
+			return false, nil
+		case r == '_':
+			if len(s) == 0 {
+				return false, nil
+			}
+			_, sz := utf8.DecodeRuneInString(s)
+			s, p = s[sz:], p[n:]
+		default:
+			if r == esc && esc != 0 {
+				p = p[n:]
+				if len(p) == 0 {
+					return false, sqlError(sqlerr.InvalidEscapeSequence, "LIKE pattern must not end with escape character")
+				}
+				r, n = utf8.DecodeRuneInString(p)
+			}
+			sr, sz := utf8.DecodeRuneInString(s)
+			if len(s) == 0 || sr != r {
+				return false, nil
+			}
+			s, p = s[sz:], p[n:]
+		}
+	}
+	return len(s) == 0, nil
+}
+
+func likeOp(not, fold bool) func(a, b types.Datum) (types.Datum, error) {
+	return func(a, b types.Datum) (types.Datum, error) {
+		m, err := likeMatch(a.Str(), b.Str(), '\\', fold)
+		if err != nil {
+			return types.NullDatum, err
+		}
+		return types.DBool(m != not), nil
+	}
+}
+
+// NewLike builds s [NOT] [I]LIKE pattern ESCAPE esc. esc may be nil
+// (backslash); an empty escape string disables escaping.
+func NewLike(s, pattern, esc Expr, caseInsensitive, not bool) (Expr, error) {
+	if esc == nil {
+		op := "LIKE"
+		if caseInsensitive {
+			op = "ILIKE"
+		}
+		if not {
+			op = "NOT " + op
+		}
+		return NewBinaryOp(op, s, pattern)
+	}
+	args := make([]Expr, 3)
+	for i, e := range []Expr{s, pattern, esc} {
+		c, err := coerceTo(e, types.Text, CastImplicit)
+		if err != nil {
+			return nil, undefinedOperator("~~", []types.Type{s.Type(), pattern.Type()})
+		}
+		args[i] = c
+	}
+	o := &overload{args: []types.Type{types.Text, types.Text, types.Text}, ret: types.Bool,
+		fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+			e := a[2].Str()
+			var er rune
+			switch utf8.RuneCountInString(e) {
+			case 0:
+			case 1:
+				er, _ = utf8.DecodeRuneInString(e)
+			default:
+				return types.NullDatum, sqlError(codeInvalidEscapeCharacter, "invalid escape string")
+			}
+			m, err := likeMatch(a[0].Str(), a[1].Str(), er, caseInsensitive)
+			if err != nil {
+				return types.NullDatum, err
+			}
+			return types.DBool(m != not), nil
+		}}
+	name := "like_escape"
+	return &FuncExpr{Name: name, Args: args, o: o, typ: types.Bool}, nil
+}
+
+// regexCache compiles PostgreSQL-style regular expressions (translated to
+// Go's RE2 syntax, which covers the common ARE subset) once per pattern.
+var regexCache sync.Map // key: flags + "\x00" + pattern
+
+func compileRegex(pat string, flags string) (*regexp.Regexp, error) {
+	key := flags + "\x00" + pat
+	if r, ok := regexCache.Load(key); ok {
+		return r.(*regexp.Regexp), nil
+	}
+	goPat := pat
+	prefix := ""
+	if strings.Contains(flags, "i") {
+		prefix += "i"
+	}
+	if strings.Contains(flags, "n") || strings.Contains(flags, "m") {
+		prefix += "m"
+	} else {
+		prefix += "s"
+	}
+	if prefix != "" {
+		goPat = "(?" + prefix + ")" + goPat
+	}
+	re, err := regexp.Compile(goPat)
+	if err != nil {
+		return nil, sqlError(codeInvalidRegex, "invalid regular expression: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	}
+	regexCache.Store(key, re)
+	return re, nil
+}
+
+func regexOp(not, fold bool) func(a, b types.Datum) (types.Datum, error) {
+	flags := ""
+	if fold {
+		flags = "i"
+	}
+	return func(a, b types.Datum) (types.Datum, error) {
+		re, err := compileRegex(b.Str(), flags)
+		if err != nil {
+			return types.NullDatum, err
+		}
+		return types.DBool(re.MatchString(a.Str()) != not), nil
+	}
+}
+
+func textConcat(a, b types.Datum) (types.Datum, error) {
+	return types.DVarchar(a.Str() + b.Str()), nil
+}
+
+func init() {
+	tt := []types.Type{types.Text, types.Text}
+	regBinop("||", &overload{args: tt, ret: types.Text, fn2: textConcat})
+	regBinop("||", &overload{args: []types.Type{types.Bytea, types.Bytea}, ret: types.Bytea,
+		fn2: func(a, b types.Datum) (types.Datum, error) { return types.DByteaString(a.Str() + b.Str()), nil }})
+	regBinop("~~", &overload{args: tt, ret: types.Bool, fn2: likeOp(false, false)})
+	regBinop("!~~", &overload{args: tt, ret: types.Bool, fn2: likeOp(true, false)})
+	regBinop("~~*", &overload{args: tt, ret: types.Bool, fn2: likeOp(false, true)})
+	regBinop("!~~*", &overload{args: tt, ret: types.Bool, fn2: likeOp(true, true)})
+	regBinop("~", &overload{args: tt, ret: types.Bool, fn2: regexOp(false, false)})
+	regBinop("!~", &overload{args: tt, ret: types.Bool, fn2: regexOp(true, false)})
+	regBinop("~*", &overload{args: tt, ret: types.Bool, fn2: regexOp(false, true)})
+	regBinop("!~*", &overload{args: tt, ret: types.Bool, fn2: regexOp(true, true)})
+	regBinop("^@", &overload{args: tt, ret: types.Bool, fn2: func(a, b types.Datum) (types.Datum, error) {
+		return types.DBool(strings.HasPrefix(a.Str(), b.Str())), nil
+	}})
+}
