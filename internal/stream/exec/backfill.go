@@ -1,0 +1,192 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// SnapshotReader reads an upstream relation's rows in storage-key order
+// as of epoch: at most limit rows whose key is > after (nil: from the
+// start). It returns the rows, the key of the last one, and done when no
+// rows remain after them.
+type SnapshotReader func(ctx context.Context, after []byte, epoch uint64, limit int) (rows []types.Row, last []byte, done bool, err error)
+
+// backfillBatch is the number of snapshot rows read between two polls of
+// the upstream channel: small enough that upstream never waits long,
+// large enough to amortise an iterator seek.
+const backfillBatch = 512
+
+// Backfill feeds a new streaming job with its upstream relation's existing
+// rows and then its changes, without stopping the upstream: snapshot reads
+// by key range are interleaved with upstream changes.
+//
+// Correctness rests on one rule. Between two barriers every snapshot read
+// is at the epoch of the last barrier (Prev), and upstream changes of the
+// epoch in progress are buffered. At the next barrier the buffered changes
+// whose key is <= the last snapshot key emitted are forwarded (the
+// snapshot rows for those keys predate them), and the others are dropped
+// (a later snapshot read, at a later epoch, includes them):
+//
+//	snapshot@e1:  k1 k2 k3 | (pos = k3)
+//	changes e2:   +k2' -k5   → at barrier e2: forward +k2' (k2 <= k3), drop -k5
+//	snapshot@e2:  k4 (k5 already gone) ...
+type Backfill struct {
+	name     string
+	upstream <-chan stream.Message
+	read     SnapshotReader
+	keyOf    func(row types.Row) []byte
+	schema   []types.Type
+	actor    stream.ActorID
+
+	started bool
+	done    bool
+	epoch   uint64
+	pos     []byte
+	pending types.Chunk // upstream changes of the epoch in progress
+	queue   []stream.Message
+	stopped bool
+
+	// Rows counts snapshot rows emitted (for SHOW JOBS progress).
+	Rows atomic.Int64
+	// Finished is set once the snapshot is exhausted.
+	Finished atomic.Bool
+}
+
+// NewBackfill creates a backfill of upstream (a channel from the upstream
+// relation's dispatcher) reading its snapshot with read; keyOf returns an
+// upstream row's storage key.
+func NewBackfill(name string, actor stream.ActorID, schema []types.Type, upstream <-chan stream.Message, read SnapshotReader, keyOf func(types.Row) []byte) *Backfill {
+	return &Backfill{name: name, actor: actor, schema: schema, upstream: upstream, read: read, keyOf: keyOf}
+}
+
+func (b *Backfill) Schema() []types.Type { return b.schema }
+func (b *Backfill) Identity() string     { return fmt.Sprintf("Backfill(%s)", b.name) }
+
+func (b *Backfill) Next(ctx context.Context) (stream.Message, error) {
+	for {
+		if len(b.queue) > 0 {
+			m := b.queue[0]
+			b.queue = b.queue[1:]
+			return m, nil
+		}
+		if b.stopped {
+			return stream.Message{}, stream.ErrStopped
+		}
+		if !b.started || b.done {
+			// Before the first barrier there is no snapshot epoch; after the
+			// snapshot is exhausted this is a pass-through.
+			select {
+			case m, ok := <-b.upstream:
+				if !ok {
+					return stream.Message{}, fmt.Errorf("%s: upstream closed", b.Identity())
+				}
+				if m.Barrier != nil {
+					b.onBarrier(m.Barrier)
+					continue
+				}
+				if !b.started {
+					return stream.Message{}, fmt.Errorf("%s: data before the first barrier", b.Identity())
+				}
+				return m, nil
+			case <-ctx.Done():
+				return stream.Message{}, ctx.Err()
+			}
+		}
+		select {
+		case m, ok := <-b.upstream:
+			if !ok {
+				return stream.Message{}, fmt.Errorf("%s: upstream closed", b.Identity())
+			}
+			if m.Chunk != nil {
+				for i, r := range m.Chunk.Rows {
+					b.pending.Append(m.Chunk.Ops[i], r)
+				}
+				continue
+			}
+			b.flushPending()
+			b.onBarrier(m.Barrier)
+		case <-ctx.Done():
+			return stream.Message{}, ctx.Err()
+		default:
+			if err := b.readSnapshot(ctx); err != nil {
+				return stream.Message{}, err
+			}
+		}
+	}
+}
+
+func (b *Backfill) onBarrier(br *stream.Barrier) {
+	b.started = true
+	b.epoch = br.Prev
+	b.queue = append(b.queue, stream.Message{Barrier: br})
+	if br.StopsActor(b.actor) {
+		b.stopped = true
+	}
+}
+
+// readSnapshot emits the next batch of snapshot rows as inserts.
+func (b *Backfill) readSnapshot(ctx context.Context) error {
+	rows, last, done, err := b.read(ctx, b.pos, b.epoch, backfillBatch)
+	if err != nil {
+		return fmt.Errorf("%s: snapshot read at epoch %d: %w", b.Identity(), b.epoch, err)
+	}
+	if len(rows) > 0 {
+		c := &types.Chunk{Ops: make([]types.Op, len(rows)), Rows: rows}
+		b.queue = append(b.queue, stream.Message{Chunk: c})
+		b.pos = append(b.pos[:0], last...)
+		b.Rows.Add(int64(len(rows)))
+	}
+	if done {
+		// Every key is now covered by the snapshot: buffered changes all
+		// apply, and later ones pass through.
+		b.done = true
+		b.pos = nil
+		b.Finished.Store(true)
+		b.flushPending()
+	}
+	return nil
+}
+
+// flushPending forwards the buffered changes whose key the snapshot has
+// covered and drops the rest (see the type comment).
+func (b *Backfill) flushPending() {
+	if b.pending.Len() == 0 {
+		return
+	}
+	out := &types.Chunk{}
+	for i, r := range b.pending.Rows {
+		op := b.pending.Ops[i]
+		if b.done || bytes.Compare(b.keyOf(r), b.pos) <= 0 {
+			out.Append(op, r)
+		}
+	}
+	// An update pair whose halves fall on different sides of pos loses
+	// one half: the other becomes a plain insert or delete.
+	fixUpdatePairs(out)
+	if out.Len() > 0 {
+		b.queue = append(b.queue, stream.Message{Chunk: out})
+	}
+	b.pending = types.Chunk{}
+}
+
+// fixUpdatePairs turns an UpdateInsert whose UpdateDelete was dropped (or
+// an UpdateDelete whose insert was dropped) into a plain insert (delete).
+func fixUpdatePairs(c *types.Chunk) {
+	for i, op := range c.Ops {
+		switch op {
+		case types.OpUpdateDelete:
+			if i+1 >= len(c.Ops) || c.Ops[i+1] != types.OpUpdateInsert {
+				c.Ops[i] = types.OpDelete
+			}
+		case types.OpUpdateInsert:
+			if i == 0 || c.Ops[i-1] != types.OpUpdateDelete {
+				c.Ops[i] = types.OpInsert
+			}
+		}
+	}
+}

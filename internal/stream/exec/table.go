@@ -1,0 +1,232 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/stream/state"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// chunkSize bounds the rows per emitted chunk so that downstream actors get
+// work in pieces that fit caches and yield to barriers.
+const chunkSize = 1024
+
+// DMLRequest is one statement's write to a table. Apply runs inside the
+// table's actor with exclusive access to its state: statements on one
+// table are serialised and each sees every earlier statement's writes.
+// A statement is atomic: if Apply returns an error, none of its writes
+// are applied.
+type DMLRequest struct {
+	Apply func(ctx context.Context, w *TableWriter) error
+	Done  chan error
+}
+
+// TableExecutor is the actor of a table: it applies DML statements to the
+// table's state table and emits the resulting changes downstream, between
+// the barriers meta injects.
+type TableExecutor struct {
+	name     string
+	state    *state.Table
+	barriers <-chan *stream.Barrier
+	dml      <-chan *DMLRequest
+	actor    stream.ActorID
+
+	queue   []*types.Chunk
+	stopped bool
+}
+
+// NewTableExecutor creates the executor for one table actor.
+func NewTableExecutor(name string, st *state.Table, actor stream.ActorID, barriers <-chan *stream.Barrier, dml <-chan *DMLRequest) *TableExecutor {
+	return &TableExecutor{name: name, state: st, barriers: barriers, dml: dml, actor: actor}
+}
+
+func (e *TableExecutor) Schema() []types.Type { return e.state.Schema().Types }
+func (e *TableExecutor) Identity() string {
+	return fmt.Sprintf("Table(%s, state table %d)", e.name, e.state.ID())
+}
+
+// Next emits queued changes, then waits for the next barrier or statement.
+func (e *TableExecutor) Next(ctx context.Context) (stream.Message, error) {
+	for {
+		if e.stopped {
+			return stream.Message{}, stream.ErrStopped
+		}
+		if len(e.queue) > 0 {
+			c := e.queue[0]
+			e.queue = e.queue[1:]
+			return stream.Message{Chunk: c}, nil
+		}
+		// Barriers first: a waiting barrier must not starve behind a stream
+		// of statements.
+		select {
+		case b := <-e.barriers:
+			return e.onBarrier(b)
+		default:
+		}
+		select {
+		case b := <-e.barriers:
+			return e.onBarrier(b)
+		case req := <-e.dml:
+			e.apply(ctx, req)
+		case <-ctx.Done():
+			return stream.Message{}, ctx.Err()
+		}
+	}
+}
+
+func (e *TableExecutor) onBarrier(b *stream.Barrier) (stream.Message, error) {
+	if err := e.state.Commit(b.Curr); err != nil {
+		return stream.Message{}, err
+	}
+	if b.StopsActor(e.actor) {
+		e.stopped = true
+	}
+	return stream.Message{Barrier: b}, nil
+}
+
+func (e *TableExecutor) apply(ctx context.Context, req *DMLRequest) {
+	w := &TableWriter{t: e.state, overlay: map[string]*overlayEntry{}}
+	err := func() (err error) {
+		// A bug in a statement's evaluation must fail the statement, not the
+		// table's actor (I6).
+		defer func() {
+			if r := recover(); r != nil {
+				err = sqlerr.Errorf(sqlerr.InternalError, "internal error applying write to %s: %v", e.name, r)
+			}
+		}()
+		return req.Apply(ctx, w)
+	}()
+	if err == nil {
+		e.queue = append(e.queue, w.commit()...)
+	}
+	req.Done <- err
+}
+
+// TableWriter stages one statement's writes. Reads see the table's state
+// with the statement's own earlier writes applied.
+type TableWriter struct {
+	t       *state.Table
+	overlay map[string]*overlayEntry
+	order   []string // keys in first-write order, for deterministic output
+	changes types.Chunk
+}
+
+type overlayEntry struct {
+	row     types.Row // nil: deleted
+	written bool
+}
+
+// Table returns the state table (for its schema).
+func (w *TableWriter) Table() *state.Table { return w.t }
+
+func (w *TableWriter) key(row types.Row) string {
+	return string(w.t.EncodeKey(nil, row))
+}
+
+// Get returns the current row with the same primary key as row.
+func (w *TableWriter) Get(ctx context.Context, row types.Row) (types.Row, bool, error) {
+	if o, ok := w.overlay[w.key(row)]; ok {
+		return o.row, o.row != nil, nil
+	}
+	return w.t.GetRow(ctx, row)
+}
+
+// Insert adds row; a row with the same key is a unique violation (23505).
+func (w *TableWriter) Insert(ctx context.Context, row types.Row) error {
+	_, exists, err := w.Get(ctx, row)
+	if err != nil {
+		return err
+	}
+	if exists {
+		return w.t.UniqueViolation(row)
+	}
+	w.set(row, row)
+	w.changes.Append(types.OpInsert, row)
+	return nil
+}
+
+// Delete removes the row with row's key; it reports whether one existed.
+func (w *TableWriter) Delete(ctx context.Context, row types.Row) (bool, error) {
+	old, exists, err := w.Get(ctx, row)
+	if err != nil || !exists {
+		return false, err
+	}
+	w.set(row, nil)
+	w.changes.Append(types.OpDelete, old)
+	return true, nil
+}
+
+// Update replaces the row old (identified by its key) with updated. When
+// the key changes and another row already has the new key, it is a unique
+// violation.
+func (w *TableWriter) Update(ctx context.Context, old, updated types.Row) error {
+	cur, exists, err := w.Get(ctx, old)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return fmt.Errorf("update of %s: row %v is gone", w.t.Schema().Name, old)
+	}
+	if w.key(old) == w.key(updated) {
+		w.set(updated, updated)
+		w.changes.Append(types.OpUpdateDelete, cur)
+		w.changes.Append(types.OpUpdateInsert, updated)
+		return nil
+	}
+	if _, taken, err := w.Get(ctx, updated); err != nil {
+		return err
+	} else if taken {
+		return w.t.UniqueViolation(updated)
+	}
+	w.set(old, nil)
+	w.set(updated, updated)
+	w.changes.Append(types.OpDelete, cur)
+	w.changes.Append(types.OpInsert, updated)
+	return nil
+}
+
+func (w *TableWriter) set(keyRow, row types.Row) {
+	k := w.key(keyRow)
+	o, ok := w.overlay[k]
+	if !ok {
+		o = &overlayEntry{}
+		w.overlay[k] = o
+		w.order = append(w.order, k)
+	}
+	o.row = row
+	o.written = true
+}
+
+// Scan iterates the table's rows as of the statement's start (the overlay
+// is not applied: UPDATE and DELETE read first, then write).
+func (w *TableWriter) Scan(ctx context.Context) (*state.RowIter, error) {
+	return w.t.Iter(ctx, nil)
+}
+
+// commit applies the staged writes to the state table and returns the
+// change chunks to emit.
+func (w *TableWriter) commit() []*types.Chunk {
+	for _, k := range w.order {
+		o := w.overlay[k]
+		if o.row == nil {
+			w.t.DeleteKey(k)
+		} else {
+			w.t.InsertKey(k, o.row)
+		}
+	}
+	var out []*types.Chunk
+	n := w.changes.Len()
+	for start := 0; start < n; {
+		end := min(start+chunkSize, n)
+		// Keep an update pair in one chunk.
+		if end < n && w.changes.Ops[end] == types.OpUpdateInsert {
+			end++
+		}
+		out = append(out, &types.Chunk{Ops: w.changes.Ops[start:end], Rows: w.changes.Rows[start:end]})
+		start = end
+	}
+	return out
+}

@@ -1,0 +1,371 @@
+// Package state holds the state table: an executor's typed view of one
+// storage table. Rows are keyed by vnode | memcomparable(pk); writes of the
+// current epoch stay in a per-table memtable (read back by the executor
+// that made them) and are handed to the storage engine when the executor
+// passes a barrier.
+//
+// A state table is used by one actor goroutine only. Reads see the
+// memtable first, then the engine's uncommitted and committed data at the
+// table's epoch. Reading a table that the version no longer holds fails
+// with the engine's "table N has been dropped" error (I4).
+package state
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/google/btree"
+
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/storage"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// Store is what a state table needs from the storage engine.
+type Store interface {
+	Ingest(epoch uint64, table storage.TableID, kvs []storage.KV) error
+	Get(ctx context.Context, table storage.TableID, key []byte, epoch uint64, opt storage.ReadOptions) ([]byte, bool, error)
+	Iter(ctx context.Context, table storage.TableID, lower, upper []byte, epoch uint64, opt storage.ReadOptions) (storage.Iterator, error)
+}
+
+// Schema describes a state table's rows and key.
+type Schema struct {
+	// Name identifies the table in errors ("materialized view mv, state table 12").
+	Name  string
+	Types []types.Type
+	// ColumnNames and ConstraintName are used in error messages.
+	ColumnNames    []string
+	ConstraintName string
+	// PK lists the key columns, in key order; Desc[i] orders PK[i] descending.
+	PK   []int
+	Desc []bool
+	// DistKey lists the columns that choose the vnode. It must be a prefix
+	// of the PK columns' set for prefix scans to stay within one vnode;
+	// empty means every row is in vnode 0 (a singleton table).
+	DistKey []int
+}
+
+// Table is a state table.
+type Table struct {
+	id     storage.TableID
+	schema Schema
+	store  Store
+	epoch  uint64
+	mem    *btree.BTreeG[memEntry]
+	// distInPK[i] is the position within PK of DistKey[i], or -1.
+	distInPK []int
+
+	keyBuf []byte
+	valBuf []byte
+}
+
+type memEntry struct {
+	key    string
+	value  []byte // encoded row; nil for a delete
+	delete bool
+}
+
+func lessEntry(a, b memEntry) bool { return a.key < b.key }
+
+// New creates a state table writing at epoch.
+func New(id storage.TableID, schema Schema, store Store, epoch uint64) *Table {
+	t := &Table{id: id, schema: schema, store: store, epoch: epoch, mem: btree.NewG(32, lessEntry)}
+	if len(t.schema.Desc) < len(schema.PK) {
+		t.schema.Desc = append(t.schema.Desc, make([]bool, len(schema.PK)-len(t.schema.Desc))...)
+	}
+	for _, d := range schema.DistKey {
+		pos := -1
+		for i, p := range schema.PK {
+			if p == d {
+				pos = i
+			}
+		}
+		t.distInPK = append(t.distInPK, pos)
+	}
+	return t
+}
+
+// ID returns the storage table id.
+func (t *Table) ID() storage.TableID { return t.id }
+
+// Epoch returns the epoch writes go to.
+func (t *Table) Epoch() uint64 { return t.epoch }
+
+// Schema returns the table's schema.
+func (t *Table) Schema() *Schema { return &t.schema }
+
+// vnodeOfRow computes the vnode from a full row.
+func (t *Table) vnodeOfRow(row types.Row) uint16 {
+	if len(t.schema.DistKey) == 0 {
+		return 0
+	}
+	return types.Vnode(row, t.schema.DistKey)
+}
+
+// encodeKey appends vnode | memcomparable(pk columns of row) to dst.
+func (t *Table) encodeKey(dst []byte, row types.Row) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, t.vnodeOfRow(row))
+	for i, c := range t.schema.PK {
+		dst = types.AppendKey(dst, row[c], t.schema.Types[c], t.schema.Desc[i], false)
+	}
+	return dst
+}
+
+// pkRowVnode computes the vnode from key values given in PK order (a full
+// key or a prefix that covers the distribution key).
+func (t *Table) pkRowVnode(pk types.Row) (uint16, bool) {
+	if len(t.schema.DistKey) == 0 {
+		return 0, true
+	}
+	row := make(types.Row, len(t.schema.Types))
+	for i, pos := range t.distInPK {
+		if pos < 0 || pos >= len(pk) {
+			return 0, false
+		}
+		row[t.schema.DistKey[i]] = pk[pos]
+	}
+	return types.Vnode(row, t.schema.DistKey), true
+}
+
+func (t *Table) encodePK(dst []byte, vnode uint16, pk types.Row) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, vnode)
+	for i, d := range pk {
+		c := t.schema.PK[i]
+		dst = types.AppendKey(dst, d, t.schema.Types[c], t.schema.Desc[i], false)
+	}
+	return dst
+}
+
+// EncodeKey appends the storage key of row (vnode | memcomparable pk).
+func (t *Table) EncodeKey(dst []byte, row types.Row) []byte { return t.encodeKey(dst, row) }
+
+// Insert writes row (replacing any row with the same key).
+func (t *Table) Insert(row types.Row) {
+	t.keyBuf = t.encodeKey(t.keyBuf[:0], row)
+	t.InsertKey(string(t.keyBuf), row)
+}
+
+// InsertKey writes row under an already encoded key.
+func (t *Table) InsertKey(key string, row types.Row) {
+	val := types.AppendValueRow(nil, row, t.schema.Types)
+	t.mem.ReplaceOrInsert(memEntry{key: key, value: val})
+}
+
+// Delete removes the row with row's key.
+func (t *Table) Delete(row types.Row) {
+	t.keyBuf = t.encodeKey(t.keyBuf[:0], row)
+	t.DeleteKey(string(t.keyBuf))
+}
+
+// DeleteKey removes the row under an already encoded key.
+func (t *Table) DeleteKey(key string) {
+	t.mem.ReplaceOrInsert(memEntry{key: key, delete: true})
+}
+
+// UniqueViolation builds PostgreSQL's 23505 error for a duplicate key.
+func (t *Table) UniqueViolation(row types.Row) error {
+	var cols, vals strings.Builder
+	for i, c := range t.schema.PK {
+		if i > 0 {
+			cols.WriteString(", ")
+			vals.WriteString(", ")
+		}
+		name := fmt.Sprintf("column%d", c+1)
+		if c < len(t.schema.ColumnNames) {
+			name = t.schema.ColumnNames[c]
+		}
+		cols.WriteString(name)
+		vals.WriteString(types.FormatText(row[c], t.schema.Types[c], nil))
+	}
+	e := sqlerr.Errorf(sqlerr.UniqueViolation, "duplicate key value violates unique constraint %q", t.schema.ConstraintName)
+	e.Detail = fmt.Sprintf("Key (%s)=(%s) already exists.", cols.String(), vals.String())
+	return e
+}
+
+// Get returns the row with the given primary key values (in PK order).
+func (t *Table) Get(ctx context.Context, pk types.Row) (types.Row, bool, error) {
+	vnode, ok := t.pkRowVnode(pk)
+	if !ok {
+		return nil, false, fmt.Errorf("%s: point get needs the whole distribution key", t.schema.Name)
+	}
+	t.keyBuf = t.encodePK(t.keyBuf[:0], vnode, pk)
+	return t.getKey(ctx, t.keyBuf)
+}
+
+// GetRow returns the stored row with the same key as row.
+func (t *Table) GetRow(ctx context.Context, row types.Row) (types.Row, bool, error) {
+	t.keyBuf = t.encodeKey(t.keyBuf[:0], row)
+	return t.getKey(ctx, t.keyBuf)
+}
+
+func (t *Table) getKey(ctx context.Context, key []byte) (types.Row, bool, error) {
+	if e, ok := t.mem.Get(memEntry{key: string(key)}); ok {
+		if e.delete {
+			return nil, false, nil
+		}
+		return t.decode(e.value)
+	}
+	v, found, err := t.store.Get(ctx, t.id, key, t.epoch, storage.ReadOptions{})
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", t.schema.Name, err)
+	}
+	if !found {
+		return nil, false, nil
+	}
+	return t.decode(v)
+}
+
+func (t *Table) decode(v []byte) (types.Row, bool, error) {
+	row, err := types.DecodeValueRow(v, t.schema.Types, nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: corrupt row: %w", t.schema.Name, err)
+	}
+	return row, true, nil
+}
+
+// Commit hands this epoch's writes to the engine and moves to next.
+func (t *Table) Commit(next uint64) error {
+	if t.mem.Len() > 0 {
+		kvs := make([]storage.KV, 0, t.mem.Len())
+		t.mem.Ascend(func(e memEntry) bool {
+			kvs = append(kvs, storage.KV{Key: []byte(e.key), Value: e.value, Delete: e.delete})
+			return true
+		})
+		if err := t.store.Ingest(t.epoch, t.id, kvs); err != nil {
+			return fmt.Errorf("%s: ingest epoch %d: %w", t.schema.Name, t.epoch, err)
+		}
+		t.mem.Clear(false)
+	}
+	t.epoch = next
+	return nil
+}
+
+// Iter iterates rows whose primary key starts with prefix (values in PK
+// order; empty: the whole table, across every vnode), in key order within
+// a vnode.
+func (t *Table) Iter(ctx context.Context, prefix types.Row) (*RowIter, error) {
+	var lower, upper []byte
+	if len(prefix) == 0 {
+		lower, upper = nil, nil
+	} else {
+		vnode, ok := t.pkRowVnode(prefix)
+		if !ok {
+			return nil, fmt.Errorf("%s: prefix scan needs the distribution key in the prefix", t.schema.Name)
+		}
+		lower = t.encodePK(nil, vnode, prefix)
+		upper = prefixEnd(lower)
+	}
+	return t.iterRange(ctx, lower, upper)
+}
+
+// IterVnode iterates all rows of one vnode.
+func (t *Table) IterVnode(ctx context.Context, vnode uint16) (*RowIter, error) {
+	lower := binary.BigEndian.AppendUint16(nil, vnode)
+	return t.iterRange(ctx, lower, prefixEnd(lower))
+}
+
+func (t *Table) iterRange(ctx context.Context, lower, upper []byte) (*RowIter, error) {
+	it, err := t.store.Iter(ctx, t.id, lower, upper, t.epoch, storage.ReadOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.schema.Name, err)
+	}
+	var mem []memEntry
+	pivot := memEntry{key: string(lower)}
+	t.mem.AscendGreaterOrEqual(pivot, func(e memEntry) bool {
+		if upper != nil && e.key >= string(upper) {
+			return false
+		}
+		mem = append(mem, e)
+		return true
+	})
+	return &RowIter{t: t, store: it, mem: mem}, nil
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p
+// (nil: no upper bound).
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// RowIter merges the memtable with the engine's iterator; memtable entries
+// shadow stored ones.
+type RowIter struct {
+	t     *Table
+	store storage.Iterator
+	mem   []memEntry
+	row   types.Row
+	err   error
+	// sValid: the store iterator is positioned on an entry not yet
+	// consumed; advance: the store must move before its entry is used.
+	sValid, advance, started bool
+}
+
+// Next advances; it returns false at the end or on error (see Err).
+func (it *RowIter) Next() bool {
+	if it.err != nil {
+		return false
+	}
+	for {
+		if !it.started || it.advance {
+			it.started, it.advance = true, false
+			it.sValid = it.store.Next()
+			if !it.sValid {
+				if err := it.store.Err(); err != nil {
+					it.err = fmt.Errorf("%s: %w", it.t.schema.Name, err)
+					return false
+				}
+			}
+		}
+		if !it.sValid && len(it.mem) == 0 {
+			return false
+		}
+		useStore := it.sValid
+		if it.sValid && len(it.mem) > 0 {
+			c := bytes.Compare(it.store.Key(), []byte(it.mem[0].key))
+			useStore = c < 0
+			if c == 0 {
+				// The memtable's newer write shadows the stored row.
+				it.advance = true
+			}
+		}
+		var val []byte
+		if useStore {
+			// Decode before the store moves: its Value is valid until Next.
+			val = it.store.Value()
+			it.advance = true
+		} else {
+			e := it.mem[0]
+			it.mem = it.mem[1:]
+			if e.delete {
+				continue
+			}
+			val = e.value
+		}
+		row, err := types.DecodeValueRow(val, it.t.schema.Types, nil)
+		if err != nil {
+			it.err = fmt.Errorf("%s: corrupt row: %w", it.t.schema.Name, err)
+			return false
+		}
+		it.row = row
+		return true
+	}
+}
+
+// Row returns the current row; it stays valid after Next.
+func (it *RowIter) Row() types.Row { return it.row }
+
+// Err returns the iteration error, if any.
+func (it *RowIter) Err() error { return it.err }
+
+// Close releases the iterator.
+func (it *RowIter) Close() error { return it.store.Close() }
