@@ -11,7 +11,7 @@ import (
 
 // aggAcc accumulates one aggregate call for one group.
 type aggAcc struct {
-	state plan.AggState
+	state expr.AggState
 	// seen holds the argument keys already added (DISTINCT).
 	seen map[string]struct{}
 	// sorted buffers the arguments of an aggregate with ORDER BY until the

@@ -35,24 +35,13 @@ func (m memSource) Scan(_ context.Context, rel *catalog.Relation) (RowIterator, 
 	return &sliceIter{rows: rows}, nil
 }
 
-// countAgg is count(x) for tests.
-type countAgg struct{}
-type countState struct{ n int64 }
-
-func (countAgg) NewState() plan.AggState { return &countState{} }
-func (c *countState) Add(a []types.Datum) error {
-	if len(a) == 0 || !a[0].IsNull() {
-		c.n++
+func countAgg(t *testing.T) *expr.Aggregate {
+	a, err := expr.LookupAggregate("count", []types.Type{types.Int64}, false)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nil
+	return a
 }
-func (c *countState) Retract(a []types.Datum) error {
-	if len(a) == 0 || !a[0].IsNull() {
-		c.n--
-	}
-	return nil
-}
-func (c *countState) Result() (types.Datum, error) { return types.DInt64(c.n), nil }
 
 func col(i int) expr.Expr { return &expr.ColumnRef{Index: i, Typ: types.Int64} }
 
@@ -127,7 +116,7 @@ func TestJoinsNullsAndSort(t *testing.T) {
 
 func TestGlobalAggregateOnEmptyInput(t *testing.T) {
 	a, as := rel("a", 1)
-	agg := &plan.Aggregate{Input: &plan.Scan{Rel: a, Out: as}, Aggs: []*plan.AggCall{{Name: "count", Args: []expr.Expr{col(0)}, Func: countAgg{}}}}
+	agg := &plan.Aggregate{Input: &plan.Scan{Rel: a, Out: as}, Aggs: []*plan.AggCall{{Name: "count", Args: []expr.Expr{col(0)}, Func: countAgg(t)}}}
 	eq(t, collect(t, memSource{"a": nil}, agg), "(0)")
 	grouped := &plan.Aggregate{Input: &plan.Scan{Rel: a, Out: as}, GroupBy: []expr.Expr{col(0)}, Aggs: agg.Aggs}
 	eq(t, collect(t, memSource{"a": nil}, grouped))

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"github.com/runneldb/runnel/internal/expr"
 	"slices"
 
 	"github.com/runneldb/runnel/internal/sql/plan"
@@ -360,7 +361,7 @@ func (w *windowExec) computePartition(ctx context.Context, call *plan.WindowCall
 		}
 		return false
 	}
-	var state plan.AggState
+	var state expr.AggState
 	curStart, curEnd := -1, -1
 	for k, ri := range p.rows {
 		if err := w.c.check(ctx); err != nil {

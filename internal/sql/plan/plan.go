@@ -80,20 +80,8 @@ type AggCall struct {
 	// OrderBy is the aggregate's ORDER BY (string_agg(x, ',' ORDER BY y)).
 	OrderBy []SortKey
 	Type    types.Type
-	Func    AggFunc
-}
-
-// AggFunc creates accumulators for one aggregate with fixed argument types.
-type AggFunc interface {
-	NewState() AggState
-}
-
-// AggState accumulates one group's value. Retract is used by streaming and
-// sliding window frames; batch execution only adds.
-type AggState interface {
-	Add(args []types.Datum) error
-	Retract(args []types.Datum) error
-	Result() (types.Datum, error)
+	// Func is the resolved aggregate (its NewState makes accumulators).
+	Func *expr.Aggregate
 }
 
 func (a *AggCall) String() string {
@@ -258,7 +246,7 @@ type WindowCall struct {
 	Filter      expr.Expr
 	Type        types.Type
 	// Agg is set for aggregate functions used as window functions.
-	Agg AggFunc
+	Agg *expr.Aggregate
 }
 
 // FrameMode is ROWS, RANGE or GROUPS.

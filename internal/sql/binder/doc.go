@@ -1,0 +1,24 @@
+// Package binder resolves names and types in parsed statements and builds
+// logical plans (internal/sql/plan) for queries, plus bound forms of DML
+// and DDL statements that the session layer executes.
+//
+// Design:
+//   - A scope lists the columns visible at a point of a query, with the
+//     range-variable name that qualifies each; name resolution walks the
+//     scope chain outwards, so a reference to an enclosing query's column
+//     becomes a plan.OuterRef and marks the subquery correlated.
+//   - Aggregation is bound the way PostgreSQL does it: expressions above
+//     the Aggregate node are matched against the GROUP BY expressions
+//     (structurally, by their bound form) and aggregate calls become
+//     references to the Aggregate's output columns; any other column
+//     reference is error 42803.
+//   - Untyped literals stay "unknown" until their context types them
+//     (internal/expr does the coercion); an output column still unknown at
+//     the end becomes text, as in PostgreSQL.
+//   - Parameters $n take their type from the client when given, else from
+//     their context (comparison with a typed operand, assignment target,
+//     CAST), else text.
+//
+// The binder reads the catalog only through the Catalog interface.
+// Invariants: none of ARCHITECTURE.md §3 are guarded here.
+package binder

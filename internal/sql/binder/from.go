@@ -1,0 +1,484 @@
+package binder
+
+import (
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/sql/parser"
+	"github.com/runneldb/runnel/internal/sql/plan"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// rel is a FROM item while the FROM clause is being bound: a leaf (a scan,
+// derived table, function) or a join of two rels. WHERE conjuncts are
+// pushed into it before the plan is built (see pushDown), which is where
+// predicate pushdown and equi-join key extraction happen: both need the
+// conditions' syntax trees and the scopes of each side.
+type rel struct {
+	// leaf
+	node plan.Node
+	// join
+	kind        plan.JoinKind
+	left, right *rel
+	on          []*pg.Node // ON conjuncts (and pushed WHERE conjuncts)
+	using       []string   // USING / NATURAL columns
+	// filters are conjuncts to apply on top of this rel (for a leaf: in its
+	// scan).
+	filters []*pg.Node
+	// sc lists the rel's output columns (offsets relative to its own row).
+	sc     *scope
+	tables map[string]bool
+	width  int
+}
+
+// bindFrom binds the FROM list (comma-separated items are cross joins).
+func (b *Binder) bindFrom(items []*pg.Node, outer *scope) (*rel, error) {
+	if len(items) == 0 {
+		// SELECT without FROM reads one empty row.
+		return b.leaf(&plan.Values{Rows: [][]expr.Expr{{}}, Out: plan.Schema{}}, "", outer), nil
+	}
+	var cur *rel
+	for _, it := range items {
+		r, err := b.bindFromItem(it, outer)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			cur = r
+			continue
+		}
+		if cur, err = b.makeJoin(plan.InnerJoin, cur, r, nil, outer); err != nil {
+			return nil, err
+		}
+	}
+	return cur, nil
+}
+
+func (b *Binder) leaf(n plan.Node, name string, outer *scope) *rel {
+	sc := &scope{parent: outer, width: len(n.Schema())}
+	sc.addTable(name, n.Schema(), 0)
+	return &rel{node: n, sc: sc, tables: map[string]bool{name: true}, width: len(n.Schema())}
+}
+
+func (b *Binder) bindFromItem(n *pg.Node, outer *scope) (*rel, error) {
+	switch {
+	case n.GetRangeVar() != nil:
+		return b.bindRangeVar(n.GetRangeVar(), outer)
+	case n.GetRangeSubselect() != nil:
+		rs := n.GetRangeSubselect()
+		if rs.Lateral {
+			return nil, unsupported("LATERAL is not supported")
+		}
+		if rs.Alias == nil {
+			// PostgreSQL 16+ allows it; 15 does not. Accept it like 16.
+			rs.Alias = &pg.Alias{}
+		}
+		q, err := b.bindSelect(rs.Subquery.GetSelectStmt(), outer)
+		if err != nil {
+			return nil, err
+		}
+		if q, err = resolveUnknownColumns(q); err != nil {
+			return nil, err
+		}
+		q, err = b.aliasColumns(q, rs.Alias, -1)
+		if err != nil {
+			return nil, err
+		}
+		return b.leaf(q, rs.Alias.Aliasname, outer), nil
+	case n.GetRangeFunction() != nil:
+		return b.bindRangeFunction(n.GetRangeFunction(), outer)
+	case n.GetJoinExpr() != nil:
+		return b.bindJoinExpr(n.GetJoinExpr(), outer)
+	}
+	return nil, unsupported("unsupported FROM item")
+}
+
+// aliasColumns renames q's output columns per alias's column list.
+func (b *Binder) aliasColumns(q plan.Node, alias *pg.Alias, loc int32) (plan.Node, error) {
+	if alias == nil || len(alias.Colnames) == 0 {
+		return q, nil
+	}
+	names := strs(alias.Colnames)
+	sch := q.Schema()
+	visible := 0
+	for _, c := range sch {
+		if !c.Hidden {
+			visible++
+		}
+	}
+	if len(names) > visible {
+		return nil, b.errorf(loc, sqlerr.InvalidColumnReference, "table \"%s\" has %d columns available but %d columns specified", alias.Aliasname, visible, len(names))
+	}
+	out := make(plan.Schema, len(sch))
+	copy(out, sch)
+	k := 0
+	for i := range out {
+		if out[i].Hidden {
+			continue
+		}
+		if k < len(names) {
+			out[i].Name = names[k]
+		}
+		k++
+	}
+	return renameSchema(q, out), nil
+}
+
+// renameSchema returns a node with q's rows and schema sch (same types).
+func renameSchema(q plan.Node, sch plan.Schema) plan.Node {
+	exprs := make([]expr.Expr, len(sch))
+	for i, c := range sch {
+		exprs[i] = &expr.ColumnRef{Index: i, Typ: c.Type, Name: c.Name}
+	}
+	return &plan.Project{Input: q, Exprs: exprs, Out: sch}
+}
+
+func (b *Binder) bindRangeVar(rv *pg.RangeVar, outer *scope) (*rel, error) {
+	name := rv.Relname
+	alias := name
+	if rv.Alias != nil && rv.Alias.Aliasname != "" {
+		alias = rv.Alias.Aliasname
+	}
+	if rv.Schemaname == "" {
+		if cte := b.lookupCTE(name); cte != nil {
+			node, err := b.aliasColumns(cte.node, rv.Alias, rv.Location)
+			if err != nil {
+				return nil, err
+			}
+			return b.leaf(node, alias, outer), nil
+		}
+	}
+	r, err := b.cat.ResolveRelation(rv.Schemaname, name)
+	if err != nil {
+		return nil, b.errAt(err, rv.Location)
+	}
+	var node plan.Node
+	if r.Kind == catalog.KindView {
+		if node, err = b.expandView(r); err != nil {
+			return nil, err
+		}
+	} else {
+		sch := make(plan.Schema, len(r.Columns))
+		for i, c := range r.Columns {
+			sch[i] = plan.Column{Name: c.Name, Type: c.Type, Table: alias, Hidden: c.Hidden}
+		}
+		node = &plan.Scan{Rel: r, Alias: alias, Out: sch}
+	}
+	if node, err = b.aliasColumns(node, rv.Alias, rv.Location); err != nil {
+		return nil, err
+	}
+	return b.leaf(node, alias, outer), nil
+}
+
+// expandView binds a plain view's definition in place (views are macros).
+func (b *Binder) expandView(r *catalog.Relation) (plan.Node, error) {
+	if b.viewDepth > 32 {
+		return nil, sqlerr.Errorf(sqlerr.InvalidObjectDefinition, "infinite recursion detected in view \"%s\"", r.Name)
+	}
+	st, err := parser.ParseOne(r.Definition)
+	if err != nil || st.AST.GetSelectStmt() == nil {
+		return nil, sqlerr.Errorf(sqlerr.InternalError, "view \"%s\" has an invalid definition", r.Name)
+	}
+	vb := &Binder{cat: b.cat, stmt: st, viewDepth: b.viewDepth + 1}
+	q, err := vb.BindQuery(st.AST.GetSelectStmt())
+	if err != nil {
+		return nil, err
+	}
+	// The view's stored column names win over the query's.
+	sch := append(plan.Schema(nil), q.Schema()...)
+	for i := range sch {
+		if i < len(r.Columns) {
+			sch[i].Name = r.Columns[i].Name
+		}
+	}
+	return renameSchema(q, sch), nil
+}
+
+func (b *Binder) lookupCTE(name string) *cteDef {
+	for i := len(b.ctes) - 1; i >= 0; i-- {
+		if c, ok := b.ctes[i][name]; ok {
+			return c
+		}
+	}
+	return nil
+}
+
+func (b *Binder) bindRangeFunction(rf *pg.RangeFunction, outer *scope) (*rel, error) {
+	if rf.Lateral || rf.IsRowsfrom || len(rf.Functions) != 1 {
+		return nil, unsupported("this form of function in FROM is not supported")
+	}
+	items := rf.Functions[0].GetList().GetItems()
+	fc := items[0].GetFuncCall()
+	if fc == nil {
+		return nil, unsupported("only function calls are supported in FROM")
+	}
+	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
+	if name != "generate_series" {
+		return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "function %s in FROM is not supported", name)
+	}
+	// Arguments see no columns of this FROM list (no LATERAL), but may
+	// refer to enclosing queries.
+	ec := &exprCtx{sc: &scope{parent: outer}, clause: "FROM"}
+	var args []expr.Expr
+	for _, a := range fc.Args {
+		e, err := b.bindExpr(a, ec)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, e)
+	}
+	out, args, err := seriesSignature(args)
+	if err != nil {
+		return nil, b.errAt(err, fc.Location)
+	}
+	colName := name
+	alias := name
+	if rf.Alias != nil {
+		alias = rf.Alias.Aliasname
+		colName = alias
+		if len(rf.Alias.Colnames) > 0 {
+			colName = rf.Alias.Colnames[0].GetString_().GetSval()
+		}
+	}
+	sch := plan.Schema{{Name: colName, Type: out, Table: alias}}
+	if rf.Ordinality {
+		on := "ordinality"
+		if rf.Alias != nil && len(rf.Alias.Colnames) > 1 {
+			on = rf.Alias.Colnames[1].GetString_().GetSval()
+		}
+		sch = append(sch, plan.Column{Name: on, Type: types.Int64, Table: alias})
+	}
+	return b.leaf(&plan.TableFunc{Name: name, Args: args, Out: sch, WithOrdinality: rf.Ordinality}, alias, outer), nil
+}
+
+// seriesSignature resolves generate_series's overload and coerces args.
+func seriesSignature(args []expr.Expr) (types.Type, []expr.Expr, error) {
+	if len(args) < 2 || len(args) > 3 {
+		return types.Type{}, nil, sqlerr.New(sqlerr.UndefinedFunction, "function generate_series does not exist")
+	}
+	t0, t1 := args[0].Type(), args[1].Type()
+	kinds := func(k types.Kind) bool {
+		for _, a := range args[:2] {
+			if a.Type().Kind != k && a.Type().Kind != types.KindUnknown && a.Type().Kind != types.KindNull {
+				return false
+			}
+		}
+		return true
+	}
+	var target types.Type
+	switch {
+	case t0.Kind == types.KindTimestamptz || t1.Kind == types.KindTimestamptz:
+		target = types.Timestamptz
+	case t0.Kind == types.KindTimestamp || t1.Kind == types.KindTimestamp || t0.Kind == types.KindDate || t1.Kind == types.KindDate:
+		target = types.Timestamp
+		if t0.Kind == types.KindDate || t1.Kind == types.KindDate {
+			target = types.Timestamptz // date promotes to timestamptz, PostgreSQL's preferred type
+		}
+	case t0.Kind == types.KindNumeric || t1.Kind == types.KindNumeric || (len(args) > 2 && args[2].Type().Kind == types.KindNumeric):
+		target = types.Numeric
+	case (t0.Kind == types.KindInt64 || t1.Kind == types.KindInt64) || (len(args) > 2 && args[2].Type().Kind == types.KindInt64):
+		target = types.Int64
+	case kinds(types.KindInt32) || kinds(types.KindInt16):
+		target = types.Int32
+	case t0.Kind == types.KindUnknown && t1.Kind == types.KindUnknown:
+		return types.Type{}, nil, sqlerr.New(sqlerr.AmbiguousFunction, "function generate_series(unknown, unknown) is not unique")
+	default:
+		return types.Type{}, nil, sqlerr.Errorf(sqlerr.UndefinedFunction, "function generate_series(%s, %s) does not exist", t0.Name(), t1.Name())
+	}
+	out := make([]expr.Expr, len(args))
+	for i, a := range args {
+		want := target
+		if i == 2 && (target.Kind == types.KindTimestamp || target.Kind == types.KindTimestamptz) {
+			want = types.Interval
+		}
+		c, err := expr.NewCast(a, want, expr.CastImplicit)
+		if err != nil {
+			return types.Type{}, nil, err
+		}
+		out[i] = c
+	}
+	return target, out, nil
+}
+
+func (b *Binder) bindJoinExpr(j *pg.JoinExpr, outer *scope) (*rel, error) {
+	l, err := b.bindFromItem(j.Larg, outer)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.bindFromItem(j.Rarg, outer)
+	if err != nil {
+		return nil, err
+	}
+	var kind plan.JoinKind
+	switch j.Jointype {
+	case pg.JoinType_JOIN_INNER:
+		kind = plan.InnerJoin
+	case pg.JoinType_JOIN_LEFT:
+		kind = plan.LeftJoin
+	case pg.JoinType_JOIN_RIGHT:
+		kind = plan.RightJoin
+	case pg.JoinType_JOIN_FULL:
+		kind = plan.FullJoin
+	default:
+		return nil, unsupported("join type %s is not supported", j.Jointype)
+	}
+	var using []string
+	if j.IsNatural {
+		for _, lc := range l.sc.star {
+			name := l.sc.cols[lc].name
+			for _, rc := range r.sc.star {
+				if r.sc.cols[rc].name == name {
+					using = append(using, name)
+					break
+				}
+			}
+		}
+	} else {
+		using = strs(j.UsingClause)
+	}
+	for _, u := range using {
+		for side, s := range []*scope{l.sc, r.sc} {
+			_, ok, err := s.lookup("", u)
+			if err != nil {
+				return nil, sqlerr.Errorf(sqlerr.AmbiguousColumn, "common column name \"%s\" appears more than once in %s table", u, [...]string{"left", "right"}[side])
+			}
+			if !ok {
+				return nil, sqlerr.Errorf(sqlerr.UndefinedColumn, "column \"%s\" specified in USING clause does not exist in %s table", u, [...]string{"left", "right"}[side])
+			}
+		}
+	}
+	jr, err := b.makeJoin(kind, l, r, using, outer)
+	if err != nil {
+		return nil, err
+	}
+	if j.Quals != nil {
+		jr.on = append(jr.on, conjuncts(j.Quals)...)
+	}
+	if j.Alias != nil && j.Alias.Aliasname != "" {
+		// A join alias hides the tables inside it.
+		name := j.Alias.Aliasname
+		jr.sc = requalify(jr.sc, name, strs(j.Alias.Colnames))
+		jr.tables[name] = true
+	}
+	return jr, nil
+}
+
+// requalify gives every visible column of s the table name and hides the
+// old qualifiers (JOIN ... AS alias).
+func requalify(s *scope, name string, colnames []string) *scope {
+	ns := &scope{parent: s.parent, width: s.width}
+	t := scopeTable{name: name}
+	for k, i := range s.star {
+		c := s.cols[i]
+		c.table = name
+		c.qualifiedOnly, c.unqualifiedOnly = false, false
+		if k < len(colnames) {
+			c.name = colnames[k]
+		}
+		ns.cols = append(ns.cols, c)
+		ns.star = append(ns.star, len(ns.cols)-1)
+		t.cols = append(t.cols, len(ns.cols)-1)
+	}
+	ns.tables = []scopeTable{t}
+	return ns
+}
+
+// makeJoin joins two rels; its scope has the left columns, then the right
+// columns shifted by the left width, and for USING the merged columns
+// (which unqualified names and * refer to).
+func (b *Binder) makeJoin(kind plan.JoinKind, l, r *rel, using []string, outer *scope) (*rel, error) {
+	for t := range r.tables {
+		if l.tables[t] && t != "" {
+			return nil, sqlerr.Errorf("42712", "table name \"%s\" specified more than once", t)
+		}
+	}
+	sc := &scope{parent: outer, width: l.width + r.width}
+	tables := map[string]bool{}
+	for t := range l.tables {
+		tables[t] = true
+	}
+	for t := range r.tables {
+		tables[t] = true
+	}
+	usingSet := map[string]bool{}
+	for _, u := range using {
+		usingSet[u] = true
+	}
+	// Merged USING columns come first for *.
+	for _, u := range using {
+		lc, _, _ := l.sc.lookup("", u)
+		rc, _, _ := r.sc.lookup("", u)
+		re := shiftExpr(rc.e, l.width)
+		var e expr.Expr
+		var err error
+		typ := lc.typ
+		switch kind {
+		case plan.RightJoin:
+			e, typ = re, rc.typ
+		case plan.FullJoin:
+			e, err = newCoalesce([]expr.Expr{lc.e, re})
+			if err != nil {
+				return nil, err
+			}
+			typ = e.Type()
+		default:
+			e = lc.e
+		}
+		sc.cols = append(sc.cols, scopeCol{name: u, typ: typ, e: e, unqualifiedOnly: true})
+		sc.star = append(sc.star, len(sc.cols)-1)
+	}
+	add := func(src *scope, off int) {
+		base := len(sc.cols)
+		for _, c := range src.cols {
+			c.e = shiftExpr(c.e, off)
+			if usingSet[c.name] && !c.qualifiedOnly && !c.unqualifiedOnly {
+				c.qualifiedOnly = true
+			}
+			if c.unqualifiedOnly && usingSet[c.name] {
+				// a merged column of an inner USING join is superseded.
+				c.qualifiedOnly = true
+			}
+			sc.cols = append(sc.cols, c)
+		}
+		for _, i := range src.star {
+			c := src.cols[i]
+			if usingSet[c.name] {
+				continue
+			}
+			sc.star = append(sc.star, base+i)
+		}
+		for _, t := range src.tables {
+			nt := scopeTable{name: t.name}
+			for _, i := range t.cols {
+				nt.cols = append(nt.cols, base+i)
+			}
+			sc.tables = append(sc.tables, nt)
+		}
+	}
+	add(l.sc, 0)
+	add(r.sc, l.width)
+	return &rel{kind: kind, left: l, right: r, using: using, sc: sc, tables: tables, width: l.width + r.width}, nil
+}
+
+// shiftExpr returns e with column references moved by off. Only the
+// expressions the binder itself creates for scopes occur here: column
+// references and COALESCE over them (rebuilt).
+func shiftExpr(e expr.Expr, off int) expr.Expr {
+	if off == 0 {
+		return e
+	}
+	switch x := e.(type) {
+	case *expr.ColumnRef:
+		return &expr.ColumnRef{Index: x.Index + off, Typ: x.Typ, Name: x.Name}
+	case *mergedCol:
+		args := make([]expr.Expr, len(x.args))
+		for i, a := range x.args {
+			args[i] = shiftExpr(a, off)
+		}
+		m, _ := newCoalesce(args)
+		return m
+	}
+	return e
+}

@@ -1,0 +1,701 @@
+package binder
+
+import (
+	"fmt"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/sql/plan"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// selItem is one output column of a select list (or a junk column added
+// for ORDER BY / DISTINCT ON).
+type selItem struct {
+	e    expr.Expr
+	name string
+	ast  *pg.Node
+}
+
+// bindSelect binds a full query at one level; outer is the scope of the
+// enclosing query (nil at top level).
+func (b *Binder) bindSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, error) {
+	if sel == nil {
+		return nil, unsupported("unsupported query")
+	}
+	if sel.WithClause != nil {
+		if sel.WithClause.Recursive {
+			return nil, unsupported("WITH RECURSIVE is not supported")
+		}
+		frame := map[string]*cteDef{}
+		b.ctes = append(b.ctes, frame)
+		defer func() { b.ctes = b.ctes[:len(b.ctes)-1] }()
+		for _, c := range sel.WithClause.Ctes {
+			cte := c.GetCommonTableExpr()
+			if _, dup := frame[cte.Ctename]; dup {
+				return nil, b.errorf(cte.Location, "42712", "WITH query name \"%s\" specified more than once", cte.Ctename)
+			}
+			q := cte.Ctequery.GetSelectStmt()
+			if q == nil {
+				return nil, b.errorf(cte.Location, sqlerr.FeatureNotSupported, "data-modifying statements in WITH are not supported")
+			}
+			n, err := b.bindSelect(q, outer)
+			if err != nil {
+				return nil, err
+			}
+			if n, err = resolveUnknownColumns(n); err != nil {
+				return nil, err
+			}
+			if n, err = b.aliasColumns(n, &pg.Alias{Aliasname: cte.Ctename, Colnames: cte.Aliascolnames}, cte.Location); err != nil {
+				return nil, err
+			}
+			frame[cte.Ctename] = &cteDef{node: n}
+		}
+	}
+	if sel.IntoClause != nil {
+		return nil, unsupported("SELECT INTO is not supported")
+	}
+	if len(sel.LockingClause) > 0 {
+		return nil, unsupported("SELECT ... FOR UPDATE/SHARE is not supported")
+	}
+	var node plan.Node
+	var err error
+	switch {
+	case sel.Op != pg.SetOperation_SETOP_NONE:
+		node, err = b.bindSetOp(sel, outer)
+	case len(sel.ValuesLists) > 0:
+		node, err = b.bindValues(sel.ValuesLists, outer)
+	default:
+		return b.bindSimpleSelect(sel, outer)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// ORDER BY / LIMIT on a set operation or VALUES see only output columns.
+	sc := &scope{parent: outer, width: len(node.Schema())}
+	sc.addTable("", node.Schema(), 0)
+	var keys []plan.SortKey
+	for _, s := range sel.SortClause {
+		sb := s.GetSortBy()
+		idx, ok, err := b.outputRef(sb.Node, outputNames(node.Schema()))
+		if err != nil {
+			return nil, err
+		}
+		var e expr.Expr
+		if ok {
+			c := node.Schema()[idx]
+			e = &expr.ColumnRef{Index: idx, Typ: c.Type, Name: c.Name}
+		} else if e, err = b.bindExpr(sb.Node, &exprCtx{sc: sc, clause: "ORDER BY"}); err != nil {
+			return nil, err
+		}
+		k, err := sortKey(sb, e)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) > 0 {
+		node = &plan.Sort{Input: node, Keys: keys}
+	}
+	return b.bindLimit(sel, node, outer)
+}
+
+func outputNames(s plan.Schema) []string {
+	out := make([]string, len(s))
+	for i, c := range s {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// outputRef resolves an ORDER BY / GROUP BY / DISTINCT ON item that names
+// an output column: an integer constant (ordinal) or a bare name.
+func (b *Binder) outputRef(n *pg.Node, names []string) (int, bool, error) {
+	if c := n.GetAConst(); c != nil {
+		if iv := c.GetIval(); iv != nil {
+			i := int(iv.Ival)
+			if i < 1 || i > len(names) {
+				return 0, false, b.errorf(c.Location, sqlerr.InvalidColumnReference, "ORDER BY position %d is not in select list", i)
+			}
+			return i - 1, true, nil
+		}
+		return 0, false, nil
+	}
+	cr := n.GetColumnRef()
+	if cr == nil || len(cr.Fields) != 1 || cr.Fields[0].GetString_() == nil {
+		return 0, false, nil
+	}
+	name := cr.Fields[0].GetString_().Sval
+	hit := -1
+	for i, nm := range names {
+		if nm == name {
+			if hit >= 0 {
+				return 0, false, b.errorf(cr.Location, sqlerr.AmbiguousColumn, "ORDER BY \"%s\" is ambiguous", name)
+			}
+			hit = i
+		}
+	}
+	return hit, hit >= 0, nil
+}
+
+func (b *Binder) bindLimit(sel *pg.SelectStmt, node plan.Node, outer *scope) (plan.Node, error) {
+	if sel.LimitOption == pg.LimitOption_LIMIT_OPTION_WITH_TIES {
+		return nil, unsupported("FETCH ... WITH TIES is not supported")
+	}
+	if sel.LimitCount == nil && sel.LimitOffset == nil {
+		return node, nil
+	}
+	ec := &exprCtx{sc: &scope{parent: outer}, clause: "LIMIT"}
+	bind := func(n *pg.Node, what string) (expr.Expr, error) {
+		if n == nil {
+			return nil, nil
+		}
+		if c := n.GetAConst(); c != nil && c.Isnull {
+			return nil, nil // LIMIT NULL / LIMIT ALL
+		}
+		ec.clause = what
+		e, err := b.bindExpr(n, ec)
+		if err != nil {
+			return nil, err
+		}
+		e = b.retypeParam(e, types.Int64)
+		c, err := expr.NewCast(e, types.Int64, expr.CastImplicit)
+		if err != nil {
+			return nil, b.errorf(location(n), sqlerr.DatatypeMismatch, "argument of %s must be type bigint, not type %s", what, e.Type().Name())
+		}
+		return c, nil
+	}
+	lim, err := bind(sel.LimitCount, "LIMIT")
+	if err != nil {
+		return nil, err
+	}
+	off, err := bind(sel.LimitOffset, "OFFSET")
+	if err != nil {
+		return nil, err
+	}
+	if lim == nil && off == nil {
+		return node, nil
+	}
+	if s, ok := node.(*plan.Sort); ok {
+		return &plan.TopN{Input: s.Input, Keys: s.Keys, Limit: lim, Offset: off}, nil
+	}
+	return &plan.Limit{Input: node, Limit: lim, Offset: off}, nil
+}
+
+func (b *Binder) bindValues(lists []*pg.Node, outer *scope) (plan.Node, error) {
+	ec := &exprCtx{sc: &scope{parent: outer}, clause: "VALUES"}
+	var rows [][]expr.Expr
+	for _, l := range lists {
+		row, err := b.bindList(l.GetList().GetItems(), ec)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) > 0 && len(row) != len(rows[0]) {
+			return nil, b.errorf(location(l.GetList().GetItems()[0]), sqlerr.SyntaxError, "VALUES lists must all be the same length")
+		}
+		rows = append(rows, row)
+	}
+	width := len(rows[0])
+	out := make(plan.Schema, width)
+	for c := 0; c < width; c++ {
+		ts := make([]types.Type, len(rows))
+		for r := range rows {
+			ts[r] = rows[r][c].Type()
+		}
+		var t types.Type
+		if len(rows) == 1 {
+			t = ts[0] // a single row keeps unknown literals unknown
+		} else {
+			var err error
+			if t, err = commonType(ts, "VALUES"); err != nil {
+				return nil, err
+			}
+			for r := range rows {
+				e := b.retypeParam(rows[r][c], t)
+				if rows[r][c], err = expr.NewCast(e, t, expr.CastImplicit); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out[c] = plan.Column{Name: fmt.Sprintf("column%d", c+1), Type: t}
+	}
+	return &plan.Values{Rows: rows, Out: out}, nil
+}
+
+func (b *Binder) bindSetOp(sel *pg.SelectStmt, outer *scope) (plan.Node, error) {
+	l, err := b.bindSelect(sel.Larg, outer)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.bindSelect(sel.Rarg, outer)
+	if err != nil {
+		return nil, err
+	}
+	var kind plan.SetOpKind
+	var ctx string
+	switch sel.Op {
+	case pg.SetOperation_SETOP_UNION:
+		kind, ctx = plan.Union, "UNION"
+	case pg.SetOperation_SETOP_INTERSECT:
+		kind, ctx = plan.Intersect, "INTERSECT"
+	default:
+		kind, ctx = plan.Except, "EXCEPT"
+	}
+	ls, rs := visible(l.Schema()), visible(r.Schema())
+	if len(ls) != len(l.Schema()) {
+		l = projectVisible(l)
+	}
+	if len(rs) != len(r.Schema()) {
+		r = projectVisible(r)
+	}
+	if len(ls) != len(rs) {
+		return nil, sqlerr.Errorf(sqlerr.SyntaxError, "each %s query must have the same number of columns", ctx)
+	}
+	out := make(plan.Schema, len(ls))
+	lx := make([]expr.Expr, len(ls))
+	rx := make([]expr.Expr, len(ls))
+	needL, needR := false, false
+	for i := range ls {
+		t, err := commonType([]types.Type{ls[i].Type, rs[i].Type}, ctx)
+		if err != nil {
+			return nil, err
+		}
+		if t.Kind == types.KindUnknown {
+			t = types.Text
+		}
+		out[i] = plan.Column{Name: ls[i].Name, Type: t}
+		if lx[i], err = expr.NewCast(&expr.ColumnRef{Index: i, Typ: ls[i].Type, Name: ls[i].Name}, t, expr.CastImplicit); err != nil {
+			return nil, err
+		}
+		if rx[i], err = expr.NewCast(&expr.ColumnRef{Index: i, Typ: rs[i].Type, Name: rs[i].Name}, t, expr.CastImplicit); err != nil {
+			return nil, err
+		}
+		needL = needL || ls[i].Type != t
+		needR = needR || rs[i].Type != t
+	}
+	if needL {
+		l = &plan.Project{Input: l, Exprs: lx, Out: withTypes(ls, out)}
+	}
+	if needR {
+		r = &plan.Project{Input: r, Exprs: rx, Out: withTypes(rs, out)}
+	}
+	return &plan.SetOp{Kind: kind, All: sel.All, Left: l, Right: r, Out: out}, nil
+}
+
+func withTypes(names, typed plan.Schema) plan.Schema {
+	out := make(plan.Schema, len(names))
+	for i := range names {
+		out[i] = plan.Column{Name: names[i].Name, Type: typed[i].Type}
+	}
+	return out
+}
+
+// bindSimpleSelect binds SELECT ... FROM ... WHERE ... GROUP BY ...
+// HAVING ... WINDOW ... ORDER BY ... LIMIT.
+func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, error) {
+	r, err := b.bindFrom(sel.FromClause, outer)
+	if err != nil {
+		return nil, err
+	}
+	sc := r.sc
+	if sel.WhereClause != nil {
+		if containsAggregate(sel.WhereClause) {
+			return nil, b.errorf(location(sel.WhereClause), sqlerr.GroupingError, "aggregate functions are not allowed in WHERE")
+		}
+		if containsWindow(sel.WhereClause) {
+			return nil, b.errorf(location(sel.WhereClause), sqlerr.WindowingError, "window functions are not allowed in WHERE")
+		}
+		for _, c := range conjuncts(sel.WhereClause) {
+			tabs, movable := b.refTables(c, r)
+			if !movable {
+				r.filters = append(r.filters, c)
+				continue
+			}
+			b.pushDown(r, c, tabs)
+		}
+	}
+	node, err := b.build(r)
+	if err != nil {
+		return nil, err
+	}
+
+	// Select-list expansion (*, t.*) happens first: GROUP BY ordinals and
+	// ORDER BY refer to it.
+	targets, err := b.expandTargets(sel.TargetList, sc)
+	if err != nil {
+		return nil, err
+	}
+
+	hasAgg := len(sel.GroupClause) > 0 || sel.HavingClause != nil
+	for _, t := range targets {
+		if t.ast != nil && containsAggregate(t.ast) {
+			hasAgg = true
+		}
+	}
+	for _, s := range sel.SortClause {
+		if containsAggregate(s.GetSortBy().Node) {
+			hasAgg = true
+		}
+	}
+	ec := &exprCtx{sc: sc, clause: "SELECT"}
+	var ac *aggCtx
+	if hasAgg {
+		ac = &aggCtx{input: sc, keys: map[string]int{}, aggIdx: map[string]int{}}
+		if err := b.bindGroupBy(sel, targets, ac); err != nil {
+			return nil, err
+		}
+		ac.out = &scope{parent: sc.parent}
+		for i, g := range ac.group {
+			if cr, ok := g.(*expr.ColumnRef); ok {
+				for _, c := range sc.cols {
+					if ref, ok := c.e.(*expr.ColumnRef); ok && ref.Index == cr.Index {
+						c.e = ac.groupRef(i)
+						ac.out.cols = append(ac.out.cols, c)
+					}
+				}
+			}
+		}
+		ec = &exprCtx{sc: ac.out, clause: "SELECT", agg: ac}
+	}
+	wc := &winCtx{named: map[string]*pg.WindowDef{}}
+	for _, w := range sel.WindowClause {
+		wd := w.GetWindowDef()
+		if _, dup := wc.named[wd.Name]; dup {
+			return nil, b.errorf(wd.Location, sqlerr.WindowingError, "window \"%s\" is already defined", wd.Name)
+		}
+		wc.named[wd.Name] = wd
+	}
+	if hasAgg {
+		wc.base = len(ac.group) // aggregates are appended after binding
+	} else {
+		wc.base = len(node.Schema())
+	}
+	ec.win = wc
+
+	var items []selItem
+	var nOut int
+	var having expr.Expr
+	var distinctOn []int
+	type orderItem struct {
+		idx int
+		sb  *pg.SortBy
+	}
+	var order []orderItem
+	isDistinct := len(sel.DistinctClause) > 0
+	bindItems := func() error {
+		items, having, distinctOn, order = nil, nil, nil, nil
+		// The select list.
+		for _, t := range targets {
+			if t.e != nil { // from * expansion
+				if hasAgg {
+					e, ok, err := b.aggHook(t.ast, ec)
+					if err != nil {
+						return err
+					}
+					if !ok {
+						return sqlerr.New(sqlerr.InternalError, "unexpected * in aggregate query")
+					}
+					t.e = e
+				}
+				items = append(items, t)
+				continue
+			}
+			e, err := b.bindExpr(t.ast, ec)
+			if err != nil {
+				return err
+			}
+			t.e = e
+			items = append(items, t)
+		}
+		nOut = len(items)
+
+		// HAVING.
+		if sel.HavingClause != nil {
+			hc := &exprCtx{sc: ec.sc, clause: "HAVING", agg: ac}
+			if containsWindow(sel.HavingClause) {
+				return b.errorf(location(sel.HavingClause), sqlerr.WindowingError, "window functions are not allowed in HAVING")
+			}
+			h, err := b.bindExpr(sel.HavingClause, hc)
+			if err != nil {
+				return err
+			}
+			if having, err = expr.CoerceBool(h, "HAVING"); err != nil {
+				return err
+			}
+		}
+
+		// DISTINCT ON and ORDER BY may add junk columns.
+		names := make([]string, nOut)
+		for i, it := range items {
+			names[i] = it.name
+		}
+		findOrAdd := func(n *pg.Node, what string) (int, error) {
+			idx, ok, err := b.outputRef(n, names)
+			if err != nil {
+				if e := sqlerr.From(err); e != nil && what != "ORDER BY" {
+					e.Message = what + e.Message[len("ORDER BY"):]
+				}
+				return 0, err
+			}
+			if ok {
+				return idx, nil
+			}
+			e, err := b.bindExpr(n, ec)
+			if err != nil {
+				return 0, err
+			}
+			s := e.String()
+			for i, it := range items {
+				if it.e.String() == s {
+					return i, nil
+				}
+			}
+			items = append(items, selItem{e: e, name: "?junk?", ast: n})
+			return len(items) - 1, nil
+		}
+		if isDistinct && !(len(sel.DistinctClause) == 1 && (sel.DistinctClause[0] == nil || sel.DistinctClause[0].GetNode() == nil)) {
+			for _, d := range sel.DistinctClause {
+				i, err := findOrAdd(d, "SELECT DISTINCT ON")
+				if err != nil {
+					return err
+				}
+				distinctOn = append(distinctOn, i)
+			}
+		}
+		for _, s := range sel.SortClause {
+			sb := s.GetSortBy()
+			i, err := findOrAdd(sb.Node, "ORDER BY")
+			if err != nil {
+				return err
+			}
+			order = append(order, orderItem{i, sb})
+		}
+		return nil
+	}
+	if err := bindItems(); err != nil {
+		return nil, err
+	}
+	if hasAgg && len(wc.calls) > 0 && len(ac.aggs) > 0 {
+		// Window placeholders must point past the aggregates, whose number
+		// is known only now: bind again (aggregates dedupe to the same
+		// indices).
+		wc.base = len(ac.group) + len(ac.aggs)
+		wc.calls = nil
+		if err := bindItems(); err != nil {
+			return nil, err
+		}
+	}
+	if isDistinct && distinctOn == nil && len(items) > nOut {
+		return nil, b.errorf(location(order[0].sb.Node), sqlerr.InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
+	}
+	if distinctOn != nil {
+		// PostgreSQL: DISTINCT ON expressions must match the leftmost
+		// ORDER BY expressions.
+		for k := 0; k < len(order) && k < len(distinctOn); k++ {
+			match := false
+			for _, d := range distinctOn {
+				if d == order[k].idx {
+					match = true
+				}
+			}
+			if !match {
+				return nil, b.errorf(location(order[k].sb.Node), sqlerr.InvalidColumnReference, "SELECT DISTINCT ON expressions must match initial ORDER BY expressions")
+			}
+		}
+	}
+
+	// Build: Aggregate -> HAVING -> Window -> Project.
+	if hasAgg {
+		agg := &plan.Aggregate{Input: node, GroupBy: ac.group, Aggs: ac.aggs}
+		for _, g := range ac.group {
+			agg.Out = append(agg.Out, plan.Column{Name: g.String(), Type: g.Type()})
+		}
+		for _, a := range ac.aggs {
+			agg.Out = append(agg.Out, plan.Column{Name: a.Name, Type: a.Type})
+		}
+		node = agg
+		if having != nil {
+			node = &plan.Filter{Input: node, Cond: having}
+		}
+	}
+	if len(wc.calls) > 0 {
+		w := &plan.Window{Input: node, Calls: wc.calls}
+		w.Out = append(plan.Schema{}, node.Schema()...)
+		for _, c := range wc.calls {
+			w.Out = append(w.Out, plan.Column{Name: c.Name, Type: c.Type})
+		}
+		node = w
+	}
+	proj := &plan.Project{Input: node}
+	for i, it := range items {
+		e := it.e
+		if i < nOut && e.Type().Kind == types.KindUnknown && (len(sel.SortClause) > 0 || isDistinct) {
+			// sorting or comparing needs a type: unknown becomes text.
+			if e, err = expr.ResolveUnknown(e); err != nil {
+				return nil, err
+			}
+		}
+		proj.Exprs = append(proj.Exprs, e)
+		proj.Out = append(proj.Out, plan.Column{Name: it.name, Type: e.Type(), Hidden: i >= nOut})
+	}
+	node = proj
+	col := func(i int) expr.Expr {
+		return &expr.ColumnRef{Index: i, Typ: proj.Out[i].Type, Name: items[i].name}
+	}
+	var keys []plan.SortKey
+	for _, o := range order {
+		k, err := sortKey(o.sb, col(o.idx))
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	switch {
+	case distinctOn != nil:
+		// PostgreSQL sorts by the DISTINCT ON expressions first when ORDER
+		// BY does not start with them (they must match its prefix).
+		if len(keys) < len(distinctOn) {
+			seen := map[int]bool{}
+			for _, o := range order {
+				seen[o.idx] = true
+			}
+			for _, d := range distinctOn {
+				if !seen[d] {
+					keys = append(keys, plan.SortKey{Expr: col(d)})
+				}
+			}
+		}
+		node = &plan.Sort{Input: node, Keys: keys}
+		on := make([]expr.Expr, len(distinctOn))
+		for i, d := range distinctOn {
+			on[i] = col(d)
+		}
+		node = &plan.Distinct{Input: node, On: on}
+	case isDistinct:
+		node = &plan.Distinct{Input: node}
+		if len(keys) > 0 {
+			node = &plan.Sort{Input: node, Keys: keys}
+		}
+	case len(keys) > 0:
+		node = &plan.Sort{Input: node, Keys: keys}
+	}
+	if node, err = b.bindLimit(sel, node, outer); err != nil {
+		return nil, err
+	}
+	if len(items) > nOut {
+		exprs := make([]expr.Expr, nOut)
+		for i := range exprs {
+			exprs[i] = col(i)
+		}
+		node = &plan.Project{Input: node, Exprs: exprs, Out: proj.Out[:nOut]}
+	}
+	return node, nil
+}
+
+// expandTargets expands * and t.* and names the output columns. Items from
+// * carry their bound expression; others only their AST.
+func (b *Binder) expandTargets(list []*pg.Node, sc *scope) ([]selItem, error) {
+	var out []selItem
+	for _, n := range list {
+		rt := n.GetResTarget()
+		if cr := rt.Val.GetColumnRef(); cr != nil && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			var cols []int
+			if len(cr.Fields) == 1 {
+				cols = sc.star
+				if len(sc.tables) == 0 || (len(sc.cols) == 0) {
+					if len(sc.tables) == 1 && sc.tables[0].name == "" {
+						return nil, b.errorf(cr.Location, sqlerr.SyntaxError, "SELECT * with no tables specified is not valid")
+					}
+				}
+			} else {
+				t := cr.Fields[len(cr.Fields)-2].GetString_().GetSval()
+				found := false
+				for _, tab := range sc.tables {
+					if tab.name == t {
+						cols, found = tab.cols, true
+					}
+				}
+				if !found {
+					return nil, b.errorf(cr.Location, sqlerr.UndefinedTable, "missing FROM-clause entry for table \"%s\"", t)
+				}
+			}
+			for _, i := range cols {
+				c := sc.cols[i]
+				ast := colAST(c)
+				out = append(out, selItem{e: c.e, name: c.name, ast: ast})
+			}
+			continue
+		}
+		name := rt.Name
+		if name == "" {
+			name = nodeName(rt.Val)
+		}
+		out = append(out, selItem{name: name, ast: rt.Val})
+	}
+	return out, nil
+}
+
+// colAST builds a column reference AST for a scope column (used to match
+// * columns against GROUP BY in aggregate queries).
+func colAST(c scopeCol) *pg.Node {
+	if c.table != "" && !c.unqualifiedOnly {
+		return pg.MakeColumnRefNode([]*pg.Node{pg.MakeStrNode(c.table), pg.MakeStrNode(c.name)}, -1)
+	}
+	return pg.MakeColumnRefNode([]*pg.Node{pg.MakeStrNode(c.name)}, -1)
+}
+
+// bindGroupBy binds GROUP BY items: ordinals and output-column aliases
+// (when no input column has that name) refer to the select list.
+func (b *Binder) bindGroupBy(sel *pg.SelectStmt, targets []selItem, ac *aggCtx) error {
+	in := &exprCtx{sc: ac.input, clause: "GROUP BY"}
+	add := func(e expr.Expr) {
+		s := e.String()
+		if _, dup := ac.keys[s]; dup {
+			return
+		}
+		ac.keys[s] = len(ac.group)
+		ac.group = append(ac.group, e)
+	}
+	for _, g := range sel.GroupClause {
+		if g.GetGroupingSet() != nil {
+			return unsupported("GROUPING SETS, ROLLUP and CUBE are not supported")
+		}
+		ast := g
+		if c := g.GetAConst(); c != nil && c.GetIval() != nil {
+			i := int(c.GetIval().Ival)
+			if i < 1 || i > len(targets) {
+				return b.errorf(c.Location, sqlerr.InvalidColumnReference, "GROUP BY position %d is not in select list", i)
+			}
+			ast = targets[i-1].ast
+		} else if cr := g.GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetString_() != nil {
+			name := cr.Fields[0].GetString_().Sval
+			if _, ok, _ := ac.input.lookup("", name); !ok {
+				for _, t := range targets {
+					if t.name == name && t.e == nil {
+						ast = t.ast
+						break
+					}
+				}
+			}
+		}
+		if containsAggregate(ast) {
+			return b.errorf(location(ast), sqlerr.GroupingError, "aggregate functions are not allowed in GROUP BY")
+		}
+		if containsWindow(ast) {
+			return b.errorf(location(ast), sqlerr.WindowingError, "window functions are not allowed in GROUP BY")
+		}
+		e, err := b.bindExpr(ast, in)
+		if err != nil {
+			return err
+		}
+		if e.Type().Kind == types.KindUnknown {
+			if e, err = expr.ResolveUnknown(e); err != nil {
+				return err
+			}
+		}
+		add(e)
+	}
+	return nil
+}

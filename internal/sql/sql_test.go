@@ -1,0 +1,131 @@
+package sql
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+func smallDB() *fakeDB {
+	f := newFakeDB()
+	f.addTable("t", "a int", "b text", "c int")
+	f.rows["t"] = []types.Row{
+		{types.DInt32(1), types.DVarchar("x"), types.DInt32(10)},
+		{types.DInt32(2), types.DVarchar("y"), types.DInt32(20)},
+		{types.DInt32(3), types.DVarchar("x"), types.NullDatum},
+		{types.NullDatum, types.DVarchar("z"), types.DInt32(40)},
+	}
+	f.addTable("u", "a int", "d text")
+	f.rows["u"] = []types.Row{
+		{types.DInt32(1), types.DVarchar("one")},
+		{types.DInt32(3), types.DVarchar("three")},
+		{types.DInt32(5), types.DVarchar("five")},
+	}
+	return f
+}
+
+func TestQueries(t *testing.T) {
+	f := smallDB()
+	cases := []struct {
+		q    string
+		want string // rows joined by ";"
+	}{
+		{"select 1", "1"},
+		{"select 'abc', 1+2 as three", "abc|3"},
+		{"select a, b from t where a > 1 order by a", "2|y;3|x"},
+		{"select * from t order by a nulls first", "NULL|z|40;1|x|10;2|y|20;3|x|NULL"},
+		{"select b, count(*), sum(c) from t group by b order by b", "x|2|10;y|1|20;z|1|40"},
+		{"select count(*) from t where a > 100", "0"},
+		{"select b from t group by 1 having count(*) > 1", "x"},
+		{"select t.a, u.d from t join u on t.a = u.a order by 1", "1|one;3|three"},
+		{"select t.a, u.d from t left join u using (a) order by t.a", "1|one;2|NULL;3|three;NULL|NULL"},
+		{"select a, d from t full join u using (a) order by a", "1|one;2|NULL;3|three;5|five;NULL|NULL"},
+		{"select a from t where a in (select a from u) order by a", "1;3"},
+		{"select a from t where a not in (select a from u) order by a", "2"},
+		{"select a from t where a not in (select a from t) order by a", ""},
+		{"select a from t where exists (select 1 from u where u.a = t.a) order by a", "1;3"},
+		{"select a, (select d from u where u.a = t.a) from t order by a", "1|one;2|NULL;3|three;NULL|NULL"},
+		{"select a from t union select a from u order by 1", "1;2;3;5;NULL"},
+		{"select a from t intersect select a from u order by 1", "1;3"},
+		{"select a from t except all select a from u order by 1", "2;NULL"},
+		{"with x as (select a*2 as y from t) select y from x where y > 2 order by y", "4;6"},
+		{"select distinct b from t order by b desc", "z;y;x"},
+		{"select distinct on (b) b, a from t order by b, a desc", "x|3;y|2;z|NULL"},
+		{"select * from (values (1, 'a'), (2, 'b')) v(n, s) order by n desc limit 1", "2|b"},
+		{"select g from generate_series(1, 5) g where g % 2 = 1", "1;3;5"},
+		{"select a, row_number() over (order by a), sum(c) over (order by a) from t where a is not null order by a", "1|1|10;2|2|30;3|3|30"},
+		{"select b, a, rank() over w from t window w as (partition by b order by a) order by b, a", "x|1|1;x|3|2;y|2|1;z|NULL|1"},
+		{"select a from t order by a limit 2 offset 1", "2;3"},
+		{"select a from t order by a fetch first 1 rows only", "1"},
+		{"select b, sum(a) filter (where a > 1) from t group by b order by b", "x|3;y|2;z|NULL"},
+		{"select count(distinct b) from t", "3"},
+		{"select string_agg(b, ',' order by b) from t", "x,x,y,z"},
+		{"select x.a from t as x cross join u where x.a = u.a and u.d = 'three'", "3"},
+		{"select sum(c) over (), a from t where a = 1", "10|1"},
+		{"select b, sum(c), rank() over (order by sum(c) desc) from t group by b order by b", "x|10|3;y|20|2;z|40|1"},
+	}
+	for _, c := range cases {
+		got, _, err := f.query(context.Background(), c.q)
+		if err != nil {
+			t.Errorf("%s: %v", c.q, err)
+			continue
+		}
+		if g := strings.Join(got, ";"); g != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.q, g, c.want)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	f := smallDB()
+	cases := []struct {
+		q, code, msg string
+	}{
+		{"select nope from t", sqlerr.UndefinedColumn, `column "nope" does not exist`},
+		{"select a from t, u", sqlerr.AmbiguousColumn, `column reference "a" is ambiguous`},
+		{"select * from missing", sqlerr.UndefinedTable, `relation "missing" does not exist`},
+		{"select b, count(*) from t", sqlerr.GroupingError, `column "t.b" must appear in the GROUP BY clause or be used in an aggregate function`},
+		{"select a from t where count(*) > 1", sqlerr.GroupingError, "aggregate functions are not allowed in WHERE"},
+		{"select (select a from t)", sqlerr.CardinalityViolation, "more than one row returned by a subquery used as an expression"},
+		{"select a from t union select a, b from t", sqlerr.SyntaxError, "each UNION query must have the same number of columns"},
+		{"select distinct a from t order by c", sqlerr.InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list"},
+		{"select a from t order by 5", sqlerr.InvalidColumnReference, "ORDER BY position 5 is not in select list"},
+		{"select z.a from t", sqlerr.UndefinedTable, `missing FROM-clause entry for table "z"`},
+		{"select t.nope from t", sqlerr.UndefinedColumn, "column t.nope does not exist"},
+		{"create index i on t (a)", sqlerr.FeatureNotSupported, "INDEX is not supported"},
+	}
+	for _, c := range cases {
+		_, _, err := f.query(context.Background(), c.q)
+		e := sqlerr.From(err)
+		if e == nil || e.Code != c.code || !strings.Contains(e.Message, c.msg) {
+			t.Errorf("%s: got %v (%s); want %s %q", c.q, err, sqlerr.Code(err), c.code, c.msg)
+		}
+	}
+	// Positions point at the offending name.
+	_, _, err := f.query(context.Background(), "select a, nope from t")
+	if e := sqlerr.From(err); e == nil || e.Position != 11 {
+		t.Errorf("position: got %+v; want 11", err)
+	}
+}
+
+func TestParamsAndDescribe(t *testing.T) {
+	f := smallDB()
+	st := mustParse(t, "select a, b from t where a = $1 and b <> $2")
+	p, err := Prepare(f, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.ParamTypes) != 2 || p.ParamTypes[0] != types.Int32 || p.ParamTypes[1].Kind != types.KindVarchar {
+		t.Fatalf("param types %v", p.ParamTypes)
+	}
+	if len(p.Columns) != 2 || p.Columns[0].Name != "a" || p.Columns[1].Type != types.Text {
+		t.Fatalf("columns %v", p.Columns)
+	}
+	got, _, err := f.query(context.Background(), "select a, b from t where a = $1 and b <> $2", types.DInt32(1), types.DVarchar("q"))
+	if err != nil || strings.Join(got, ";") != "1|x" {
+		t.Fatalf("got %v, %v", got, err)
+	}
+}
