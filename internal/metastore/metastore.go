@@ -1,22 +1,13 @@
-// Package metastore is Runnel's durable metadata store on database/sql:
-// embedded SQLite by default (a file in the data directory), PostgreSQL in
-// production. Both run one schema; SQL is written once with PostgreSQL-style
-// $1 placeholders and rebound for SQLite.
-//
-// Everything that must survive a crash and be changed atomically lives here:
-// the catalog, the storage version deltas and checkpoints, compaction job
-// records, the object deletion queue and the id allocators. Multi-row
-// changes go through Tx so that they commit in one metadata transaction.
-//
-// This package knows no Runnel concepts beyond the schema migrations that
-// other packages register; it imports nothing from Runnel.
 package metastore
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
@@ -42,36 +33,45 @@ type DB struct {
 	db      *sql.DB
 	dialect Dialect
 	url     string
+	fault   atomic.Pointer[func(point string) error]
 }
+
+// sqliteBusyTimeout is how long a SQLite writer waits for another process's
+// write lock before SQLITE_BUSY. Within one process writers queue on the
+// single connection instead.
+const sqliteBusyTimeout = 10 * time.Second
 
 // Open opens the store named by url: "postgres://…" or "postgresql://…" for
 // PostgreSQL, otherwise a SQLite file path (optionally "sqlite://PATH").
 func Open(ctx context.Context, url string) (*DB, error) {
-	var (
-		db      *sql.DB
-		err     error
-		dialect Dialect
-	)
-	switch {
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		dialect = Postgres
-		db, err = sql.Open("pgx", url)
-	default:
-		path := strings.TrimPrefix(url, "sqlite://")
-		// WAL for concurrent readers; a busy timeout instead of SQLITE_BUSY
-		// errors; full synchronous so a committed transaction survives power
-		// loss (I7 rests on it).
-		dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)&_txlock=immediate"
-		db, err = sql.Open("sqlite", dsn)
-		if err == nil {
-			// One writer at a time is SQLite's model; a single connection also
-			// makes BEGIN IMMEDIATE serialise writers without busy loops.
-			db.SetMaxOpenConns(1)
+	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
+		db, err := sql.Open("pgx", url)
+		if err != nil {
+			return nil, fmt.Errorf("metastore: open %s: %w", redact(url), err)
 		}
+		return finishOpen(ctx, db, Postgres, url)
 	}
+	return openSQLite(ctx, url, sqliteBusyTimeout)
+}
+
+func openSQLite(ctx context.Context, url string, busy time.Duration) (*DB, error) {
+	path := strings.TrimPrefix(url, "sqlite://")
+	// WAL for concurrent readers; a busy timeout instead of SQLITE_BUSY
+	// errors; full synchronous so a committed transaction survives power
+	// loss (I7 rests on it).
+	dsn := fmt.Sprintf("file:%s?_pragma=journal_mode(WAL)&_pragma=busy_timeout(%d)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)&_txlock=immediate",
+		path, busy.Milliseconds())
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("metastore: open %s: %w", redact(url), err)
+		return nil, fmt.Errorf("metastore: open %s: %w", url, err)
 	}
+	// One writer at a time is SQLite's model; a single connection also
+	// makes BEGIN IMMEDIATE serialise writers without busy loops.
+	db.SetMaxOpenConns(1)
+	return finishOpen(ctx, db, SQLite, url)
+}
+
+func finishOpen(ctx context.Context, db *sql.DB, dialect Dialect, url string) (*DB, error) {
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("metastore: connect %s: %w", redact(url), err)
@@ -106,20 +106,94 @@ type Tx struct {
 	dialect Dialect
 }
 
-// Tx runs fn in one transaction and commits it if fn returns nil. An error
-// from Commit is returned as is: the caller must treat it as ambiguous (the
-// transaction may have committed; invariant I2).
+// Tx runs fn in one transaction and commits it if fn returns nil.
+//
+// The error says what happened (see the package comment and
+// IsDefinitelyNotCommitted): an error from fn is returned unchanged in
+// message and identity (errors.Is / errors.As see through), marked as not
+// committed; a COMMIT whose outcome is unknown wraps ErrAmbiguousCommit and
+// the caller must treat the transaction as possibly committed (I2).
+//
+// A BEGIN that fails because the database is busy is retried (fn has not
+// run, so this is always safe); nothing else is.
 func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) error {
+	return d.runTx(ctx, 1, fn)
+}
+
+// TxRetry is Tx that also re-runs fn, up to attempts times in all, when an
+// attempt failed with a transient conflict (SQLite busy/locked, PostgreSQL
+// serialization failure 40001 or deadlock 40P01) that definitely did not
+// commit. fn must be safe to run again: no effects outside the transaction
+// except values the next attempt overwrites.
+func (d *DB) TxRetry(ctx context.Context, attempts int, fn func(tx *Tx) error) error {
+	if attempts < 1 {
+		attempts = 1
+	}
+	return d.runTx(ctx, attempts, fn)
+}
+
+// beginAttempts bounds retries of a busy BEGIN; with SQLite's 10 s busy
+// timeout per attempt, that is about a minute of contention.
+const beginAttempts = 6
+
+func (d *DB) runTx(ctx context.Context, fnAttempts int, fn func(tx *Tx) error) error {
+	beginFailures, fnRuns := 0, 0
+	for {
+		err := d.txOnce(ctx, fn)
+		if err == nil {
+			return nil
+		}
+		var te *txError
+		if !errors.As(err, &te) || !te.definite || !isTransient(te.cause) {
+			return err
+		}
+		if te.stage == stageBegin {
+			beginFailures++
+			if beginFailures >= beginAttempts {
+				return err
+			}
+		} else {
+			fnRuns++
+			if fnRuns >= fnAttempts {
+				return err
+			}
+		}
+		backoff := time.Duration(5<<min(beginFailures+fnRuns, 8)) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func (d *DB) txOnce(ctx context.Context, fn func(tx *Tx) error) error {
+	if err := d.faultAt(PointBegin); err != nil {
+		return &txError{stage: stageBegin, definite: true, cause: fmt.Errorf("metastore: begin: %w", err)}
+	}
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("metastore: begin: %w", err)
+		return &txError{stage: stageBegin, definite: true, cause: fmt.Errorf("metastore: begin: %w", err)}
 	}
 	if err := fn(&Tx{tx: tx, dialect: d.dialect}); err != nil {
 		tx.Rollback()
-		return err
+		return &txError{stage: stageFn, definite: true, cause: err, bare: true}
+	}
+	if err := d.faultAt(PointBeforeCommit); err != nil {
+		tx.Rollback()
+		return &txError{stage: stageCommit, definite: true, cause: fmt.Errorf("metastore: before commit: %w", err)}
+	}
+	// Past this check COMMIT may reach the server; before it, a cancelled
+	// caller gets a clean "not committed".
+	if err := ctx.Err(); err != nil {
+		tx.Rollback()
+		return &txError{stage: stageCommit, definite: true, cause: fmt.Errorf("metastore: before commit: %w", err)}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("metastore: commit: %w", err)
+		return &txError{stage: stageCommit, definite: commitErrorIsDefinite(d.dialect, err), cause: fmt.Errorf("metastore: commit: %w", err)}
+	}
+	if err := d.faultAt(PointAfterCommit); err != nil {
+		return &txError{stage: stageCommit, definite: false, cause: fmt.Errorf("metastore: after commit: %w", err)}
 	}
 	return nil
 }
@@ -141,8 +215,15 @@ func (t *Tx) Dialect() Dialect { return t.dialect }
 
 func (d *DB) rebind(q string) string { return rebind(d.dialect, q) }
 
-// rebind turns $N placeholders into SQLite's ?N; PostgreSQL takes them as is.
+// rebind expands dialect placeholders ({{BLOB}}, …) and turns $N
+// parameters into SQLite's ?N; PostgreSQL takes them as is. An unknown
+// {{NAME}} is left in place for the database to reject.
 func rebind(d Dialect, q string) string {
+	if strings.Contains(q, "{{") {
+		if e, err := ExpandSQL(d, q); err == nil {
+			q = e
+		}
+	}
 	if d == Postgres || !strings.Contains(q, "$") {
 		return q
 	}
