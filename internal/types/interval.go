@@ -502,10 +502,15 @@ func parseIntervalClock(t string) (us int64, ok, overflow bool) {
 	if m >= 60 || secUs >= 61*microsPerSecond {
 		return 0, false, true
 	}
+	// As in PostgreSQL: too many hours is a field overflow, while the sum
+	// overflowing afterwards is reported as bad syntax.
 	total, o1 := mulInt64(h, microsPerHour)
-	total, o2 := addInt64(total, m*microsPerMinute+secUs)
-	if o1 || o2 {
+	if o1 {
 		return 0, false, true
+	}
+	total, o2 := addInt64(total, m*microsPerMinute+secUs)
+	if o2 {
+		return 0, false, false
 	}
 	if neg {
 		total = -total

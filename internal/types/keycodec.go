@@ -464,17 +464,32 @@ func intervalFromSpan(hi int64, lo uint64) (IntervalValue, bool) {
 		return IntervalValue{}, false
 	}
 	q, r := bits.Div64(uh, ul, uint64(microsPerDay))
-	if q > math.MaxInt32+1 {
-		return IntervalValue{}, false
+	if q > 1<<40 {
+		return IntervalValue{}, false // far beyond any interval's span
 	}
 	days, us := int64(q), int64(r)
 	if neg {
 		days, us = -days, -us
 	}
+	// Prefer whole days; spans too long for an int32 day count move into
+	// months (30 days each) and, beyond that, back into microseconds.
+	var months int64
 	if days < math.MinInt32 || days > math.MaxInt32 {
-		return IntervalValue{}, false
+		months = days / 30
+		months = max(math.MinInt32, min(math.MaxInt32, months))
+		days -= months * 30
 	}
-	return IntervalValue{Days: int32(days), Micros: us}, true
+	if days < math.MinInt32 || days > math.MaxInt32 {
+		extra := days - max(math.MinInt32, min(math.MaxInt32, days))
+		days -= extra
+		v, o1 := mulInt64(extra, microsPerDay)
+		s, o2 := addInt64(us, v)
+		if o1 || o2 {
+			return IntervalValue{}, false
+		}
+		us = s
+	}
+	return IntervalValue{Months: int32(months), Days: int32(days), Micros: us}, true
 }
 
 // EncodeKeyRow appends the key of row's columns cols (with types and

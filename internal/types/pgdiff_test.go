@@ -433,3 +433,84 @@ func randJSON(r *rand.Rand, depth int) string {
 	}
 	return strconv.Itoa(r.Intn(100000) - 50000)
 }
+
+// TestDifferentialTypmod checks ParseText's type-modifier handling against
+// PostgreSQL's assignment coercion (INSERT into a typed column), which is
+// the implicit-cast behaviour ParseText implements; and ApplyTypmod with
+// explicit=true against an explicit CAST.
+func TestDifferentialTypmod(t *testing.T) {
+	conn := pgConn(t)
+	ctx := context.Background()
+	cases := []struct {
+		sqlType string
+		typ     types.Type
+		inputs  []string
+	}{
+		{"varchar(5)", types.Type{Kind: types.KindVarchar, Mod: 5}, []string{"", "abcde", "abcdef", "abc  ", "abcde   ", "abcde  x", "héllo", "héllo!", "日本語日本語"}},
+		{"numeric(7,2)", types.Type{Kind: types.KindNumeric, Mod: types.NumericTypmod(7, 2)}, []string{"12345.674", "12345.675", "-12345.675", "99999.995", "99999.994", "100000", "0.001", "-0.004", "-0.005", "NaN", "Infinity", "-Infinity", "1e4", "0", "1.1"}},
+		{"numeric(3,-1)", types.Type{Kind: types.KindNumeric, Mod: types.NumericTypmod(3, -1)}, []string{"1234", "1235", "9994", "9995", "-15", "0.4"}},
+		{"numeric(3,5)", types.Type{Kind: types.KindNumeric, Mod: types.NumericTypmod(3, 5)}, []string{"0.001234", "0.0099999", "0.01", "-0.00999"}},
+		{"time(2)", types.Type{Kind: types.KindTime, Mod: 2}, []string{"12:34:56.789", "12:34:56.785", "23:59:59.999", "00:00:00.004", "00:00:00.005"}},
+		{"timestamp(0)", types.Type{Kind: types.KindTimestamp, Mod: 0}, []string{"2024-01-02 03:04:05.5", "2024-01-02 03:04:05.4999", "0001-01-01 00:00:00.5 BC", "infinity"}},
+		{"timestamptz(3)", types.Type{Kind: types.KindTimestamptz, Mod: 3}, []string{"2024-01-02 03:04:05.12345+00", "2024-01-02 03:04:05.9995+00", "1500-01-01 00:00:00.0005+00"}},
+	}
+	if _, err := conn.Exec(ctx, "SET TimeZone = 'UTC'"); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		tbl := fmt.Sprintf("typmod_%d", i)
+		if _, err := conn.Exec(ctx, "CREATE TEMP TABLE "+tbl+" (v "+c.sqlType+")"); err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range c.inputs {
+			var want string
+			var wantErr *pgconn.PgError
+			err := conn.QueryRow(ctx, "INSERT INTO "+tbl+" VALUES ($1) RETURNING v::text", in).Scan(&want)
+			if err != nil && !asPgError(err, &wantErr) {
+				t.Fatalf("%s %q: %v", c.sqlType, in, err)
+			}
+			d, gotErr := types.ParseText(in, c.typ, nil)
+			switch {
+			case wantErr != nil && gotErr == nil:
+				t.Errorf("ParseText(%q, %s) = %s; PostgreSQL: %s %s", in, c.sqlType, types.FormatText(d, c.typ, nil), wantErr.Code, wantErr.Message)
+			case wantErr != nil:
+				if e := sqlerr.From(gotErr); e == nil || e.Code != wantErr.Code || e.Message != wantErr.Message || e.Detail != wantErr.Detail {
+					t.Errorf("ParseText(%q, %s) error %+v; PostgreSQL %s %q detail %q", in, c.sqlType, e, wantErr.Code, wantErr.Message, wantErr.Detail)
+				}
+			case gotErr != nil:
+				t.Errorf("ParseText(%q, %s): %v; PostgreSQL gives %q", in, c.sqlType, gotErr, want)
+			default:
+				if got := types.FormatText(d, c.typ, nil); got != want {
+					t.Errorf("ParseText(%q, %s) = %q; PostgreSQL %q", in, c.sqlType, got, want)
+				}
+			}
+			// Explicit cast semantics.
+			var wantCast string
+			var castErr *pgconn.PgError
+			err = conn.QueryRow(ctx, "SELECT $1::text::"+c.sqlType+"::text", in).Scan(&wantCast)
+			if err != nil && !asPgError(err, &castErr) {
+				t.Fatalf("%s %q: %v", c.sqlType, in, err)
+			}
+			base := c.typ
+			base.Mod = -1
+			raw, err := types.ParseText(in, base, nil)
+			if err != nil {
+				if castErr == nil {
+					t.Errorf("ParseText(%q, %s) failed: %v; PostgreSQL casts it to %q", in, base.Name(), err, wantCast)
+				}
+				continue
+			}
+			got, err := types.ApplyTypmod(raw, c.typ, true)
+			switch {
+			case castErr != nil && err == nil:
+				t.Errorf("ApplyTypmod(%q, %s, explicit) = %s; PostgreSQL: %s %s", in, c.sqlType, types.FormatText(got, c.typ, nil), castErr.Code, castErr.Message)
+			case castErr == nil && err != nil:
+				t.Errorf("ApplyTypmod(%q, %s, explicit): %v; PostgreSQL %q", in, c.sqlType, err, wantCast)
+			case castErr == nil:
+				if s := types.FormatText(got, c.typ, nil); s != wantCast {
+					t.Errorf("ApplyTypmod(%q, %s, explicit) = %q; PostgreSQL %q", in, c.sqlType, s, wantCast)
+				}
+			}
+		}
+	}
+}
