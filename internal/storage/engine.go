@@ -131,6 +131,8 @@ type Engine struct {
 	ambiguousDelta *VersionDelta
 	// orphanJobs: jobs whose abort could not be recorded yet; retried by GC.
 	orphanJobs map[uint64]struct{}
+	// leases: when each spilled upload job's record was last renewed.
+	leases map[uint64]time.Time
 
 	// writeMu serialises every metastore write of a version delta, spills
 	// and commits (so the delta is computed from the version it follows).
@@ -217,6 +219,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		dropped:     map[TableID]struct{}{},
 		snaps:       map[*Snapshot]struct{}{},
 		orphanJobs:  map[uint64]struct{}{},
+		leases:      map[uint64]time.Time{},
 		compactions: map[uint64]*CompactionJob{},
 		compacting:  map[uint64]bool{},
 		compactSem:  make(chan struct{}, opts.MaxConcurrentCompactions),
@@ -402,6 +405,9 @@ func (e *Engine) spill(ctx context.Context) error {
 		// Replace the runs by the spilled SSTs at the position of the first
 		// run; the SSTs hold exactly those runs' data.
 		e.mu.Lock()
+		if jobID != 0 {
+			e.leases[jobID] = e.opts.Clock()
+		}
 		nb := make([]*bufItem, 0, len(e.buf))
 		spilled := map[*bufItem]bool{}
 		for _, it := range items {
@@ -639,6 +645,9 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 		}
 	}
 	d.JobIDs = jobs
+	if err := e.renewSpillLeases(ctx, spilled); err != nil {
+		return fmt.Errorf("storage: commit epoch %d: %w", epoch, err)
+	}
 	nv, err := e.commitDelta(ctx, d)
 	if err != nil {
 		if len(runs) > 0 && len(jobs) > 0 && !errors.Is(err, errAmbiguous) && !errors.Is(err, ErrSimulatedCrash) {
@@ -667,9 +676,48 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 		nb = append(nb, it)
 	}
 	e.buf = nb
+	for _, j := range jobs {
+		delete(e.leases, j)
+	}
 	e.installLocked(nv)
 	e.mu.Unlock()
 	e.kickCompaction()
+	return nil
+}
+
+// renewSpillLeases refreshes the records of spilled uploads that have
+// waited for their commit for more than half the grace period: the fence
+// measures a job's age from its last renewal, so a live writer keeps its
+// objects committable while a stalled one (no renewals) is rejected.
+func (e *Engine) renewSpillLeases(ctx context.Context, spilled []*bufItem) error {
+	now := e.opts.Clock()
+	var ids []uint64
+	e.mu.RLock()
+	for _, it := range spilled {
+		if t, ok := e.leases[it.job]; (!ok || now.Sub(t) > e.opts.GCGrace/2) && !slices.Contains(ids, it.job) {
+			ids = append(ids, it.job)
+		}
+	}
+	e.mu.RUnlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	err := e.metaTx(ctx, "renew-jobs", func(tx *metastore.Tx) error {
+		for _, id := range ids {
+			if err := setJobState(ctx, tx, id, []string{JobRunning}, JobRunning, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	for _, id := range ids {
+		e.leases[id] = now
+	}
+	e.mu.Unlock()
 	return nil
 }
 
@@ -781,8 +829,8 @@ func (e *Engine) fence(ctx context.Context, tx *metastore.Tx, d *VersionDelta, n
 		if j == nil || !j.live() {
 			return fmt.Errorf("%w: job %d is not live", errFenced, id)
 		}
-		if now.UnixMilli()-j.Created > e.opts.GCGrace.Milliseconds() {
-			return fmt.Errorf("%w: job %d is older than the GC grace period %s", errFenced, id, e.opts.GCGrace)
+		if now.UnixMilli()-j.Updated > e.opts.GCGrace.Milliseconds() {
+			return fmt.Errorf("%w: job %d was last renewed more than the GC grace period %s ago", errFenced, id, e.opts.GCGrace)
 		}
 		for _, o := range j.Outputs {
 			owned[o] = j

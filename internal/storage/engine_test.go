@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"testing"
 
@@ -208,3 +210,5 @@ func TestDroppedTableReads(t *testing.T) {
 	checkErr("Ingest", err)
 	// Reopen: still dropped.
 }
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
