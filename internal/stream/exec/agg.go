@@ -1,0 +1,595 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/stream/state"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// HashAgg maintains GROUP BY aggregation incrementally.
+//
+// State:
+//
+//	result table   key: group key
+//	               row: group key | row count | per call: (state bytea, last output)
+//	input table    one per min/max/string_agg call (kept inputs):
+//	               key: group key | sort key | input pk    row: key ++ args
+//	distinct table one per DISTINCT call:
+//	               key: group key | args                   row: key ++ count
+//
+// Retractable aggregates (count, sum, avg, bool_and/or, stddev...) keep
+// their O(1) state encoded in the result row. min/max/string_agg keep every
+// input in their input table so that retraction is exact: min is the first
+// row of the group's prefix (max is stored descending), string_agg is the
+// group's rows in ORDER BY order. A DISTINCT call counts each distinct
+// argument tuple; the underlying aggregate sees a tuple when its count goes
+// 0 -> 1 and loses it at 1 -> 0.
+//
+// The row count makes a group disappear when its last row is deleted.
+// Changes are collected per group during an epoch and emitted at the
+// barrier (or earlier when too many groups are dirty), as the difference
+// between the group's output at its first touch and now: an insert for a
+// new group, a delete for a vanished one, an update pair for a changed one,
+// nothing when the output is unchanged.
+//
+// SimpleAgg (no GROUP BY) is the same executor with an empty group key
+// whose one output row always exists: count 0 and sum NULL on empty input.
+type HashAgg struct {
+	input    stream.Executor
+	groupKey []int
+	calls    []aggCallRT
+	inTypes  []types.Type
+	inputPK  []int
+	result   *state.Table
+	simple   bool
+	schema   []types.Type
+
+	dirty  map[string]*aggGroup
+	order  []string
+	keyBuf []byte
+	inited bool // simple agg: the one row was materialized
+	out    output
+	q      queue
+}
+
+// AggCall is one aggregate call over input columns. The planner projects
+// arguments and FILTER conditions into columns before the aggregation.
+type AggCall struct {
+	// Agg is the resolved aggregate (expr.LookupAggregate); Agg.Distinct
+	// selects DISTINCT.
+	Agg *expr.Aggregate
+	// Args are the input columns of the arguments, already of
+	// Agg.ArgTypes; empty for count(*).
+	Args []int
+	// Filter is a boolean input column (FILTER (WHERE ...)), or NoColumn.
+	Filter int
+	// OrderBy is the aggregate's ORDER BY (string_agg(x, ',' ORDER BY y)).
+	OrderBy []ColumnOrder
+}
+
+type aggCallKind uint8
+
+const (
+	aggValue         aggCallKind = iota // retractable state in the result row
+	aggInputs                           // inputs kept in an input table
+	aggDistinctValue                    // distinct table + retractable inner state
+	aggDistinctScan                     // distinct table scanned for the result
+)
+
+type aggCallRT struct {
+	AggCall
+	kind  aggCallKind
+	inner *expr.Aggregate // the state-keeping aggregate (non-distinct)
+	table *state.Table    // input or distinct table
+	sort  sortKey         // aggInputs: key order of the kept inputs
+	first bool            // the result is the first row of the group's prefix (min/max)
+}
+
+// aggGroup is one group touched in the current epoch.
+type aggGroup struct {
+	key     types.Row
+	prev    types.Row // stored result row at first touch; nil: none
+	count   int64
+	states  []expr.AggState
+	touched []bool
+}
+
+// maxDirtyGroups bounds the groups buffered in an epoch: past it the
+// executor emits early (still exact, just less coalesced).
+const maxDirtyGroups = 4096
+
+// HashAggStateSchemas returns the schemas of the state tables a HashAgg
+// (or SimpleAgg, with groupKey empty) needs: the result table, and per
+// call a table or nil. inputPK is the input's stream key (unique per live
+// row). The planner allocates ids, creates the tables and passes them to
+// NewHashAgg in the same order.
+func HashAggStateSchemas(name string, inTypes []types.Type, groupKey []int, calls []AggCall, inputPK []int) (state.Schema, []*state.Schema, error) {
+	if err := checkCols("group key", groupKey, len(inTypes)); err != nil {
+		return state.Schema{}, nil, err
+	}
+	if err := checkCols("input pk", inputPK, len(inTypes)); err != nil {
+		return state.Schema{}, nil, err
+	}
+	gTypes := typesAt(inTypes, groupKey)
+	k := len(groupKey)
+	res := state.Schema{Name: name + " agg result", Types: append([]types.Type(nil), gTypes...)}
+	res.Types = append(res.Types, types.Int64)
+	for i := 0; i < k; i++ {
+		res.PK = append(res.PK, i)
+		res.DistKey = append(res.DistKey, i)
+	}
+	per := make([]*state.Schema, len(calls))
+	for i, c := range calls {
+		if c.Agg == nil {
+			return state.Schema{}, nil, fmt.Errorf("aggregate call %d has no resolved aggregate", i)
+		}
+		res.Types = append(res.Types, types.Bytea, c.Agg.ResultType)
+		rt, err := classify(c)
+		if err != nil {
+			return state.Schema{}, nil, err
+		}
+		argTypes := typesAt(inTypes, c.Args)
+		switch rt.kind {
+		case aggInputs:
+			s := &state.Schema{Name: fmt.Sprintf("%s agg call %d inputs", name, i), Types: append([]types.Type(nil), gTypes...)}
+			st, sd := rt.sort.columns(inTypes)
+			s.Types = append(s.Types, st...)
+			s.Types = append(s.Types, typesAt(inTypes, inputPK)...)
+			for j := 0; j < k+len(st)+len(inputPK); j++ {
+				s.PK = append(s.PK, j)
+			}
+			s.Desc = make([]bool, len(s.PK))
+			copy(s.Desc[k:], sd)
+			s.Types = append(s.Types, argTypes...)
+			for j := 0; j < k; j++ {
+				s.DistKey = append(s.DistKey, j)
+			}
+			per[i] = s
+		case aggDistinctValue, aggDistinctScan:
+			s := &state.Schema{Name: fmt.Sprintf("%s agg call %d distinct", name, i), Types: append([]types.Type(nil), gTypes...)}
+			s.Types = append(s.Types, argTypes...)
+			for j := 0; j < k+len(argTypes); j++ {
+				s.PK = append(s.PK, j)
+			}
+			s.Desc = make([]bool, len(s.PK))
+			if len(argTypes) > 0 && distinctDesc(c) {
+				s.Desc[k] = true
+			}
+			s.Types = append(s.Types, types.Int64)
+			for j := 0; j < k; j++ {
+				s.DistKey = append(s.DistKey, j)
+			}
+			per[i] = s
+		}
+	}
+	return res, per, nil
+}
+
+// distinctDesc: the distinct table stores the first argument descending
+// (max, or string_agg(DISTINCT x ... ORDER BY x DESC)).
+func distinctDesc(c AggCall) bool {
+	if c.Agg.Name == "max" {
+		return true
+	}
+	return len(c.OrderBy) > 0 && len(c.Args) > 0 && c.OrderBy[0].Col == c.Args[0] && c.OrderBy[0].Desc
+}
+
+func classify(c AggCall) (aggCallRT, error) {
+	rt := aggCallRT{AggCall: c, inner: c.Agg}
+	a := c.Agg
+	rt.first = a.Name == "min" || a.Name == "max"
+	if a.Distinct {
+		inner, err := expr.LookupAggregate(a.Name, a.ArgTypes, false)
+		if err != nil {
+			return rt, fmt.Errorf("aggregate %s: %w", a.Name, err)
+		}
+		rt.inner = inner
+		if inner.Retractable && !inner.NeedsInputs {
+			rt.kind = aggDistinctValue
+		} else {
+			rt.kind = aggDistinctScan
+		}
+		return rt, nil
+	}
+	switch {
+	case a.NeedsInputs:
+		rt.kind = aggInputs
+		switch a.Name {
+		case "min":
+			rt.sort = sortKey{orders: []ColumnOrder{{Col: c.Args[0]}}}
+		case "max":
+			rt.sort = sortKey{orders: []ColumnOrder{{Col: c.Args[0], Desc: true}}}
+		default:
+			rt.sort = sortKey{orders: c.OrderBy}
+		}
+	case a.Retractable:
+		rt.kind = aggValue
+	default:
+		return rt, fmt.Errorf("aggregate %s cannot be maintained incrementally", a.Name)
+	}
+	return rt, nil
+}
+
+// NewHashAgg returns the executor for GROUP BY groupKey computing calls.
+// result and tables come from HashAggStateSchemas (tables[i] nil where the
+// schema was nil). Output rows are the group key columns followed by one
+// column per call.
+func NewHashAgg(input stream.Executor, groupKey []int, calls []AggCall, inputPK []int, result *state.Table, tables []*state.Table) (*HashAgg, error) {
+	return newAgg(input, groupKey, calls, inputPK, result, tables, false)
+}
+
+// NewSimpleAgg returns the executor for an aggregation without GROUP BY:
+// exactly one output row, present from the first barrier on.
+func NewSimpleAgg(input stream.Executor, calls []AggCall, inputPK []int, result *state.Table, tables []*state.Table) (*HashAgg, error) {
+	return newAgg(input, nil, calls, inputPK, result, tables, true)
+}
+
+func newAgg(input stream.Executor, groupKey []int, calls []AggCall, inputPK []int, result *state.Table, tables []*state.Table, simple bool) (*HashAgg, error) {
+	inTypes := input.Schema()
+	if err := checkCols("group key", groupKey, len(inTypes)); err != nil {
+		return nil, err
+	}
+	if len(tables) != len(calls) {
+		return nil, fmt.Errorf("aggregation: %d calls but %d call tables", len(calls), len(tables))
+	}
+	h := &HashAgg{input: input, groupKey: groupKey, inTypes: inTypes, inputPK: inputPK, result: result, simple: simple,
+		dirty: map[string]*aggGroup{}}
+	h.schema = typesAt(inTypes, groupKey)
+	for i, c := range calls {
+		if err := checkCols("aggregate arguments", c.Args, len(inTypes)); err != nil {
+			return nil, err
+		}
+		if c.Filter != NoColumn {
+			if c.Filter < 0 || c.Filter >= len(inTypes) || inTypes[c.Filter].Kind != types.KindBool {
+				return nil, fmt.Errorf("aggregate %s: FILTER column %d is not a boolean input column", c.Agg.Name, c.Filter)
+			}
+		}
+		for _, o := range c.OrderBy {
+			if err := checkCols("aggregate ORDER BY", []int{o.Col}, len(inTypes)); err != nil {
+				return nil, err
+			}
+		}
+		rt, err := classify(c)
+		if err != nil {
+			return nil, err
+		}
+		needTable := rt.kind != aggValue
+		if needTable != (tables[i] != nil) {
+			return nil, fmt.Errorf("aggregate call %d (%s): state table presence does not match HashAggStateSchemas", i, c.Agg.Name)
+		}
+		rt.table = tables[i]
+		h.calls = append(h.calls, rt)
+		h.schema = append(h.schema, c.Agg.ResultType)
+	}
+	return h, nil
+}
+
+func (h *HashAgg) Schema() []types.Type { return h.schema }
+func (h *HashAgg) Identity() string {
+	names := make([]string, len(h.calls))
+	for i, c := range h.calls {
+		d := ""
+		if c.Agg.Distinct {
+			d = "DISTINCT "
+		}
+		names[i] = fmt.Sprintf("%s(%s%s)", c.Agg.Name, d, colList(c.Args))
+	}
+	kind := "HashAgg"
+	if h.simple {
+		kind = "SimpleAgg"
+	}
+	return fmt.Sprintf("%s(group [%s], %s; state table %d)", kind, colList(h.groupKey), strings.Join(names, ", "), h.result.ID())
+}
+
+func (h *HashAgg) Next(ctx context.Context) (stream.Message, error) {
+	for {
+		if msg, ok := h.q.pop(); ok {
+			return msg, nil
+		}
+		msg, err := h.input.Next(ctx)
+		if err != nil {
+			return msg, err
+		}
+		if b := msg.Barrier; b != nil {
+			if h.simple && !h.inited {
+				// The one row exists from the first barrier on, even
+				// over empty input.
+				if _, err := h.group(ctx, nil); err != nil {
+					return stream.Message{}, err
+				}
+				h.inited = true
+			}
+			if err := h.flush(ctx); err != nil {
+				return stream.Message{}, err
+			}
+			tables := []*state.Table{h.result}
+			for _, c := range h.calls {
+				tables = append(tables, c.table)
+			}
+			if err := commitAll(h.Identity(), b.Curr, tables...); err != nil {
+				return stream.Message{}, err
+			}
+			h.q.pushChunks(&h.out)
+			h.q.push(msg)
+			continue
+		}
+		if err := h.apply(ctx, msg.Chunk); err != nil {
+			return stream.Message{}, err
+		}
+		if len(h.dirty) >= maxDirtyGroups {
+			if err := h.flush(ctx); err != nil {
+				return stream.Message{}, err
+			}
+			h.q.pushChunks(&h.out)
+		}
+	}
+}
+
+// group returns the dirty-group entry for key, loading it from the result
+// table at first touch.
+func (h *HashAgg) group(ctx context.Context, key types.Row) (*aggGroup, error) {
+	h.keyBuf = h.keyBuf[:0]
+	for i, d := range key {
+		h.keyBuf = types.AppendKey(h.keyBuf, d, h.inTypes[h.groupKey[i]], false, false)
+	}
+	if g, ok := h.dirty[string(h.keyBuf)]; ok {
+		return g, nil
+	}
+	ks := string(h.keyBuf)
+	g := &aggGroup{key: key.Copy(), states: make([]expr.AggState, len(h.calls)), touched: make([]bool, len(h.calls))}
+	prev, found, err := h.result.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", h.Identity(), err)
+	}
+	k := len(h.groupKey)
+	if found {
+		g.prev = prev
+		g.count = prev[k].Int()
+	}
+	for i, c := range h.calls {
+		if c.kind != aggValue && c.kind != aggDistinctValue {
+			continue
+		}
+		st := c.inner.NewRetractableState()
+		if found {
+			if enc := prev[k+1+2*i]; !enc.IsNull() {
+				if err := st.Decode(enc.Bytes()); err != nil {
+					return nil, inconsistent(h.Identity(), h.result, key, "aggregate %s state: %v", c.Agg.Name, err)
+				}
+			}
+		}
+		g.states[i] = st
+	}
+	h.dirty[ks] = g
+	h.order = append(h.order, ks)
+	return g, nil
+}
+
+// strictSkip mirrors the aggregates' NULL handling: a row whose arguments
+// hold a NULL is ignored (string_agg: only a NULL value, not delimiter).
+func strictSkip(name string, args types.Row) bool {
+	if name == "string_agg" {
+		return len(args) > 0 && args[0].IsNull()
+	}
+	for _, a := range args {
+		if a.IsNull() {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *HashAgg) apply(ctx context.Context, c *types.Chunk) error {
+	var tk ticker
+	key := make(types.Row, 0, len(h.groupKey))
+	for i, row := range c.Rows {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		key = key[:0]
+		for _, gc := range h.groupKey {
+			key = append(key, row[gc])
+		}
+		g, err := h.group(ctx, key)
+		if err != nil {
+			return err
+		}
+		sign := int64(1)
+		if !c.Ops[i].IsInsert() {
+			sign = -1
+		}
+		g.count += sign
+		if g.count < 0 {
+			return inconsistent(h.Identity(), h.result, g.key, "group row count would become negative (delete of a row never inserted)")
+		}
+		for ci := range h.calls {
+			if err := h.applyCall(ctx, ci, g, row, sign); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (h *HashAgg) applyCall(ctx context.Context, ci int, g *aggGroup, row types.Row, sign int64) error {
+	c := &h.calls[ci]
+	if c.Filter != NoColumn {
+		if f := row[c.Filter]; f.IsNull() || !f.Bool() {
+			return nil
+		}
+	}
+	args := project(row, c.Args)
+	if len(c.Args) > 0 && strictSkip(c.Agg.Name, args) {
+		return nil
+	}
+	switch c.kind {
+	case aggValue:
+		var err error
+		if sign > 0 {
+			err = g.states[ci].Add(args)
+		} else {
+			err = g.states[ci].Retract(args)
+		}
+		if err != nil {
+			return inconsistent(h.Identity(), h.result, g.key, "aggregate %s: %v", c.Agg.Name, err)
+		}
+	case aggInputs:
+		r := append(types.Row(nil), g.key...)
+		r = c.sort.appendValues(r, row)
+		for _, p := range h.inputPK {
+			r = append(r, row[p])
+		}
+		r = append(r, args...)
+		if sign > 0 {
+			c.table.Insert(r)
+		} else {
+			_, found, err := c.table.GetRow(ctx, r)
+			if err != nil {
+				return fmt.Errorf("%s: %w", h.Identity(), err)
+			}
+			if !found {
+				return inconsistent(h.Identity(), c.table, r[:len(r)-len(args)], "aggregate %s: retracting an input that was never added", c.Agg.Name)
+			}
+			c.table.Delete(r)
+		}
+		g.touched[ci] = true
+	case aggDistinctValue, aggDistinctScan:
+		r := append(append(types.Row(nil), g.key...), args...)
+		r = append(r, types.NullDatum)
+		cur, found, err := c.table.GetRow(ctx, r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", h.Identity(), err)
+		}
+		n := int64(0)
+		if found {
+			n = cur[len(cur)-1].Int()
+		}
+		next := n + sign
+		if next < 0 {
+			return inconsistent(h.Identity(), c.table, r[:len(r)-1], "aggregate %s(DISTINCT): retracting a value that was never added", c.Agg.Name)
+		}
+		if next == 0 {
+			c.table.Delete(r)
+		} else {
+			r[len(r)-1] = types.DInt64(next)
+			c.table.Insert(r)
+		}
+		if (n == 0) != (next == 0) {
+			if c.kind == aggDistinctValue {
+				if sign > 0 {
+					err = g.states[ci].Add(args)
+				} else {
+					err = g.states[ci].Retract(args)
+				}
+				if err != nil {
+					return inconsistent(h.Identity(), h.result, g.key, "aggregate %s: %v", c.Agg.Name, err)
+				}
+			} else {
+				g.touched[ci] = true
+			}
+		}
+	}
+	return nil
+}
+
+// scanResult recomputes a kept-inputs call's output from its table.
+func (h *HashAgg) scanResult(ctx context.Context, ci int, key types.Row) (types.Datum, error) {
+	c := &h.calls[ci]
+	it, err := c.table.Iter(ctx, key)
+	if err != nil {
+		return types.NullDatum, fmt.Errorf("%s: %w", h.Identity(), err)
+	}
+	defer it.Close()
+	st := c.inner.NewState()
+	nargs := len(c.Args)
+	var tk ticker
+	for it.Next() {
+		if err := tk.tick(ctx); err != nil {
+			return types.NullDatum, err
+		}
+		r := it.Row()
+		var args types.Row
+		if c.kind == aggInputs {
+			args = r[len(r)-nargs:]
+		} else {
+			args = r[len(key) : len(key)+nargs]
+		}
+		if err := st.Add(args); err != nil {
+			return types.NullDatum, fmt.Errorf("%s: %w", h.Identity(), err)
+		}
+		if c.first {
+			break
+		}
+	}
+	if err := it.Err(); err != nil {
+		return types.NullDatum, fmt.Errorf("%s: %w", h.Identity(), err)
+	}
+	return st.Result()
+}
+
+// flush emits the changes of every dirty group and writes their result
+// rows.
+func (h *HashAgg) flush(ctx context.Context) error {
+	k := len(h.groupKey)
+	outTypes := h.schema
+	var tk ticker
+	for _, ks := range h.order {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		g := h.dirty[ks]
+		var prevOut types.Row
+		if g.prev != nil {
+			prevOut = append(types.Row(nil), g.key...)
+			for i := range h.calls {
+				prevOut = append(prevOut, g.prev[k+2+2*i])
+			}
+		}
+		if g.count == 0 && !h.simple {
+			if g.prev != nil {
+				h.out.emit(types.OpDelete, prevOut)
+				h.result.Delete(g.prev)
+			}
+			continue
+		}
+		stored := append(types.Row(nil), g.key...)
+		stored = append(stored, types.DInt64(g.count))
+		newOut := append(types.Row(nil), g.key...)
+		for i, c := range h.calls {
+			var res types.Datum
+			enc := types.NullDatum
+			var err error
+			switch {
+			case g.states[i] != nil:
+				res, err = g.states[i].Result()
+				enc = types.DBytea(g.states[i].Encode(nil))
+			case g.touched[i]:
+				res, err = h.scanResult(ctx, i, g.key)
+			case g.prev != nil:
+				res = g.prev[k+2+2*i]
+			default:
+				res, err = c.inner.NewState().Result()
+			}
+			if err != nil {
+				return fmt.Errorf("%s: group %s: %w", h.Identity(), g.key, err)
+			}
+			stored = append(stored, enc, res)
+			newOut = append(newOut, res)
+		}
+		h.result.Insert(stored)
+		switch {
+		case g.prev == nil:
+			h.out.emit(types.OpInsert, newOut)
+		case !sameRow(prevOut, newOut, outTypes):
+			h.out.update(prevOut, newOut)
+		}
+	}
+	clear(h.dirty)
+	h.order = h.order[:0]
+	return nil
+}

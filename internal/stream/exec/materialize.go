@@ -1,0 +1,181 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/stream/state"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// Materialize writes a view's changes into the view's state table, keyed
+// by the view's primary key, and forwards the changes it applied (views on
+// views read them). It is the last executor of a view's actors.
+//
+// Consistency (I6): deleting a key that is absent, or inserting a key that
+// is present, contradicts the stream. In strict mode that is an error that
+// fails the actor; otherwise it is logged and the table is repaired toward
+// the input: an insert over an existing row becomes an update, a delete of
+// an absent row is dropped, and a delete whose stored row differs deletes
+// the stored row. The forwarded changes always describe what the table
+// actually did, so downstream views stay consistent with it.
+type Materialize struct {
+	input  stream.Executor
+	table  *state.Table
+	strict bool
+	log    *slog.Logger
+	q      queue
+}
+
+// NewMaterialize returns the executor writing input into table. The table's
+// schema must match input's row layout. log may be nil (slog.Default).
+func NewMaterialize(input stream.Executor, table *state.Table, strict bool, log *slog.Logger) *Materialize {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Materialize{input: input, table: table, strict: strict, log: log}
+}
+
+func (m *Materialize) Schema() []types.Type { return m.input.Schema() }
+func (m *Materialize) Identity() string {
+	return fmt.Sprintf("Materialize(%s, state table %d)", m.table.Schema().Name, m.table.ID())
+}
+
+func (m *Materialize) Next(ctx context.Context) (stream.Message, error) {
+	for {
+		if msg, ok := m.q.pop(); ok {
+			return msg, nil
+		}
+		msg, err := m.input.Next(ctx)
+		if err != nil {
+			return msg, err
+		}
+		if b := msg.Barrier; b != nil {
+			if err := commitAll(m.Identity(), b.Curr, m.table); err != nil {
+				return stream.Message{}, err
+			}
+			return msg, nil
+		}
+		out, err := m.apply(ctx, msg.Chunk)
+		if err != nil {
+			return stream.Message{}, err
+		}
+		if out != nil && out.Len() > 0 {
+			return stream.Message{Chunk: out}, nil
+		}
+	}
+}
+
+func (m *Materialize) pkOf(row types.Row) types.Row { return project(row, m.table.Schema().PK) }
+
+// violation reports or logs an inconsistency; it returns the error to fail
+// with in strict mode, nil to tolerate.
+func (m *Materialize) violation(row types.Row, format string, args ...any) error {
+	err := inconsistent(m.Identity(), m.table, m.pkOf(row), format, args...)
+	if m.strict {
+		return err
+	}
+	m.log.Warn("tolerating inconsistent stream (non-strict mode)", "executor", m.Identity(), "err", err)
+	return nil
+}
+
+func (m *Materialize) apply(ctx context.Context, in *types.Chunk) (*types.Chunk, error) {
+	ts := m.table.Schema().Types
+	clean := true // strict or no repair needed: forward the input as is
+	out := &types.Chunk{}
+	var tk ticker
+	for i := 0; i < in.Len(); i++ {
+		if err := tk.tick(ctx); err != nil {
+			return nil, err
+		}
+		op, row := in.Ops[i], in.Rows[i]
+		if op == types.OpUpdateDelete && i+1 < in.Len() && in.Ops[i+1] == types.OpUpdateInsert {
+			next := in.Rows[i+1]
+			old, found, err := m.table.GetRow(ctx, row)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", m.Identity(), err)
+			}
+			sameKey := string(m.table.EncodeKey(nil, row)) == string(m.table.EncodeKey(nil, next))
+			if !found {
+				if err := m.violation(row, "update of a row that is not in the view"); err != nil {
+					return nil, err
+				}
+				clean = false
+			} else if !sameRow(old, row, ts) {
+				if err := m.violation(row, "update's old row %s differs from the stored row %s", row, old); err != nil {
+					return nil, err
+				}
+				clean = false
+			}
+			if !sameKey {
+				if found {
+					m.table.Delete(old)
+					out.Append(types.OpDelete, old)
+				}
+				if err := m.insert(ctx, next, out, &clean); err != nil {
+					return nil, err
+				}
+			} else {
+				m.table.Insert(next)
+				if found {
+					out.Append(types.OpUpdateDelete, old)
+					out.Append(types.OpUpdateInsert, next)
+				} else {
+					out.Append(types.OpInsert, next)
+				}
+			}
+			i++
+			continue
+		}
+		if op.IsInsert() {
+			if err := m.insert(ctx, row, out, &clean); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		old, found, err := m.table.GetRow(ctx, row)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Identity(), err)
+		}
+		if !found {
+			if err := m.violation(row, "delete of a row that is not in the view"); err != nil {
+				return nil, err
+			}
+			clean = false
+			continue
+		}
+		if !sameRow(old, row, ts) {
+			if err := m.violation(row, "deleted row %s differs from the stored row %s", row, old); err != nil {
+				return nil, err
+			}
+			clean = false
+		}
+		m.table.Delete(old)
+		out.Append(types.OpDelete, old)
+	}
+	if clean {
+		return in, nil
+	}
+	return out, nil
+}
+
+func (m *Materialize) insert(ctx context.Context, row types.Row, out *types.Chunk, clean *bool) error {
+	old, found, err := m.table.GetRow(ctx, row)
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.Identity(), err)
+	}
+	m.table.Insert(row)
+	if found {
+		if err := m.violation(row, "insert of a key that is already in the view (stored row %s)", old); err != nil {
+			return err
+		}
+		*clean = false
+		out.Append(types.OpUpdateDelete, old)
+		out.Append(types.OpUpdateInsert, row)
+		return nil
+	}
+	out.Append(types.OpInsert, row)
+	return nil
+}
