@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -105,9 +106,6 @@ func (c *conn) beginStatement() (context.Context, func()) {
 	c.mu.Lock()
 	c.stmtCancel = cancel
 	c.mu.Unlock()
-	if h := c.srv.hooks; h != nil && h.statementStarted != nil {
-		h.statementStarted(c.pid)
-	}
 	return ctx, func() {
 		c.mu.Lock()
 		c.stmtCancel = nil
@@ -118,7 +116,9 @@ func (c *conn) beginStatement() (context.Context, func()) {
 
 func (c *conn) serve() {
 	defer c.nc.Close()
+	defer c.recoverPanic() // a panic while closing the session
 	defer c.closeSession()
+	defer c.recoverPanic()
 	c.nc.SetDeadline(time.Now().Add(c.srv.cfg.StartupTimeout))
 	err := c.startup()
 	if err == nil {
@@ -140,6 +140,25 @@ func (c *conn) serve() {
 			c.srv.log.Debug("pgwire: connection ended", "remote", c.nc.RemoteAddr(), "err", err)
 		}
 	}
+}
+
+// recoverPanic turns a panic on the connection's goroutine (in the engine
+// or here) into the end of this connection only (I6): it is logged with its
+// stack and the client gets FATAL XX000.
+func (c *conn) recoverPanic() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	stack := debug.Stack()
+	c.srv.log.Error("pgwire: panic in connection", "pid", c.pid, "panic", r, "stack", string(stack))
+	if h := c.srv.hooks; h != nil && h.panicked != nil {
+		h.panicked(r, stack)
+	}
+	c.werr = nil
+	c.wbuf = c.wbuf[:0]
+	c.send(errorResponse("FATAL", sqlerr.New(sqlerr.InternalError, "internal error: the connection is closed")))
+	c.flush()
 }
 
 func isDisconnect(err error) bool {

@@ -24,6 +24,7 @@ import (
 //	COPY t FROM STDIN [CSV [HEADER]] | COPY t TO STDOUT [CSV [HEADER]]
 //	BEGIN | COMMIT | ROLLBACK
 //	SET TimeZone = '<zone>' | NOTICE '<message>'
+//	PANIC                   the engine panics
 //
 // Anything else is a syntax error (42601) positioned at its first word.
 type fakeEngine struct {
@@ -120,6 +121,7 @@ func splitStatements(sql string) []string {
 
 var (
 	reSeries  = regexp.MustCompile(`(?i)^SELECT \* FROM series\((\d+)\)$`)
+	reWide    = regexp.MustCompile(`(?i)^SELECT \* FROM (wide|floats)\((\d+)\)$`)
 	reSleep   = regexp.MustCompile(`(?i)^SELECT pg_sleep\(([\d.]+)\)$`)
 	reInsert  = regexp.MustCompile(`(?i)^INSERT INTO t VALUES \((-?\d+), '([^']*)'\)$`)
 	reCopy    = regexp.MustCompile(`(?i)^COPY\s+t\s+(FROM STDIN|TO STDOUT)(\s+(?:WITH\s+)?CSV)?(\s+HEADER)?$`)
@@ -174,12 +176,27 @@ func (s *fakeSession) parseOne(text string, paramOIDs []uint32) (Statement, erro
 			}
 			return Result{Tag: "COMMIT"}, nil
 		})
+	case word == "PANIC":
+		guard(func(context.Context, []types.Datum) (Result, error) { panic("engine bug") })
 	case reSeries.MatchString(text):
 		n, _ := strconv.ParseInt(reSeries.FindStringSubmatch(text)[1], 10, 64)
 		cols := []Column{{Name: "i", Type: types.Int64}}
 		st.desc.Columns = cols
 		guard(func(context.Context, []types.Datum) (Result, error) {
 			return Result{Columns: cols, Rows: &seriesIter{n: n, row: make(types.Row, 1)}}, nil
+		})
+	case reWide.MatchString(text):
+		m := reWide.FindStringSubmatch(text)
+		n, _ := strconv.ParseInt(m[2], 10, 64)
+		cols := []Column{{Name: "i", Type: types.Int64}, {Name: "s", Type: types.Text},
+			{Name: "b", Type: types.Bool}, {Name: "ts", Type: types.Timestamptz}}
+		floats := strings.EqualFold(m[1], "floats")
+		if floats {
+			cols = []Column{{Name: "f", Type: types.Float64}}
+		}
+		st.desc.Columns = cols
+		guard(func(context.Context, []types.Datum) (Result, error) {
+			return Result{Columns: cols, Rows: &wideIter{n: n, floats: floats, row: make(types.Row, len(cols))}}, nil
 		})
 	case reSleep.MatchString(text):
 		secs, _ := strconv.ParseFloat(reSleep.FindStringSubmatch(text)[1], 64)
@@ -299,7 +316,10 @@ func (s *fakeSession) parseSelectList(st *fakeStmt, list string, base int, param
 			col.Type = types.Text
 		case reParam.MatchString(it):
 			m := reParam.FindStringSubmatch(it)
-			n, _ := strconv.Atoi(m[1])
+			n, err := strconv.Atoi(m[1])
+			if err != nil || n < 1 || n > 1000 {
+				return nil, sqlerr.Errorf(sqlerr.UndefinedParameter, "there is no parameter $%s", m[1])
+			}
 			x.param = n
 			t := types.Text
 			if m[2] != "" {
@@ -408,6 +428,31 @@ func (it *seriesIter) Next(context.Context) (types.Row, error) {
 	return it.row, nil
 }
 func (it *seriesIter) Close() {}
+
+// wideIter yields rows of four columns of common types (the benchmark's
+// shape), or of one float8 column.
+type wideIter struct {
+	i, n   int64
+	floats bool
+	row    types.Row
+}
+
+func (it *wideIter) Next(context.Context) (types.Row, error) {
+	if it.i >= it.n {
+		return nil, nil
+	}
+	it.i++
+	if it.floats {
+		it.row[0] = types.DFloat64(float64(it.i) * 0.37)
+		return it.row, nil
+	}
+	it.row[0] = types.DInt64(it.i)
+	it.row[1] = types.DVarchar("some text value")
+	it.row[2] = types.DBool(it.i%2 == 0)
+	it.row[3] = types.DTimestamptz(1_700_000_000_000_000 + it.i*1_000_000)
+	return it.row, nil
+}
+func (it *wideIter) Close() {}
 
 type tableSink struct {
 	eng  *fakeEngine

@@ -354,3 +354,18 @@ func TestStartupNegotiation(t *testing.T) {
 	r3.send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersion30, Parameters: map[string]string{"database": "dev"}})
 	r3.expect("E FATAL 28000", "EOF")
 }
+
+func TestEnginePanicEndsOnlyItsConnection(t *testing.T) {
+	ts := startServer(t, DefaultConfig(), newFakeEngine())
+	var panics int
+	ts.srv.hooks = &testHooks{panicked: func(any, []byte) { panics++ }}
+	bystander := startupRaw(t, ts.addr)
+	r := startupRaw(t, ts.addr)
+	r.send(&pgproto3.Query{String: "PANIC"})
+	r.expect("E FATAL XX000", "EOF")
+	if panics != 1 {
+		t.Fatalf("panicked hook called %d times", panics)
+	}
+	bystander.send(&pgproto3.Query{String: "SELECT 6"})
+	bystander.expect("T ?column?:23:0", "D 6", "C SELECT 1", "Z I")
+}

@@ -81,9 +81,8 @@ type Server struct {
 // testHooks are called at named points so tests can order races without
 // sleeping.
 type testHooks struct {
-	// statementStarted is called when a statement's cancellable context is
-	// installed, before the engine runs it.
-	statementStarted func(pid uint32)
+	// panicked is called when a connection goroutine recovered a panic.
+	panicked func(v any, stack []byte)
 }
 
 // NewServer returns a server that serves eng.
