@@ -33,6 +33,8 @@ type Binder struct {
 	// viewDepth guards against views that (through a bug elsewhere) refer
 	// to themselves.
 	viewDepth int
+	// dmlScope is the scope of an UPDATE's target joined with FROM.
+	dmlScope *scope
 }
 
 type cteDef struct {

@@ -1,0 +1,508 @@
+package binder
+
+import (
+	"strconv"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/sql/plan"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// ColumnDef is a bound column of CREATE TABLE.
+type ColumnDef struct {
+	Name    string
+	Type    types.Type
+	NotNull bool
+	// Default is the bound DEFAULT expression (already assignment-cast to
+	// Type), nil when absent; DefaultText is its SQL text for the catalog.
+	Default     expr.Expr
+	DefaultText string
+}
+
+// CreateTable is CREATE TABLE (and CREATE SOURCE-like tables WITH
+// (connector = ...)).
+type CreateTable struct {
+	Schema, Name string
+	IfNotExists  bool
+	Columns      []ColumnDef
+	// PK lists primary-key column indices in key order; nil means the
+	// table gets a hidden _row_id key (the session layer adds it).
+	PK []int
+	// Options are WITH (...) options, lower-cased keys, values as text.
+	Options map[string]string
+	// AppendOnly is set by WITH (appendonly = true).
+	AppendOnly bool
+}
+
+// ObjectType is what DROP / SHOW drops or lists.
+type ObjectType uint8
+
+const (
+	ObjTable ObjectType = iota
+	ObjView
+	ObjMaterializedView
+	ObjSource
+	ObjDatabase
+	ObjSchema
+	ObjUser
+	ObjIndex
+)
+
+func (o ObjectType) String() string {
+	return [...]string{"table", "view", "materialized view", "source", "database", "schema", "user", "index"}[o]
+}
+
+// QualName is [schema.]name.
+type QualName struct{ Schema, Name string }
+
+// Drop is DROP TABLE / VIEW / MATERIALIZED VIEW / SOURCE / DATABASE /
+// SCHEMA / USER.
+type Drop struct {
+	Type     ObjectType
+	Names    []QualName
+	IfExists bool
+	Cascade  bool
+}
+
+// CreateView is CREATE [MATERIALIZED] VIEW.
+type CreateView struct {
+	Schema, Name string
+	Materialized bool
+	IfNotExists  bool
+	OrReplace    bool
+	// Columns are the view's output columns (aliases applied; hidden
+	// columns of the plan excluded).
+	Columns plan.Schema
+	Plan    plan.Node
+	// Query is the defining SELECT as SQL text (deparsed, canonical).
+	Query string
+}
+
+// CreateDatabase is CREATE DATABASE.
+type CreateDatabase struct{ Name string }
+
+// CreateSchema is CREATE SCHEMA [IF NOT EXISTS].
+type CreateSchema struct {
+	Name        string
+	IfNotExists bool
+}
+
+// CreateUser is CREATE USER / ROLE and ALTER USER / ROLE.
+type CreateUser struct {
+	Alter bool
+	Name  string
+	// Password is nil when not given; PasswordNull is PASSWORD NULL.
+	Password     *string
+	PasswordNull bool
+	// Flags holds SUPERUSER / LOGIN / CREATEDB ... options: name -> value.
+	Flags map[string]bool
+}
+
+// SetVar is SET name = value / SET name TO DEFAULT / RESET name / RESET ALL.
+type SetVar struct {
+	Name string // lower-cased; "" for RESET ALL
+	// Value is the setting's text (list items joined by ", "); Default
+	// means SET ... TO DEFAULT or RESET.
+	Value   string
+	Default bool
+	Local   bool
+}
+
+// ShowVar is SHOW name (SHOW ALL: Name "all").
+type ShowVar struct{ Name string }
+
+// TxnKind is BEGIN / COMMIT / ROLLBACK.
+type TxnKind uint8
+
+const (
+	TxnBegin TxnKind = iota
+	TxnCommit
+	TxnRollback
+)
+
+// Transaction is BEGIN / START TRANSACTION / COMMIT / END / ROLLBACK /
+// ABORT (Runnel accepts them; there are no multi-statement write
+// transactions).
+type Transaction struct{ Kind TxnKind }
+
+func (*CreateTable) boundStmt()    {}
+func (*Drop) boundStmt()           {}
+func (*CreateView) boundStmt()     {}
+func (*CreateDatabase) boundStmt() {}
+func (*CreateSchema) boundStmt()   {}
+func (*CreateUser) boundStmt()     {}
+func (*SetVar) boundStmt()         {}
+func (*ShowVar) boundStmt()        {}
+func (*Transaction) boundStmt()    {}
+
+// deparseExpr renders an expression AST as SQL text.
+func deparseExpr(n *pg.Node) (string, error) {
+	sel := &pg.SelectStmt{TargetList: []*pg.Node{pg.MakeResTargetNodeWithVal(n, 0)}}
+	s, err := pg.Deparse(&pg.ParseResult{Version: parseTreeVersion(), Stmts: []*pg.RawStmt{{Stmt: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: sel}}}}})
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(s, "SELECT "), nil
+}
+
+// parseTreeVersion is the protobuf parse-tree version Deparse expects (the
+// version of the bundled PostgreSQL parser), read from a parse result.
+func parseTreeVersion() int32 {
+	r, err := pg.Parse("SELECT 1")
+	if err != nil {
+		return 0
+	}
+	return r.Version
+}
+
+func deparseSelect(n *pg.Node) (string, error) {
+	return pg.Deparse(&pg.ParseResult{Version: parseTreeVersion(), Stmts: []*pg.RawStmt{{Stmt: n}}})
+}
+
+// defElemString returns a DefElem's argument as text.
+func defElemString(d *pg.DefElem) string {
+	a := d.Arg
+	switch {
+	case a == nil:
+		return "true"
+	case a.GetString_() != nil:
+		return a.GetString_().Sval
+	case a.GetInteger() != nil:
+		return strconv.Itoa(int(a.GetInteger().Ival))
+	case a.GetFloat() != nil:
+		return a.GetFloat().Fval
+	case a.GetBoolean() != nil:
+		return strconv.FormatBool(a.GetBoolean().Boolval)
+	case a.GetTypeName() != nil:
+		return strings.Join(strs(a.GetTypeName().Names), ".")
+	case a.GetAConst() != nil:
+		c := a.GetAConst()
+		switch {
+		case c.GetSval() != nil:
+			return c.GetSval().Sval
+		case c.GetIval() != nil:
+			return strconv.Itoa(int(c.GetIval().Ival))
+		case c.GetFval() != nil:
+			return c.GetFval().Fval
+		case c.GetBoolval() != nil:
+			return strconv.FormatBool(c.GetBoolval().Boolval)
+		}
+	case a.GetList() != nil:
+		return strings.Join(strs(a.GetList().Items), ",")
+	}
+	return ""
+}
+
+func (b *Binder) bindCreateTable(cs *pg.CreateStmt) (Statement, error) {
+	if len(cs.InhRelations) > 0 || cs.Partspec != nil || cs.OfTypename != nil {
+		return nil, unsupported("table inheritance and partitioning are not supported")
+	}
+	if cs.Relation.Relpersistence == "t" {
+		return nil, unsupported("temporary tables are not supported")
+	}
+	ct := &CreateTable{Schema: cs.Relation.Schemaname, Name: cs.Relation.Relname, IfNotExists: cs.IfNotExists}
+	names := map[string]bool{}
+	var tableCons []*pg.Constraint
+	for _, e := range cs.TableElts {
+		if c := e.GetConstraint(); c != nil {
+			tableCons = append(tableCons, c)
+			continue
+		}
+		cd := e.GetColumnDef()
+		if cd == nil {
+			return nil, unsupported("unsupported table element")
+		}
+		if names[cd.Colname] {
+			return nil, b.errorf(cd.Location, sqlerr.DuplicateColumn, "column \"%s\" specified more than once", cd.Colname)
+		}
+		names[cd.Colname] = true
+		t, err := ResolveTypeName(cd.TypeName)
+		if err != nil {
+			return nil, b.errAt(err, cd.TypeName.Location)
+		}
+		col := ColumnDef{Name: cd.Colname, Type: t, NotNull: cd.IsNotNull}
+		idx := len(ct.Columns)
+		for _, cn := range cd.Constraints {
+			c := cn.GetConstraint()
+			switch c.Contype {
+			case pg.ConstrType_CONSTR_NOTNULL:
+				col.NotNull = true
+			case pg.ConstrType_CONSTR_NULL:
+			case pg.ConstrType_CONSTR_DEFAULT:
+				def, text, err := b.bindDefault(c.RawExpr, t, cd.Colname)
+				if err != nil {
+					return nil, err
+				}
+				col.Default, col.DefaultText = def, text
+			case pg.ConstrType_CONSTR_PRIMARY:
+				if ct.PK != nil {
+					return nil, b.errorf(c.Location, sqlerr.InvalidTableDefinition, "multiple primary keys for table \"%s\" are not allowed", ct.Name)
+				}
+				ct.PK = []int{idx}
+				col.NotNull = true
+			default:
+				return nil, b.errorf(c.Location, sqlerr.FeatureNotSupported, "column constraint %s is not supported", strings.TrimPrefix(c.Contype.String(), "CONSTR_"))
+			}
+		}
+		if cd.RawDefault != nil {
+			def, text, err := b.bindDefault(cd.RawDefault, t, cd.Colname)
+			if err != nil {
+				return nil, err
+			}
+			col.Default, col.DefaultText = def, text
+		}
+		ct.Columns = append(ct.Columns, col)
+	}
+	tableCons = append(tableCons, constraintsOf(cs.Constraints)...)
+	for _, c := range tableCons {
+		switch c.Contype {
+		case pg.ConstrType_CONSTR_PRIMARY:
+			if ct.PK != nil {
+				return nil, b.errorf(c.Location, sqlerr.InvalidTableDefinition, "multiple primary keys for table \"%s\" are not allowed", ct.Name)
+			}
+			for _, k := range strs(c.Keys) {
+				i := -1
+				for j, col := range ct.Columns {
+					if col.Name == k {
+						i = j
+					}
+				}
+				if i < 0 {
+					return nil, b.errorf(c.Location, sqlerr.UndefinedColumn, "column \"%s\" named in key does not exist", k)
+				}
+				for _, p := range ct.PK {
+					if p == i {
+						return nil, b.errorf(c.Location, sqlerr.DuplicateColumn, "column \"%s\" appears twice in primary key constraint", k)
+					}
+				}
+				ct.PK = append(ct.PK, i)
+				ct.Columns[i].NotNull = true
+			}
+		default:
+			return nil, b.errorf(c.Location, sqlerr.FeatureNotSupported, "table constraint %s is not supported", strings.TrimPrefix(c.Contype.String(), "CONSTR_"))
+		}
+	}
+	if len(cs.Options) > 0 {
+		ct.Options = map[string]string{}
+		for _, o := range cs.Options {
+			d := o.GetDefElem()
+			key := strings.ToLower(d.Defname)
+			if d.Defnamespace != "" {
+				key = strings.ToLower(d.Defnamespace) + "." + key
+			}
+			ct.Options[key] = defElemString(d)
+		}
+		if v, ok := ct.Options["appendonly"]; ok {
+			ct.AppendOnly = v == "true" || v == "on" || v == "1"
+		}
+	}
+	return ct, nil
+}
+
+func constraintsOf(ns []*pg.Node) []*pg.Constraint {
+	var out []*pg.Constraint
+	for _, n := range ns {
+		if c := n.GetConstraint(); c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// bindDefault binds a DEFAULT expression (no column references allowed)
+// and casts it to the column type.
+func (b *Binder) bindDefault(n *pg.Node, t types.Type, col string) (expr.Expr, string, error) {
+	walkErr := error(nil)
+	walkAST(n, func(x *pg.Node) bool {
+		if x.GetColumnRef() != nil && walkErr == nil {
+			walkErr = b.errorf(location(x), sqlerr.FeatureNotSupported, "cannot use column reference in DEFAULT expression")
+		}
+		if x.GetSubLink() != nil && walkErr == nil {
+			walkErr = b.errorf(location(x), sqlerr.FeatureNotSupported, "cannot use subquery in DEFAULT expression")
+		}
+		return walkErr == nil
+	})
+	if walkErr != nil {
+		return nil, "", walkErr
+	}
+	e, err := b.bindExpr(n, &exprCtx{sc: &scope{}, clause: "DEFAULT expressions"})
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := expr.NewCast(e, t, expr.CastAssignment)
+	if err != nil {
+		return nil, "", b.errorf(location(n), sqlerr.DatatypeMismatch, "column \"%s\" is of type %s but default expression is of type %s", col, t.Name(), e.Type().Name())
+	}
+	text, err := deparseExpr(n)
+	if err != nil {
+		return nil, "", sqlerr.Wrap(err, sqlerr.InternalError, "cannot render DEFAULT expression")
+	}
+	return c, text, nil
+}
+
+// BindDefault binds a column's stored DEFAULT text (catalog.Column.Default)
+// for INSERT.
+func BindDefault(text string, t types.Type) (expr.Expr, error) {
+	st, err := parseExprText(text)
+	if err != nil {
+		return nil, err
+	}
+	b := &Binder{}
+	e, err := b.bindExpr(st, &exprCtx{sc: &scope{}, clause: "DEFAULT expressions"})
+	if err != nil {
+		return nil, err
+	}
+	return expr.NewCast(e, t, expr.CastAssignment)
+}
+
+func (b *Binder) bindDrop(ds *pg.DropStmt) (Statement, error) {
+	d := &Drop{IfExists: ds.MissingOk, Cascade: ds.Behavior == pg.DropBehavior_DROP_CASCADE}
+	switch ds.RemoveType {
+	case pg.ObjectType_OBJECT_TABLE:
+		d.Type = ObjTable
+	case pg.ObjectType_OBJECT_VIEW:
+		d.Type = ObjView
+	case pg.ObjectType_OBJECT_MATVIEW:
+		d.Type = ObjMaterializedView
+	case pg.ObjectType_OBJECT_SCHEMA:
+		d.Type = ObjSchema
+	case pg.ObjectType_OBJECT_INDEX:
+		d.Type = ObjIndex
+	case pg.ObjectType_OBJECT_FOREIGN_TABLE:
+		d.Type = ObjSource
+	default:
+		return nil, unsupported("DROP %s is not supported", strings.TrimPrefix(ds.RemoveType.String(), "OBJECT_"))
+	}
+	for _, o := range ds.Objects {
+		var parts []string
+		if l := o.GetList(); l != nil {
+			parts = strs(l.Items)
+		} else if s := o.GetString_(); s != nil {
+			parts = []string{s.Sval}
+		}
+		switch len(parts) {
+		case 1:
+			d.Names = append(d.Names, QualName{Name: parts[0]})
+		case 2:
+			d.Names = append(d.Names, QualName{Schema: parts[0], Name: parts[1]})
+		case 3:
+			d.Names = append(d.Names, QualName{Schema: parts[1], Name: parts[2]})
+		default:
+			return nil, sqlerr.New(sqlerr.SyntaxError, "improper qualified name")
+		}
+	}
+	return d, nil
+}
+
+func (b *Binder) bindCreateView(name *pg.RangeVar, aliases []*pg.Node, query *pg.Node, mat, ifNotExists, replace bool) (Statement, error) {
+	sel := query.GetSelectStmt()
+	if sel == nil {
+		return nil, unsupported("views must be defined by a SELECT")
+	}
+	q, err := b.BindQuery(sel)
+	if err != nil {
+		return nil, err
+	}
+	if len(b.params) > 0 {
+		return nil, sqlerr.New(sqlerr.UndefinedParameter, "there is no parameter $1")
+	}
+	cols := visible(q.Schema())
+	if len(aliases) > len(cols) {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "CREATE VIEW specifies more column names than columns")
+	}
+	names := strs(aliases)
+	seen := map[string]bool{}
+	for i := range cols {
+		if i < len(names) {
+			cols[i].Name = names[i]
+		}
+		cols[i].Table = ""
+		if seen[cols[i].Name] {
+			return nil, sqlerr.Errorf(sqlerr.DuplicateColumn, "column \"%s\" specified more than once", cols[i].Name)
+		}
+		seen[cols[i].Name] = true
+	}
+	text, err := deparseSelect(query)
+	if err != nil {
+		return nil, sqlerr.Wrap(err, sqlerr.InternalError, "cannot render view query")
+	}
+	if len(cols) != len(q.Schema()) {
+		q = projectVisible(q)
+	}
+	q = renameSchema(q, cols)
+	return &CreateView{Schema: name.Schemaname, Name: name.Relname, Materialized: mat, IfNotExists: ifNotExists,
+		OrReplace: replace, Columns: cols, Plan: q, Query: text}, nil
+}
+
+func (b *Binder) bindRole(name string, opts []*pg.Node, alter bool) (Statement, error) {
+	u := &CreateUser{Alter: alter, Name: name, Flags: map[string]bool{}}
+	for _, o := range opts {
+		d := o.GetDefElem()
+		switch d.Defname {
+		case "password":
+			if d.Arg == nil {
+				u.PasswordNull = true
+				continue
+			}
+			p := defElemString(d)
+			u.Password = &p
+		case "superuser", "createdb", "createrole", "canlogin", "inherit", "replication", "bypassrls":
+			v := true
+			if d.Arg != nil && d.Arg.GetBoolean() != nil {
+				v = d.Arg.GetBoolean().Boolval
+			} else if d.Arg != nil && d.Arg.GetInteger() != nil {
+				v = d.Arg.GetInteger().Ival != 0
+			}
+			u.Flags[d.Defname] = v
+		default:
+			return nil, unsupported("role option %s is not supported", d.Defname)
+		}
+	}
+	return u, nil
+}
+
+func (b *Binder) bindSet(vs *pg.VariableSetStmt) (Statement, error) {
+	s := &SetVar{Name: strings.ToLower(vs.Name), Local: vs.IsLocal}
+	switch vs.Kind {
+	case pg.VariableSetKind_VAR_SET_VALUE:
+		var parts []string
+		for _, a := range vs.Args {
+			c := a.GetAConst()
+			switch {
+			case c == nil && a.GetTypeCast() != nil:
+				// SET TIME ZONE INTERVAL '...': keep the literal.
+				if ac := a.GetTypeCast().Arg.GetAConst(); ac != nil && ac.GetSval() != nil {
+					parts = append(parts, ac.GetSval().Sval)
+				}
+			case c == nil:
+				return nil, unsupported("unsupported SET value")
+			case c.GetSval() != nil:
+				parts = append(parts, c.GetSval().Sval)
+			case c.GetIval() != nil:
+				parts = append(parts, strconv.Itoa(int(c.GetIval().Ival)))
+			case c.GetFval() != nil:
+				parts = append(parts, c.GetFval().Fval)
+			case c.GetBoolval() != nil:
+				parts = append(parts, strconv.FormatBool(c.GetBoolval().Boolval))
+			}
+		}
+		s.Value = strings.Join(parts, ", ")
+	case pg.VariableSetKind_VAR_SET_DEFAULT, pg.VariableSetKind_VAR_RESET:
+		s.Default = true
+	case pg.VariableSetKind_VAR_RESET_ALL:
+		s.Name, s.Default = "", true
+	case pg.VariableSetKind_VAR_SET_MULTI:
+		switch s.Name {
+		case "transaction", "session characteristics":
+			return &SetVar{Name: "transaction"}, nil
+		}
+		return nil, unsupported("SET %s is not supported", s.Name)
+	default:
+		return nil, unsupported("this form of SET is not supported")
+	}
+	return s, nil
+}
