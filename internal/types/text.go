@@ -3,6 +3,7 @@ package types
 import (
 	"math"
 	"math/big"
+	mbits "math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -553,9 +554,10 @@ func appendFloat(buf []byte, f float64, bits int) []byte {
 // isHalfwayDecimal reports whether the decimal e ("[-]d.ddde±x") lies
 // exactly halfway between f and one of its float neighbours. Cheap
 // filters rule out almost every value before exact arithmetic: a halfway
-// point is a dyadic rational, so a decimal with k fractional digits must
-// have a significand divisible by 5^k, and an integer can only be halfway
-// where the float spacing exceeds 1.
+// point of a normal float is (2M±1)·2^k with M its 53-bit (24-bit)
+// significand, so it is a dyadic rational whose odd part is at least 2^52
+// (2^23). A decimal sig·10^-n is dyadic only if 5^n divides sig, and its
+// odd part is then the odd part of sig/5^n.
 func isHalfwayDecimal(e []byte, f float64, bits int) bool {
 	var sig uint64
 	nd, exp, frac := 0, 0, 0
@@ -588,6 +590,15 @@ func isHalfwayDecimal(e []byte, f float64, bits int) bool {
 		if sig%p5 != 0 {
 			return false
 		}
+		q := sig / p5
+		minOdd := uint64(1) << 52
+		minNormal := 2.2250738585072014e-308
+		if bits == 32 {
+			minOdd, minNormal = 1<<23, 1.1754943508222875e-38
+		}
+		if q == 0 || (q>>mbits.TrailingZeros64(q) < minOdd && math.Abs(f) >= minNormal) {
+			return false
+		}
 	} else {
 		limit := 9007199254740992.0 // 2^53
 		if bits == 32 {
@@ -595,6 +606,20 @@ func isHalfwayDecimal(e []byte, f float64, bits int) bool {
 		}
 		if math.Abs(f) < limit {
 			return false
+		}
+		minOdd := uint64(1) << 52
+		if bits == 32 {
+			minOdd = 1 << 23
+		}
+		if scale <= 27 && sig != 0 {
+			p5 := uint64(1)
+			for k := 0; k < scale; k++ {
+				p5 *= 5
+			}
+			hi, lo := mbits.Mul64(sig>>mbits.TrailingZeros64(sig), p5)
+			if hi == 0 && lo < minOdd {
+				return false
+			}
 		}
 	}
 	d := new(big.Rat).SetInt(new(big.Int).SetUint64(sig))

@@ -185,8 +185,8 @@ func (t Type) Name() string {
 	case KindFloat64:
 		return "double precision"
 	case KindNumeric:
-		if t.Mod >= 0 {
-			return fmt.Sprintf("numeric(%d,%d)", t.Mod>>16, t.Mod&0xffff)
+		if p, s, ok := NumericPrecisionScale(t.Mod); ok {
+			return fmt.Sprintf("numeric(%d,%d)", p, s)
 		}
 		return "numeric"
 	case KindVarchar:
@@ -202,10 +202,19 @@ func (t Type) Name() string {
 	case KindDate:
 		return "date"
 	case KindTime:
+		if t.Mod >= 0 {
+			return fmt.Sprintf("time(%d) without time zone", t.Mod)
+		}
 		return "time without time zone"
 	case KindTimestamp:
+		if t.Mod >= 0 {
+			return fmt.Sprintf("timestamp(%d) without time zone", t.Mod)
+		}
 		return "timestamp without time zone"
 	case KindTimestamptz:
+		if t.Mod >= 0 {
+			return fmt.Sprintf("timestamp(%d) with time zone", t.Mod)
+		}
 		return "timestamp with time zone"
 	case KindInterval:
 		return "interval"

@@ -1,0 +1,38 @@
+package types
+
+import "testing"
+
+func TestPGTypmodRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		t    Type
+		want int32
+		name string
+	}{
+		{Type{Kind: KindVarchar, Mod: 10}, 14, "character varying(10)"},
+		{Type{Kind: KindNumeric, Mod: NumericTypmod(10, 2)}, 10<<16 | 2 + 4, "numeric(10,2)"},
+		{Type{Kind: KindNumeric, Mod: NumericTypmod(3, -1)}, 3<<16 | 0x7ff + 4, "numeric(3,-1)"},
+		{Type{Kind: KindTimestamptz, Mod: 3}, 3, "timestamp(3) with time zone"},
+		{Varchar, -1, "character varying"},
+		{Text, -1, "text"},
+	} {
+		if got := c.t.PGTypmod(); got != c.want {
+			t.Errorf("%s.PGTypmod() = %d; want %d", c.t, got, c.want)
+		}
+		back := Type{Kind: c.t.Kind, Text: c.t.Text}.WithPGTypmod(c.want)
+		if back != c.t {
+			t.Errorf("WithPGTypmod(%d) = %+v; want %+v", c.want, back, c.t)
+		}
+		if c.t.Name() != c.name {
+			t.Errorf("Name() = %q; want %q", c.t.Name(), c.name)
+		}
+	}
+	if _, err := Numeric.MakeTypmod([]int64{0}); err == nil {
+		t.Errorf("numeric(0) accepted")
+	}
+	if ty, err := Numeric.MakeTypmod([]int64{5}); err != nil || ty.Name() != "numeric(5,0)" {
+		t.Errorf("numeric(5) = %v, %v", ty, err)
+	}
+	if _, err := Varchar.MakeTypmod([]int64{0}); err == nil {
+		t.Errorf("varchar(0) accepted")
+	}
+}
