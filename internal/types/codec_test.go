@@ -447,3 +447,20 @@ func seqCols(n int) []int {
 var goldenVnodes = []uint16{91, 244, 108, 85, 69, 166, 136, 130, 231, 168}
 
 const goldenHelloHash = 0x51a6c1e8dd7fbb0
+
+func TestValueSingleRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewSource(testSeed(t)))
+	for _, typ := range allTypes {
+		for n := 0; n < 200; n++ {
+			d := NullDatum
+			if r.Intn(8) > 0 {
+				d = randDatum(r, typ)
+			}
+			enc := AppendValue(nil, d)
+			got, rest, err := DecodeValue(append(enc, 0x5A), typ)
+			if err != nil || !sameDatum(got, d) || len(rest) != 1 || rest[0] != 0x5A {
+				t.Fatalf("%s: DecodeValue(AppendValue(%v)) = %v, rest %x, %v", typ, d, got, rest, err)
+			}
+		}
+	}
+}

@@ -299,3 +299,36 @@ func (r *valueReader) numeric() Datum {
 	}
 	return DNumeric(d)
 }
+
+// AppendValue appends one datum in the value encoding, preceded by a flag
+// byte (0 NULL, 1 value). Unlike the key encoding it is exact: numerics
+// keep their scale, -0 stays -0, intervals keep months/days/micros. Use it
+// for aggregate and executor state that must give back the same value.
+func AppendValue(buf []byte, d Datum) []byte {
+	if d.k == KindNull {
+		return append(buf, 0)
+	}
+	buf = append(buf, 1)
+	return appendValueDatum(buf, d)
+}
+
+// DecodeValue decodes one datum written by AppendValue for type t and
+// returns it with the remaining bytes.
+func DecodeValue(b []byte, t Type) (Datum, []byte, error) {
+	if len(b) == 0 {
+		return NullDatum, nil, fmt.Errorf("%w: empty value", ErrValueCorrupt)
+	}
+	switch b[0] {
+	case 0:
+		return NullDatum, b[1:], nil
+	case 1:
+	default:
+		return NullDatum, nil, fmt.Errorf("%w: bad value flag %#x", ErrValueCorrupt, b[0])
+	}
+	r := valueReader{b: b, off: 1}
+	d := r.datum(t)
+	if r.err != nil {
+		return NullDatum, nil, fmt.Errorf("%s: %w", t.Name(), r.err)
+	}
+	return d, b[r.off:], nil
+}
