@@ -1,0 +1,491 @@
+package streamplan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/sql/plan"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// Build turns a view's logical plan into a stream plan ending in a
+// Materialize node. Operators Runnel cannot maintain incrementally yet are
+// rejected with 0A000 naming the construct.
+func Build(root plan.Node) (*Node, error) {
+	b := &builder{}
+	n, err := b.build(root)
+	if err != nil {
+		return nil, err
+	}
+	return b.materialize(n), nil
+}
+
+type builder struct{}
+
+func (b *builder) build(n plan.Node) (*Node, error) {
+	if err := checkNode(n); err != nil {
+		return nil, err
+	}
+	switch n := n.(type) {
+	case *plan.Scan:
+		rel := n.Rel
+		if rel.Kind != catalog.KindTable && rel.Kind != catalog.KindMaterializedView && rel.Kind != catalog.KindSource {
+			return nil, unsupported("reading %s %q in a materialized view is not supported", rel.Kind, rel.Name)
+		}
+		scan := &Node{Op: OpScan, Rel: rel, Schema: n.Out, Key: slices.Clone(rel.PK), Dist: Dist{Kind: DistAny}}
+		if n.Filter != nil {
+			return b.filter(scan, n.Filter), nil
+		}
+		return scan, nil
+	case *plan.Filter:
+		in, err := b.build(n.Input)
+		if err != nil {
+			return nil, err
+		}
+		return b.filter(in, n.Cond), nil
+	case *plan.Project:
+		in, err := b.build(n.Input)
+		if err != nil {
+			return nil, err
+		}
+		return b.project(in, n.Exprs, n.Out), nil
+	case *plan.Aggregate:
+		return b.aggregate(n)
+	case *plan.Join:
+		return b.join(n)
+	case *plan.Sort:
+		// A materialized view has no order; ORDER BY alone changes nothing
+		// that a later query cannot ask for.
+		return b.build(n.Input)
+	case *plan.TopN:
+		return b.topN(n.Input, n.Keys, n.Limit, n.Offset)
+	case *plan.Limit:
+		return b.topN(n.Input, nil, n.Limit, n.Offset)
+	case *plan.Distinct:
+		if n.On != nil {
+			return nil, unsupported("DISTINCT ON in a materialized view is not supported yet")
+		}
+		in, err := b.build(n.Input)
+		if err != nil {
+			return nil, err
+		}
+		return b.distinct(in, len(n.Input.Schema())), nil
+	case *plan.SetOp:
+		return b.setOp(n)
+	case *plan.Values:
+		return nil, unsupported("VALUES in a materialized view is not supported yet")
+	case *plan.TableFunc:
+		return nil, unsupported("set-returning function %s in a materialized view is not supported yet", n.Name)
+	case *plan.Window:
+		return nil, unsupported("window functions in a materialized view are not supported yet")
+	}
+	return nil, unsupported("%T in a materialized view is not supported", n)
+}
+
+// checkNode applies checkStreamable to a node's expressions.
+func checkNode(n plan.Node) error {
+	switch n := n.(type) {
+	case *plan.Scan:
+		return checkStreamable(n.Filter)
+	case *plan.Filter:
+		return checkStreamable(n.Cond)
+	case *plan.Project:
+		return checkStreamable(n.Exprs...)
+	case *plan.Aggregate:
+		if err := checkStreamable(n.GroupBy...); err != nil {
+			return err
+		}
+		for _, a := range n.Aggs {
+			if err := checkStreamable(append(a.Args, a.Filter)...); err != nil {
+				return err
+			}
+		}
+	case *plan.Join:
+		return checkStreamable(append(append(n.LeftKeys, n.RightKeys...), n.Cond)...)
+	}
+	return nil
+}
+
+// checkStreamable refuses expressions that a streaming executor cannot
+// evaluate row by row: subqueries (they would need to re-run a query for
+// every change).
+func checkStreamable(es ...expr.Expr) error {
+	for _, e := range es {
+		// Bound expressions are opaque; subquery nodes render with a
+		// "(subquery)" label (plan.Subquery), which is how we see them.
+		if e != nil && strings.Contains(e.String(), "(subquery)") {
+			return unsupported("subqueries in expressions of a materialized view are not supported yet (write them as joins)")
+		}
+	}
+	return nil
+}
+
+func (b *builder) filter(in *Node, cond expr.Expr) *Node {
+	return &Node{Op: OpFilter, Inputs: []*Node{in}, Schema: in.Schema, Key: in.Key, Dist: in.Dist, Cond: cond}
+}
+
+// project computes exprs over in and keeps in's stream key, appending
+// hidden column references where exprs drop key columns.
+func (b *builder) project(in *Node, exprs []expr.Expr, out plan.Schema) *Node {
+	exprs = slices.Clone(exprs)
+	out = slices.Clone(out)
+	pos := func(col int) int {
+		for j, e := range exprs {
+			if c, ok := e.(*expr.ColumnRef); ok && c.Index == col {
+				return j
+			}
+		}
+		return -1
+	}
+	key := make([]int, len(in.Key))
+	for i, k := range in.Key {
+		j := pos(k)
+		if j < 0 {
+			c := in.Schema[k]
+			exprs = append(exprs, &expr.ColumnRef{Index: k, Typ: c.Type, Name: c.Name})
+			out = append(out, plan.Column{Name: c.Name, Type: c.Type, Table: c.Table, Hidden: true})
+			j = len(exprs) - 1
+		}
+		key[i] = j
+	}
+	dist := Dist{Kind: in.Dist.Kind}
+	if in.Dist.Kind == DistHash {
+		for _, k := range in.Dist.Keys {
+			j := pos(k)
+			if j < 0 {
+				dist = Dist{Kind: DistAny}
+				break
+			}
+			dist.Keys = append(dist.Keys, j)
+		}
+	}
+	return &Node{Op: OpProject, Inputs: []*Node{in}, Schema: out, Key: key, Dist: dist, Exprs: exprs}
+}
+
+// colRefs returns column references to cols of in.
+func colRefs(in *Node, cols []int) []expr.Expr {
+	out := make([]expr.Expr, len(cols))
+	for i, c := range cols {
+		out[i] = &expr.ColumnRef{Index: c, Typ: in.Schema[c].Type, Name: in.Schema[c].Name}
+	}
+	return out
+}
+
+func seq(from, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = from + i
+	}
+	return out
+}
+
+// exchange redistributes in unless it is already distributed as d needs.
+func exchange(in *Node, d Dist) *Node {
+	if satisfies(in.Dist, d) {
+		return in
+	}
+	return &Node{Op: OpExchange, Inputs: []*Node{in}, Schema: in.Schema, Key: in.Key, Dist: d}
+}
+
+// satisfies reports whether rows distributed by have are where need wants
+// them. Hash distributions must match exactly: state tables compute vnodes
+// from their distribution key, so an actor's rows must hash to the vnodes
+// it owns by that same key.
+func satisfies(have, need Dist) bool {
+	switch need.Kind {
+	case DistSingle:
+		return have.Kind == DistSingle
+	case DistHash:
+		return have.Kind == DistHash && slices.Equal(have.Keys, need.Keys)
+	}
+	return true
+}
+
+// aggregate plans GROUP BY: a projection computing group keys, aggregate
+// arguments and the input key as columns, an exchange by the group key,
+// and a hash (or, without GROUP BY, a singleton) aggregation.
+func (b *builder) aggregate(n *plan.Aggregate) (*Node, error) {
+	in, err := b.build(n.Input)
+	if err != nil {
+		return nil, err
+	}
+	var exprs []expr.Expr
+	var out plan.Schema
+	add := func(e expr.Expr, name string) int {
+		exprs = append(exprs, e)
+		out = append(out, plan.Column{Name: name, Type: e.Type()})
+		return len(exprs) - 1
+	}
+	for i, g := range n.GroupBy {
+		add(g, fmt.Sprintf("group_%d", i))
+	}
+	specs := make([]AggSpec, len(n.Aggs))
+	for i, a := range n.Aggs {
+		if len(a.OrderBy) > 0 {
+			return nil, unsupported("ORDER BY inside aggregate %s in a materialized view is not supported yet", a.Name)
+		}
+		s := AggSpec{Call: a, Filter: -1}
+		for j, arg := range a.Args {
+			s.Args = append(s.Args, add(arg, fmt.Sprintf("agg_%d_arg_%d", i, j)))
+		}
+		if a.Filter != nil {
+			s.Filter = add(a.Filter, fmt.Sprintf("agg_%d_filter", i))
+		}
+		specs[i] = s
+	}
+	var inKey []int
+	for _, k := range in.Key {
+		c := in.Schema[k]
+		inKey = append(inKey, add(&expr.ColumnRef{Index: k, Typ: c.Type, Name: c.Name}, c.Name))
+	}
+	pre := &Node{Op: OpProject, Inputs: []*Node{in}, Schema: out, Key: inKey, Dist: Dist{Kind: DistAny}, Exprs: exprs}
+	g := len(n.GroupBy)
+	if g == 0 {
+		ex := exchange(pre, Dist{Kind: DistSingle})
+		return &Node{Op: OpSimpleAgg, Inputs: []*Node{ex}, Schema: n.Out, Key: []int{}, Dist: Dist{Kind: DistSingle},
+			Aggs: specs, InputKey: inKey}, nil
+	}
+	ex := exchange(pre, Dist{Kind: DistHash, Keys: seq(0, g)})
+	return &Node{Op: OpHashAgg, Inputs: []*Node{ex}, Schema: n.Out, Key: seq(0, g), Dist: Dist{Kind: DistHash, Keys: seq(0, g)},
+		GroupKey: seq(0, g), Aggs: specs, InputKey: inKey}, nil
+}
+
+// join plans an equi-join: each side projected to carry its join keys as
+// columns, exchanged by them, joined, then projected to the logical output
+// plus both sides' stream keys.
+func (b *builder) join(n *plan.Join) (*Node, error) {
+	switch n.Kind {
+	case plan.InnerJoin, plan.LeftJoin, plan.RightJoin, plan.FullJoin:
+	default:
+		return nil, unsupported("%s join (IN / EXISTS subqueries) in a materialized view is not supported yet", n.Kind)
+	}
+	if len(n.LeftKeys) == 0 {
+		return nil, unsupported("a join without an equality condition in a materialized view is not supported yet")
+	}
+	l, err := b.build(n.Left)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.build(n.Right)
+	if err != nil {
+		return nil, err
+	}
+	nl, nr := len(n.Left.Schema()), len(n.Right.Schema())
+	withKeys := func(side *Node, keys []expr.Expr) (*Node, []int) {
+		exprs := colRefs(side, seq(0, len(side.Schema)))
+		out := slices.Clone(side.Schema)
+		var idx []int
+		for i, k := range keys {
+			exprs = append(exprs, k)
+			out = append(out, plan.Column{Name: fmt.Sprintf("join_key_%d", i), Type: k.Type(), Hidden: true})
+			idx = append(idx, len(exprs)-1)
+		}
+		p := &Node{Op: OpProject, Inputs: []*Node{side}, Schema: out, Key: side.Key, Dist: side.Dist, Exprs: exprs}
+		return exchange(p, Dist{Kind: DistHash, Keys: idx}), idx
+	}
+	lp, lk := withKeys(l, n.LeftKeys)
+	rp, rk := withKeys(r, n.RightKeys)
+	wl := len(lp.Schema)
+	// The residual condition was bound against left logical ++ right
+	// logical columns; the join evaluates it over the physical rows.
+	var cond expr.Expr
+	if n.Cond != nil {
+		mapping := make([]int, nl+nr)
+		for i := 0; i < nl; i++ {
+			mapping[i] = i
+		}
+		for i := 0; i < nr; i++ {
+			mapping[nl+i] = wl + i
+		}
+		cond = Remap(n.Cond, mapping)
+	}
+	joinSchema := append(slices.Clone(lp.Schema), rp.Schema...)
+	key := slices.Clone(l.Key)
+	for _, k := range r.Key {
+		key = append(key, wl+k)
+	}
+	j := &Node{Op: OpHashJoin, Inputs: []*Node{lp, rp}, Schema: joinSchema, Key: key,
+		Dist: Dist{Kind: DistHash, Keys: lk}, JoinKind: n.Kind, LeftKeys: lk, RightKeys: rk, Cond: cond}
+	if n.Kind == plan.RightJoin || n.Kind == plan.FullJoin {
+		// NULL-padded left rows hash nowhere in particular.
+		j.Dist = Dist{Kind: DistAny}
+	}
+	// Shape the output: logical columns, then the stream key.
+	outCols := seq(0, nl)
+	for i := 0; i < nr; i++ {
+		outCols = append(outCols, wl+i)
+	}
+	return b.project(j, colRefs(j, outCols), n.Out), nil
+}
+
+// constInt evaluates a constant LIMIT/OFFSET expression.
+func constInt(e expr.Expr, what string) (int64, error) {
+	if e == nil {
+		return -1, nil
+	}
+	d, err := e.Eval(&expr.EvalContext{}, nil)
+	if err != nil {
+		return 0, unsupported("%s must be a constant in a materialized view", what)
+	}
+	if d.IsNull() {
+		return -1, nil
+	}
+	switch d.Kind() {
+	case types.KindInt16, types.KindInt32, types.KindInt64:
+		if d.Int() < 0 {
+			return 0, unsupported("%s must not be negative", what)
+		}
+		return d.Int(), nil
+	}
+	return 0, unsupported("%s must be an integer constant in a materialized view", what)
+}
+
+func (b *builder) topN(input plan.Node, keys []plan.SortKey, limitE, offsetE expr.Expr) (*Node, error) {
+	limit, err := constInt(limitE, "LIMIT")
+	if err != nil {
+		return nil, err
+	}
+	offset, err := constInt(offsetE, "OFFSET")
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 {
+		offset = 0
+	}
+	if limit < 0 && offset == 0 {
+		return b.build(input)
+	}
+	in, err := b.build(input)
+	if err != nil {
+		return nil, err
+	}
+	// Order columns: the sort expressions, then the stream key (a total
+	// order, so ties break the same way on every recomputation).
+	exprs := colRefs(in, seq(0, len(in.Schema)))
+	out := slices.Clone(in.Schema)
+	var order []OrderCol
+	for i, k := range keys {
+		if c, ok := k.Expr.(*expr.ColumnRef); ok {
+			order = append(order, OrderCol{Col: c.Index, Desc: k.Desc, NullsFirst: k.NullsFirst})
+			continue
+		}
+		exprs = append(exprs, k.Expr)
+		out = append(out, plan.Column{Name: fmt.Sprintf("order_%d", i), Type: k.Expr.Type(), Hidden: true})
+		order = append(order, OrderCol{Col: len(exprs) - 1, Desc: k.Desc, NullsFirst: k.NullsFirst})
+	}
+	for _, k := range in.Key {
+		order = append(order, OrderCol{Col: k})
+	}
+	pre := in
+	if len(exprs) > len(in.Schema) {
+		pre = &Node{Op: OpProject, Inputs: []*Node{in}, Schema: out, Key: in.Key, Dist: in.Dist, Exprs: exprs}
+	}
+	ex := exchange(pre, Dist{Kind: DistSingle})
+	return &Node{Op: OpTopN, Inputs: []*Node{ex}, Schema: pre.Schema, Key: pre.Key, Dist: Dist{Kind: DistSingle},
+		Order: order, Limit: limit, Offset: offset, InputKey: pre.Key}, nil
+}
+
+// distinct keeps one row per distinct value of the first n columns.
+func (b *builder) distinct(in *Node, n int) *Node {
+	logical := in
+	if len(in.Schema) != n {
+		logical = &Node{Op: OpProject, Inputs: []*Node{in}, Schema: in.Schema[:n], Key: nil, Dist: Dist{Kind: DistAny},
+			Exprs: colRefs(in, seq(0, n))}
+	}
+	ex := exchange(logical, Dist{Kind: DistHash, Keys: seq(0, n)})
+	return &Node{Op: OpDistinct, Inputs: []*Node{ex}, Schema: in.Schema[:n], Key: seq(0, n),
+		Dist: Dist{Kind: DistHash, Keys: seq(0, n)}, GroupKey: seq(0, n), InputKey: in.Key}
+}
+
+// setOp plans UNION [ALL]: each branch projects the logical columns, every
+// branch's stream key (NULL in the other branches) and its branch number,
+// which together identify a row of the union.
+func (b *builder) setOp(n *plan.SetOp) (*Node, error) {
+	if n.Kind != plan.Union {
+		return nil, unsupported("%s in a materialized view is not supported yet", n.Kind)
+	}
+	var branches []plan.Node
+	var flatten func(p plan.Node)
+	flatten = func(p plan.Node) {
+		if s, ok := p.(*plan.SetOp); ok && s.Kind == plan.Union && s.All {
+			flatten(s.Left)
+			flatten(s.Right)
+			return
+		}
+		branches = append(branches, p)
+	}
+	if n.All {
+		flatten(n.Left)
+		flatten(n.Right)
+	} else {
+		branches = []plan.Node{n.Left, n.Right}
+	}
+	ins := make([]*Node, len(branches))
+	for i, br := range branches {
+		in, err := b.build(br)
+		if err != nil {
+			return nil, err
+		}
+		ins[i] = in
+	}
+	width := len(n.Out)
+	schema := slices.Clone(n.Out)
+	keyStart := make([]int, len(ins))
+	for i, in := range ins {
+		keyStart[i] = len(schema)
+		for _, k := range in.Key {
+			c := in.Schema[k]
+			schema = append(schema, plan.Column{Name: fmt.Sprintf("branch_%d_%s", i, c.Name), Type: c.Type, Hidden: true})
+		}
+	}
+	schema = append(schema, plan.Column{Name: "branch", Type: types.Int32, Hidden: true})
+	key := seq(width, len(schema)-width)
+	var projected []*Node
+	for i, in := range ins {
+		exprs := colRefs(in, seq(0, width))
+		for j, other := range ins {
+			for _, k := range other.Key {
+				if j == i {
+					exprs = append(exprs, &expr.ColumnRef{Index: k, Typ: in.Schema[k].Type, Name: in.Schema[k].Name})
+				} else {
+					exprs = append(exprs, &expr.Const{Value: types.NullDatum, Typ: other.Schema[k].Type})
+				}
+			}
+		}
+		exprs = append(exprs, &expr.Const{Value: types.DInt32(int32(i)), Typ: types.Int32})
+		projected = append(projected, &Node{Op: OpProject, Inputs: []*Node{in}, Schema: schema, Key: key, Dist: Dist{Kind: DistAny}, Exprs: exprs})
+	}
+	u := &Node{Op: OpUnionAll, Inputs: projected, Schema: schema, Key: key, Dist: Dist{Kind: DistAny}}
+	if n.All {
+		return u, nil
+	}
+	return b.distinct(u, width), nil
+}
+
+// materialize ends the plan: rows are hashed by the stream key (unless
+// already colocated by it) and written to the view's state table.
+func (b *builder) materialize(in *Node) *Node {
+	var in2 *Node
+	switch {
+	case in.Dist.Kind == DistSingle || len(in.Key) == 0:
+		in2 = exchange(in, Dist{Kind: DistSingle})
+	default:
+		in2 = in
+		if in.Dist.Kind != DistHash || !subset(in.Dist.Keys, in.Key) {
+			in2 = exchange(in, Dist{Kind: DistHash, Keys: in.Key})
+		}
+	}
+	return &Node{Op: OpMaterialize, Inputs: []*Node{in2}, Schema: in.Schema, Key: in.Key, Dist: in2.Dist}
+}
+
+func subset(a, b []int) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}

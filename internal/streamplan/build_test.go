@@ -1,0 +1,95 @@
+package streamplan
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/sql"
+	"github.com/runneldb/runnel/internal/sql/parser"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+type fakeCatalog map[string]*catalog.Relation
+
+func (c fakeCatalog) ResolveRelation(schema, name string) (*catalog.Relation, error) {
+	if r, ok := c[name]; ok {
+		return r, nil
+	}
+	return nil, sqlerr.Errorf(sqlerr.UndefinedTable, "relation %q does not exist", name)
+}
+
+func testCatalog() fakeCatalog {
+	return fakeCatalog{
+		"t": {ID: 1, Name: "t", Kind: catalog.KindTable, StateTable: 11, PK: []int{0}, DistKey: []int{0},
+			Columns: []catalog.Column{{Name: "id", Type: types.Int32}, {Name: "g", Type: types.Int32}, {Name: "v", Type: types.Int64}}},
+		"u": {ID: 2, Name: "u", Kind: catalog.KindTable, StateTable: 12, PK: []int{2}, DistKey: []int{2},
+			Columns: []catalog.Column{{Name: "tid", Type: types.Int32}, {Name: "w", Type: types.Varchar}, {Name: "_row_id", Type: types.Int64, Hidden: true}}},
+	}
+}
+
+func planFor(t *testing.T, query string) (*Node, error) {
+	t.Helper()
+	st, err := parser.ParseOne(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sql.Prepare(testCatalog(), st, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return Build(p.Plan)
+}
+
+// Every plan keeps a stream key that identifies its rows and exchanges
+// data where an operator needs it colocated.
+func TestBuildKeysAndExchanges(t *testing.T) {
+	cases := []struct {
+		query string
+		// want lists substrings that must appear in order in the EXPLAIN text.
+		want []string
+	}{
+		{"SELECT v FROM t WHERE v > 1", []string{"StreamMaterialize", "key: [1]", "StreamProject", "StreamFilter", "StreamScan t"}},
+		{"SELECT g, sum(v), count(*) FROM t GROUP BY g", []string{"StreamMaterialize", "key: [0]", "StreamHashAgg", "StreamExchange dist hash[0]", "StreamProject"}},
+		{"SELECT count(*) FROM t", []string{"StreamMaterialize", "dist: single", "StreamSimpleAgg", "StreamExchange dist single"}},
+		{"SELECT t.v, u.w FROM t JOIN u ON t.id = u.tid", []string{"StreamMaterialize", "StreamProject", "StreamHashJoin Inner", "StreamExchange dist hash[3]", "StreamScan t", "StreamExchange dist hash[3]", "StreamScan u"}},
+		{"SELECT v FROM t ORDER BY v DESC LIMIT 3", []string{"StreamMaterialize", "StreamTopN", "limit 3", "StreamExchange dist single"}},
+		{"SELECT g FROM t UNION ALL SELECT tid FROM u", []string{"StreamMaterialize", "StreamUnionAll"}},
+		{"SELECT DISTINCT g FROM t", []string{"StreamMaterialize", "StreamDistinct", "StreamExchange dist hash[0]"}},
+	}
+	for _, c := range cases {
+		n, err := planFor(t, c.query)
+		if err != nil {
+			t.Errorf("%s: %v", c.query, err)
+			continue
+		}
+		text := strings.Join(Format(n), "\n")
+		rest := text
+		for _, w := range c.want {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				t.Errorf("%s: plan lacks %q (in order):\n%s", c.query, w, text)
+				break
+			}
+			rest = rest[i+len(w):]
+		}
+		if len(n.Key) == 0 && n.Dist.Kind != DistSingle {
+			t.Errorf("%s: empty stream key on a distributed view:\n%s", c.query, text)
+		}
+	}
+}
+
+// Constructs without incremental maintenance are refused with 0A000.
+func TestBuildRejectsUnsupported(t *testing.T) {
+	for _, q := range []string{
+		"SELECT id, row_number() OVER (ORDER BY v) FROM t",
+		"SELECT * FROM t WHERE id IN (SELECT tid FROM u)",
+		"SELECT g FROM t INTERSECT SELECT tid FROM u",
+	} {
+		_, err := planFor(t, q)
+		if sqlerr.Code(err) != sqlerr.FeatureNotSupported {
+			t.Errorf("%s: err = %v; want 0A000", q, err)
+		}
+	}
+}

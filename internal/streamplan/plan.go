@@ -1,0 +1,174 @@
+package streamplan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/sql/plan"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// DistKind says how a node's rows are spread over actors.
+type DistKind uint8
+
+const (
+	// DistAny: spread in a way no operator can rely on.
+	DistAny DistKind = iota
+	// DistSingle: all rows in one actor.
+	DistSingle
+	// DistHash: rows hashed by Keys to vnodes, vnodes owned by actors.
+	DistHash
+)
+
+// Dist is a distribution.
+type Dist struct {
+	Kind DistKind
+	Keys []int
+}
+
+func (d Dist) String() string {
+	switch d.Kind {
+	case DistSingle:
+		return "single"
+	case DistHash:
+		return fmt.Sprintf("hash%v", d.Keys)
+	}
+	return "any"
+}
+
+// Op is a stream operator.
+type Op uint8
+
+const (
+	OpScan Op = iota // an upstream table or materialized view, backfilled
+	OpFilter
+	OpProject
+	OpHashAgg
+	OpSimpleAgg
+	OpHashJoin
+	OpTopN
+	OpDistinct
+	OpUnionAll
+	OpExchange
+	OpMaterialize
+)
+
+var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize"}
+
+func (o Op) String() string { return opNames[o] }
+
+// AggSpec is one aggregate call over column indices of the input.
+type AggSpec struct {
+	Call *plan.AggCall
+	Args []int
+	// Filter is the column holding the FILTER condition, -1 when none.
+	Filter int
+}
+
+// OrderCol is one ORDER BY column.
+type OrderCol struct {
+	Col        int
+	Desc       bool
+	NullsFirst bool
+}
+
+// Node is a stream plan node.
+type Node struct {
+	Op     Op
+	Inputs []*Node
+	// Schema is the physical output: logical columns, then hidden key
+	// columns.
+	Schema plan.Schema
+	// Key is the stream key: output columns identifying a row.
+	Key  []int
+	Dist Dist
+
+	Rel      *catalog.Relation // OpScan
+	Exprs    []expr.Expr       // OpProject
+	Cond     expr.Expr         // OpFilter; OpHashJoin's residual (over left ++ right physical rows)
+	GroupKey []int             // OpHashAgg
+	Aggs     []AggSpec         // OpHashAgg, OpSimpleAgg
+	// InputKey is the input's stream key (OpHashAgg, OpSimpleAgg, OpTopN,
+	// OpDistinct): stateful operators key their input rows by it.
+	InputKey  []int
+	JoinKind  plan.JoinKind
+	LeftKeys  []int // OpHashJoin, over the left input
+	RightKeys []int // over the right input
+	Order     []OrderCol
+	Limit     int64 // OpTopN; -1: no limit
+	Offset    int64
+
+	// StateTables lists the state tables the operator owns, in plan order.
+	StateTables []catalog.TableID
+}
+
+// Types returns the node's physical column types.
+func (n *Node) Types() []types.Type { return n.Schema.Types() }
+
+// Describe renders the node for EXPLAIN.
+func (n *Node) Describe() string {
+	var b strings.Builder
+	b.WriteString("Stream")
+	b.WriteString(n.Op.String())
+	switch n.Op {
+	case OpScan:
+		fmt.Fprintf(&b, " %s", n.Rel.Name)
+	case OpFilter:
+		fmt.Fprintf(&b, " %s", n.Cond)
+	case OpProject:
+		parts := make([]string, len(n.Exprs))
+		for i, e := range n.Exprs {
+			parts[i] = e.String()
+		}
+		fmt.Fprintf(&b, " %s", strings.Join(parts, ", "))
+	case OpHashAgg, OpSimpleAgg:
+		parts := make([]string, len(n.Aggs))
+		for i, a := range n.Aggs {
+			parts[i] = a.Call.String()
+		}
+		if n.Op == OpHashAgg {
+			fmt.Fprintf(&b, " group key %v", n.GroupKey)
+		}
+		fmt.Fprintf(&b, " aggs [%s]", strings.Join(parts, ", "))
+	case OpHashJoin:
+		fmt.Fprintf(&b, " %s keys %v = %v", n.JoinKind, n.LeftKeys, n.RightKeys)
+		if n.Cond != nil {
+			fmt.Fprintf(&b, " cond %s", n.Cond)
+		}
+	case OpTopN:
+		fmt.Fprintf(&b, " order %v limit %d offset %d", n.Order, n.Limit, n.Offset)
+	case OpExchange:
+		fmt.Fprintf(&b, " dist %s", n.Dist)
+	}
+	fmt.Fprintf(&b, " { key: %v, dist: %s", n.Key, n.Dist)
+	if len(n.StateTables) > 0 {
+		fmt.Fprintf(&b, ", state tables: %v", n.StateTables)
+	}
+	b.WriteString(" }")
+	return b.String()
+}
+
+// Format renders the tree as EXPLAIN prints it.
+func Format(n *Node) []string {
+	var out []string
+	var walk func(n *Node, depth int)
+	walk = func(n *Node, depth int) {
+		prefix := strings.Repeat("  ", depth)
+		if depth > 0 {
+			prefix += "└─"
+		}
+		out = append(out, prefix+n.Describe())
+		for _, c := range n.Inputs {
+			walk(c, depth+1)
+		}
+	}
+	walk(n, 0)
+	return out
+}
+
+func unsupported(format string, args ...any) error {
+	return sqlerr.Errorf(sqlerr.FeatureNotSupported, format, args...)
+}
