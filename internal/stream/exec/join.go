@@ -1,0 +1,372 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/stream/state"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// JoinType is the kind of a streaming join.
+type JoinType uint8
+
+const (
+	JoinInner JoinType = iota
+	JoinLeftOuter
+	JoinRightOuter
+	JoinFullOuter
+)
+
+func (k JoinType) String() string {
+	return [...]string{"Inner", "LeftOuter", "RightOuter", "FullOuter"}[k]
+}
+
+// JoinSide is one input of a HashJoin.
+type JoinSide struct {
+	Input stream.Executor
+	// Keys are the equi-join key columns (Left.Keys[i] = Right.Keys[i]);
+	// both sides' key columns must have the same types.
+	Keys []int
+	// PK is the side's stream key: unique among the side's live rows.
+	PK []int
+	// State is the side's state table (HashJoinStateSchema).
+	State *state.Table
+}
+
+// HashJoin is a symmetric hash join. Each side keeps its rows in a state
+// table keyed by (join key, side pk). A row arriving on one side probes
+// the other side's rows with the same key; each pair is emitted exactly
+// once, when the later of its two rows arrives, so the output is exact
+// under any interleaving.
+//
+// Outer sides also keep, per row, its degree: how many rows of the other
+// side it matches (equal keys and a true residual condition). The
+// NULL-padded row of a preserved-side row exists exactly while its degree
+// is 0: it is retracted when the first match appears and re-emitted when
+// the last one goes.
+//
+//	left outer join, key k:
+//	  +L(k)            -> +L|NULL            (degree(L) = 0)
+//	  +R(k)            -> -L|NULL, +L|R      (degree(L) = 1)
+//	  -R(k)            -> -L|R, +L|NULL      (degree(L) = 0)
+//
+// NULL keys never match (unless the key is null-safe, IS NOT DISTINCT
+// FROM); their rows are stored all the same so deletes can be checked.
+// The degree is kept as a trailing column of the side's state table.
+type HashJoin struct {
+	kind     JoinType
+	sides    [2]joinSide
+	nullSafe []bool
+	cond     expr.Expr
+	loc      *time.Location
+	actor    stream.ActorID
+	schema   []types.Type
+	align    *aligner
+	out      output
+	q        queue
+	stopped  bool
+}
+
+type joinSide struct {
+	JoinSide
+	outer bool
+	width int
+}
+
+// HashJoinStateSchema returns the schema of one side's state table:
+// the side's row (plus a degree column when the side is preserved by an
+// outer join), keyed by (keys, pk columns not in keys), distributed by the
+// keys.
+func HashJoinStateSchema(name string, sideTypes []types.Type, keys, pk []int, outer bool) state.Schema {
+	s := state.Schema{Name: name, Types: append([]types.Type(nil), sideTypes...)}
+	if outer {
+		s.Types = append(s.Types, types.Int64)
+	}
+	s.PK = append(s.PK, keys...)
+	for _, p := range pk {
+		dup := false
+		for _, k := range keys {
+			dup = dup || k == p
+		}
+		if !dup {
+			s.PK = append(s.PK, p)
+		}
+	}
+	s.DistKey = append([]int(nil), keys...)
+	return s
+}
+
+// OuterSides reports which sides of a join of kind k are preserved
+// (need a degree column in HashJoinStateSchema).
+func (k JoinType) OuterSides() (left, right bool) {
+	return k == JoinLeftOuter || k == JoinFullOuter, k == JoinRightOuter || k == JoinFullOuter
+}
+
+// NewHashJoin returns a join of left and right on Left.Keys = Right.Keys
+// (nullSafe[i]: key i compares with IS NOT DISTINCT FROM; nil: none) and
+// the residual condition cond (nil: none) evaluated over left ++ right.
+// Output rows are the left columns followed by the right columns. actor is
+// the id of the actor running the join (it stops after a barrier that
+// stops that actor).
+func NewHashJoin(actor stream.ActorID, kind JoinType, left, right JoinSide, nullSafe []bool, cond expr.Expr, loc *time.Location) (*HashJoin, error) {
+	if len(left.Keys) != len(right.Keys) {
+		return nil, fmt.Errorf("hash join: %d left keys but %d right keys", len(left.Keys), len(right.Keys))
+	}
+	if nullSafe == nil {
+		nullSafe = make([]bool, len(left.Keys))
+	}
+	if len(nullSafe) != len(left.Keys) {
+		return nil, fmt.Errorf("hash join: nullSafe has %d entries for %d keys", len(nullSafe), len(left.Keys))
+	}
+	lo, ro := kind.OuterSides()
+	j := &HashJoin{kind: kind, nullSafe: nullSafe, cond: cond, loc: loc, actor: actor}
+	for i, s := range []JoinSide{left, right} {
+		ts := s.Input.Schema()
+		if err := checkCols("join keys", s.Keys, len(ts)); err != nil {
+			return nil, err
+		}
+		if err := checkCols("join side pk", s.PK, len(ts)); err != nil {
+			return nil, err
+		}
+		seen := map[int]bool{}
+		for _, k := range s.Keys {
+			if seen[k] {
+				return nil, fmt.Errorf("hash join: column %d appears twice among one side's keys; put the extra equality in the condition", k)
+			}
+			seen[k] = true
+		}
+		outer := lo
+		if i == 1 {
+			outer = ro
+		}
+		want := len(ts)
+		if outer {
+			want++
+		}
+		if len(s.State.Schema().Types) != want {
+			return nil, fmt.Errorf("hash join: state table %d has %d columns; want %d (see HashJoinStateSchema)", s.State.ID(), len(s.State.Schema().Types), want)
+		}
+		j.sides[i] = joinSide{JoinSide: s, outer: outer, width: len(ts)}
+		j.schema = append(j.schema, ts...)
+	}
+	lt, rt := left.Input.Schema(), right.Input.Schema()
+	for i := range left.Keys {
+		a, b := lt[left.Keys[i]], rt[right.Keys[i]]
+		if a.Kind != b.Kind {
+			return nil, fmt.Errorf("hash join: key %d has types %s and %s; cast both to one type", i, a, b)
+		}
+	}
+	j.align = newAligner(j.Identity(), []stream.Executor{left.Input, right.Input})
+	return j, nil
+}
+
+func (j *HashJoin) Schema() []types.Type { return j.schema }
+func (j *HashJoin) Identity() string {
+	c := ""
+	if j.cond != nil {
+		c = ", cond " + j.cond.String()
+	}
+	return fmt.Sprintf("HashJoin(%s, [%s] = [%s]%s; state tables %d, %d)", j.kind,
+		colList(j.sides[0].Keys), colList(j.sides[1].Keys), c, j.sides[0].State.ID(), j.sides[1].State.ID())
+}
+
+func (j *HashJoin) Next(ctx context.Context) (stream.Message, error) {
+	for {
+		if msg, ok := j.q.pop(); ok {
+			return msg, nil
+		}
+		if j.stopped {
+			return stream.Message{}, stream.ErrStopped
+		}
+		side, msg, err := j.align.next(ctx)
+		if err != nil {
+			return stream.Message{}, err
+		}
+		if b := msg.Barrier; b != nil {
+			if err := commitAll(j.Identity(), b.Curr, j.sides[0].State, j.sides[1].State); err != nil {
+				return stream.Message{}, err
+			}
+			if b.StopsActor(j.actor) {
+				j.stopped = true
+				j.align.close()
+			}
+			return msg, nil
+		}
+		if err := j.apply(ctx, side, msg.Chunk); err != nil {
+			return stream.Message{}, err
+		}
+		j.q.pushChunks(&j.out)
+	}
+}
+
+// joined builds the output row of left row l and right row r (nil: NULLs).
+func (j *HashJoin) joined(side int, row, other types.Row) types.Row {
+	out := make(types.Row, 0, len(j.schema))
+	l, r := row, other
+	if side == 1 {
+		l, r = other, row
+	}
+	if l == nil {
+		out = append(out, make(types.Row, j.sides[0].width)...)
+	} else {
+		out = append(out, l[:j.sides[0].width]...)
+	}
+	if r == nil {
+		out = append(out, make(types.Row, j.sides[1].width)...)
+	} else {
+		out = append(out, r[:j.sides[1].width]...)
+	}
+	return out
+}
+
+func (j *HashJoin) apply(ctx context.Context, side int, c *types.Chunk) error {
+	var tk ticker
+	for i, row := range c.Rows {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		var err error
+		if c.Ops[i].IsInsert() {
+			err = j.insert(ctx, side, row, &tk)
+		} else {
+			err = j.delete(ctx, side, row, &tk)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probeKey returns the key values of row, or nil when a NULL key makes
+// the row match nothing.
+func (j *HashJoin) probeKey(side int, row types.Row) types.Row {
+	s := &j.sides[side]
+	key := make(types.Row, len(s.Keys))
+	for i, k := range s.Keys {
+		if row[k].IsNull() && !j.nullSafe[i] {
+			return nil
+		}
+		key[i] = row[k]
+	}
+	return key
+}
+
+// forMatches calls fn for every row of the other side matching row.
+func (j *HashJoin) forMatches(ctx context.Context, side int, row types.Row, tk *ticker, fn func(other types.Row) error) error {
+	key := j.probeKey(side, row)
+	if key == nil {
+		return nil
+	}
+	o := &j.sides[1-side]
+	it, err := o.State.Iter(ctx, key)
+	if err != nil {
+		return fmt.Errorf("%s: %w", j.Identity(), err)
+	}
+	defer it.Close()
+	var ec *expr.EvalContext
+	for it.Next() {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		other := it.Row()
+		if j.cond != nil {
+			if ec == nil {
+				ec = newEvalContext(ctx, j.loc)
+			}
+			d, err := j.cond.Eval(ec, j.joined(side, row, other))
+			if err != nil {
+				return fmt.Errorf("%s: %w", j.Identity(), err)
+			}
+			if d.IsNull() || !d.Bool() {
+				continue
+			}
+		}
+		if err := fn(other); err != nil {
+			return err
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("%s: %w", j.Identity(), err)
+	}
+	return nil
+}
+
+func (j *HashJoin) insert(ctx context.Context, side int, row types.Row, tk *ticker) error {
+	s, o := &j.sides[side], &j.sides[1-side]
+	var degree int64
+	var updates []types.Row
+	err := j.forMatches(ctx, side, row, tk, func(other types.Row) error {
+		degree++
+		if o.outer {
+			d := other[o.width].Int()
+			if d == 0 {
+				j.out.emit(types.OpDelete, j.joined(side, nil, other))
+			}
+			u := append(other[:o.width:o.width], types.DInt64(d+1))
+			updates = append(updates, u)
+		}
+		j.out.emit(types.OpInsert, j.joined(side, row, other))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, u := range updates {
+		o.State.Insert(u)
+	}
+	stored := row
+	if s.outer {
+		if degree == 0 {
+			j.out.emit(types.OpInsert, j.joined(side, row, nil))
+		}
+		stored = append(row[:s.width:s.width], types.DInt64(degree))
+	}
+	s.State.Insert(stored)
+	return nil
+}
+
+func (j *HashJoin) delete(ctx context.Context, side int, row types.Row, tk *ticker) error {
+	s, o := &j.sides[side], &j.sides[1-side]
+	probe := row
+	if s.outer {
+		probe = append(row[:s.width:s.width], types.NullDatum)
+	}
+	stored, found, err := s.State.GetRow(ctx, probe)
+	if err != nil {
+		return fmt.Errorf("%s: %w", j.Identity(), err)
+	}
+	if !found {
+		return inconsistent(j.Identity(), s.State, project(row, s.State.Schema().PK), "delete of a %s row that was never inserted", [2]string{"left", "right"}[side])
+	}
+	var updates []types.Row
+	err = j.forMatches(ctx, side, stored, tk, func(other types.Row) error {
+		j.out.emit(types.OpDelete, j.joined(side, stored, other))
+		if o.outer {
+			d := other[o.width].Int() - 1
+			if d < 0 {
+				return inconsistent(j.Identity(), o.State, project(other, o.State.Schema().PK), "join degree would become negative")
+			}
+			if d == 0 {
+				j.out.emit(types.OpInsert, j.joined(side, nil, other))
+			}
+			updates = append(updates, append(other[:o.width:o.width], types.DInt64(d)))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, u := range updates {
+		o.State.Insert(u)
+	}
+	if s.outer && stored[s.width].Int() == 0 {
+		j.out.emit(types.OpDelete, j.joined(side, stored, nil))
+	}
+	s.State.Delete(stored)
+	return nil
+}
