@@ -1,9 +1,12 @@
 package types
 
 import (
+	"io/fs"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -610,71 +613,121 @@ func decodeDateTime(s, typ string) (*dtParse, error) {
 	return p, nil
 }
 
-// loadZone resolves a time zone name (case-insensitively for the common
-// spellings).
+// loadZone resolves a time zone name case-insensitively, as PostgreSQL
+// does, falling back to a POSIX-style "ABC+3" fixed offset.
 func loadZone(name string) (*time.Location, error) {
-	if loc, err := time.LoadLocation(name); err == nil && name != "" && name != "Local" {
+	if loc, ok := lookupZoneName(name); ok {
 		return loc, nil
 	}
-	// Try canonical capitalisation: america/new_york -> America/New_York.
-	parts := strings.Split(name, "/")
-	for i, p := range parts {
-		sub := strings.Split(p, "_")
-		for j, w := range sub {
-			if w != "" {
-				sub[j] = strings.ToUpper(w[:1]) + strings.ToLower(w[1:])
-			}
-		}
-		parts[i] = strings.Join(sub, "_")
-	}
-	if loc, err := time.LoadLocation(strings.Join(parts, "/")); err == nil {
-		return loc, nil
-	}
-	if loc, err := time.LoadLocation(strings.ToUpper(name)); err == nil {
-		return loc, nil
-	}
-	if loc, ok := posixFixedZone(name); ok {
+	if loc, ok := posixFixedZone(name, 3); ok {
 		return loc, nil
 	}
 	return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "time zone %s not recognized", pgQuote(strings.ToLower(name)))
 }
 
-// LoadTimeZone resolves a PostgreSQL time zone setting (a zone name such
-// as 'Europe/Berlin', an abbreviation like 'EST', 'UTC', or a POSIX-style
-// numeric offset such as '+05:30' or '-8') to a location. Errors carry
-// SQLSTATE 22023.
+var (
+	zoneIndexOnce sync.Once
+	zoneIndex     map[string]string // lower-case name -> file name
+	zoneCacheMu   sync.Mutex
+	zoneCache     = map[string]*time.Location{}
+)
+
+// zoneinfoDirs are searched for the case-insensitive name index; Go's
+// time.LoadLocation itself also consults $ZONEINFO and an embedded copy
+// when the program imports time/tzdata.
+var zoneinfoDirs = []string{"/usr/share/zoneinfo", "/usr/lib/zoneinfo", "/usr/share/lib/zoneinfo"}
+
+func lookupZoneName(name string) (*time.Location, bool) {
+	if name == "" || name == "Local" || strings.Contains(name, "..") {
+		return nil, false
+	}
+	key := strings.ToLower(name)
+	zoneCacheMu.Lock()
+	loc, ok := zoneCache[key]
+	zoneCacheMu.Unlock()
+	if ok {
+		return loc, loc != nil
+	}
+	loc = loadZoneUncached(name, key)
+	zoneCacheMu.Lock()
+	zoneCache[key] = loc
+	zoneCacheMu.Unlock()
+	return loc, loc != nil
+}
+
+func loadZoneUncached(name, key string) *time.Location {
+	if loc, err := time.LoadLocation(name); err == nil {
+		return loc
+	}
+	zoneIndexOnce.Do(func() {
+		zoneIndex = map[string]string{}
+		for _, dir := range zoneinfoDirs {
+			_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return nil
+				}
+				rel, err := filepath.Rel(dir, p)
+				if err == nil {
+					if _, dup := zoneIndex[strings.ToLower(rel)]; !dup {
+						zoneIndex[strings.ToLower(rel)] = rel
+					}
+				}
+				return nil
+			})
+		}
+	})
+	if real, ok := zoneIndex[key]; ok {
+		if loc, err := time.LoadLocation(real); err == nil {
+			return loc
+		}
+	}
+	if loc, err := time.LoadLocation(strings.ToUpper(name)); err == nil {
+		return loc
+	}
+	return nil
+}
+
+// LoadTimeZone resolves a value of the TimeZone setting as PostgreSQL's
+// SET TIME ZONE does: a plain number is hours east of UTC ('-7', '5.5');
+// otherwise a zone name, case-insensitively ('Europe/Berlin', 'est',
+// 'PST8PDT'); otherwise a POSIX-style offset, hours *west* of UTC
+// ('UTC+3', '+05:30'). Errors carry SQLSTATE 22023.
 func LoadTimeZone(name string) (*time.Location, error) {
 	n := trimSpace(name)
-	if off, ok := zoneAbbrevs[strings.ToLower(n)]; ok {
-		if off == 0 {
-			return time.UTC, nil
+	if f, err := strconv.ParseFloat(n, 64); err == nil && n != "" && (isDigit(n[len(n)-1]) || n[len(n)-1] == '.') && !strings.ContainsAny(n, "eExXpPnN") {
+		off := int64(math.Round(f * 3600))
+		if off < -maxTzDisplaceS || off > maxTzDisplaceS {
+			return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid value for parameter \"TimeZone\": %s", pgQuote(name))
 		}
-		return time.FixedZone(strings.ToUpper(n), int(off)), nil
+		return time.FixedZone(n, int(off)), nil
 	}
-	if n != "" && (n[0] == '+' || n[0] == '-' || isDigit(n[0])) {
-		neg := n[0] == '-'
-		body := n
-		if n[0] == '+' || n[0] == '-' {
-			body = n[1:]
-		}
-		if off, ok := parseTZOffset(neg, body); ok && off >= -maxTzDisplaceS && off <= maxTzDisplaceS {
-			// A SET TIME ZONE numeric value is hours east of UTC, like an
-			// ISO offset (PostgreSQL's POSIX strings invert the sign, but
-			// numeric SET TIME ZONE does not).
-			return time.FixedZone(n, int(off)), nil
-		}
+	if loc, ok := lookupZoneName(n); ok {
+		return loc, nil
 	}
-	return loadZone(n)
+	if loc, ok := posixFixedZone(n, 0); ok {
+		return loc, nil
+	}
+	return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid value for parameter \"TimeZone\": %s", pgQuote(name))
 }
 
 // posixFixedZone reads a POSIX TZ string without DST rules, "ABC+3" or
-// "UTC-05:30": a zone abbreviation and hours *west* of UTC.
-func posixFixedZone(name string) (*time.Location, bool) {
+// "UTC-05:30": a zone abbreviation of at least minAbbrev letters and hours
+// *west* of UTC.
+func posixFixedZone(name string, minAbbrev int) (*time.Location, bool) {
 	i := 0
+	if strings.HasPrefix(name, "<") {
+		// a quoted abbreviation such as <+03>
+		end := strings.IndexByte(name, '>')
+		if end < 0 {
+			return nil, false
+		}
+		i = end + 1
+		minAbbrev = 0
+	}
 	for i < len(name) && isAlpha(name[i]) {
 		i++
 	}
-	if i < 3 || i == len(name) || (name[i] != '+' && name[i] != '-' && !isDigit(name[i])) {
+	if i < minAbbrev || i == len(name) || (name[i] != '+' && name[i] != '-' && !isDigit(name[i])) {
 		return nil, false
 	}
 	neg := name[i] == '-'
@@ -689,7 +742,7 @@ func posixFixedZone(name string) (*time.Location, bool) {
 	if !ok {
 		return nil, false
 	}
-	return time.FixedZone(strings.ToUpper(name[:i]), int(-off)), true
+	return time.FixedZone(strings.ToUpper(name), int(-off)), true
 }
 
 // parseTZOffset parses hh, hhmm, hh:mm, hh:mm:ss (sign already removed).

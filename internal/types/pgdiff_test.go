@@ -514,3 +514,49 @@ func TestDifferentialTypmod(t *testing.T) {
 		}
 	}
 }
+
+// TestDifferentialTimeZone compares LoadTimeZone with SET TIME ZONE.
+func TestDifferentialTimeZone(t *testing.T) {
+	conn := pgConn(t)
+	ctx := context.Background()
+	names := []string{"UTC", "utc", "Europe/Berlin", "europe/berlin", "America/New_York", "AMERICA/NEW_YORK", "America/Argentina/Buenos_Aires", "america/port-au-prince", "Etc/GMT+5", "etc/gmt-3", "EST", "est", "PST8PDT", "-7", "5.5", "+3", "UTC+3", "+05:30", "<+03>-3", "Asia/Kolkata", "Z", "Mars/Olympus", "", "GMT", "Japan", "posixrules"}
+	instants := []types.Datum{}
+	for _, s := range []string{"2024-07-01 12:00:00+00", "2024-01-01 12:00:00+00", "1900-06-01 00:00:00+00"} {
+		d, err := types.ParseText(s, types.Timestamptz, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		instants = append(instants, d)
+	}
+	for _, name := range names {
+		_, pgErr := conn.Exec(ctx, "SET TIME ZONE "+quoteLiteral(name))
+		loc, err := types.LoadTimeZone(name)
+		if pgErr != nil {
+			var pe *pgconn.PgError
+			if !asPgError(pgErr, &pe) {
+				t.Fatal(pgErr)
+			}
+			if err == nil {
+				t.Errorf("LoadTimeZone(%q) = %v; PostgreSQL: %s", name, loc, pe.Message)
+			} else if e := sqlerr.From(err); e == nil || e.Code != pe.Code || e.Message != pe.Message {
+				t.Errorf("LoadTimeZone(%q) error %v; PostgreSQL %s %s", name, err, pe.Code, pe.Message)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("LoadTimeZone(%q): %v; PostgreSQL accepts it", name, err)
+			continue
+		}
+		for _, d := range instants {
+			var want string
+			if err := conn.QueryRow(ctx, "SELECT $1::timestamptz::text", types.FormatText(d, types.Timestamptz, nil)).Scan(&want); err != nil {
+				t.Fatal(err)
+			}
+			if got := types.FormatText(d, types.Timestamptz, &types.FormatOptions{Location: loc}); got != want {
+				t.Errorf("TimeZone %q: %s prints %q; PostgreSQL %q", name, types.FormatText(d, types.Timestamptz, nil), got, want)
+			}
+		}
+	}
+}
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
