@@ -15,7 +15,20 @@
 // produced (I7: the views over a source equal their queries over exactly
 // the rows acknowledged). Wall-clock throttling (nexmark.min.event.gap.in.ns,
 // datagen.rows.per.second) only decides when rows are emitted, not what
-// they contain.
+// they contain; Pacer implements it with the clock passed in.
+//
+// A source executor for either connector, per split:
+//
+//	cfg, table, err := nexmark.ParseOptions(options)      // once, at plan time
+//	gen := nexmark.NewGenerator(cfg)                      // immutable, shareable
+//	rd, err := gen.NewReader(table, split, cfg.SplitNum, pos) // pos: checkpointed, or StartPosition(split)
+//	pacer := connector.NewPacer(cfg.MinEventGap, time.Now())
+//	between barriers:
+//	    n := pacer.Budget(time.Now(), cfg.MaxChunkSize)   // 0: sleep pacer.Wait(now) or until the barrier
+//	    rows := rd.Next(nil, n)                           // fresh rows, safe to send downstream
+//	    pacer.Emitted(len(rows))
+//	    if rd.Done() { the bounded stream has ended }
+//	at a checkpoint barrier: persist rd.Position()
 //
 // The packages produce types.Row values directly in the column order of
 // the source's schema: bigint → DInt64, varchar → DVarchar, timestamp →

@@ -502,3 +502,36 @@ func BenchmarkEvent(b *testing.B) {
 	_ = sink
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// TestConcurrentUse: one Generator shared by goroutines (as parallel
+// splits share it) gives the same rows as sequential use; run with -race.
+func TestConcurrentUse(t *testing.T) {
+	g := NewGenerator(Config{MaxEvents: 20_000})
+	want, _ := g.AppendRows(nil, TypeBid, 0, 1, int(g.Count(TypeBid)))
+	const splits = 4
+	got := make([][]types.Row, splits)
+	done := make(chan error, splits)
+	for s := range splits {
+		go func() {
+			r, err := g.NewReader(TypeBid, s, splits, StartPosition(s))
+			if err == nil {
+				for !r.Done() {
+					got[s] = r.Next(got[s], 100)
+				}
+			}
+			done <- err
+		}()
+	}
+	for range splits {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for s := range splits {
+		for j, row := range got[s] {
+			if k := s + splits*j; !rowsEqual(row, want[k]) {
+				t.Fatalf("split %d row %d: %v; want %v", s, k, row, want[k])
+			}
+		}
+	}
+}
