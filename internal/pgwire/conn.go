@@ -268,8 +268,7 @@ func (c *conn) startup() error {
 			sm = m
 		}
 	}
-	if c.srv.cfg.TLS != nil && c.rw == c.nc && !isLocal(c.nc) {
-		// Like hostssl: a configured TLS is required off-host.
+	if c.srv.cfg.RequireTLS && c.rw == c.nc && !isLocal(c.nc) {
 		return fatal(sqlerr.InvalidAuthorizationSpec, "SSL connection is required")
 	}
 	if sm.ProtocolVersion != pgproto3.ProtocolVersion30 {
@@ -303,6 +302,10 @@ func (c *conn) startup() error {
 	c.status.set("session_authorization", params.User)
 	c.fopts.setTimeZone(c.srv.cfg.TimeZone)
 
+	// As in PostgreSQL, authentication completes before the session is
+	// set up, so a missing database is a FATAL after AuthenticationOk and
+	// notices from NewSession reach a client that expects them.
+	c.send(&pgproto3.AuthenticationOk{})
 	ctx, done := c.beginStatement()
 	sess, err := c.srv.eng.NewSession(ctx, params, (*clientConn)(c))
 	done()
@@ -310,7 +313,6 @@ func (c *conn) startup() error {
 		return &fatalError{toSQLError(ctx, err)}
 	}
 	c.sess = sess
-	c.send(&pgproto3.AuthenticationOk{})
 	for _, name := range c.status.names {
 		c.send(&pgproto3.ParameterStatus{Name: name, Value: c.status.values[name]})
 	}
@@ -629,9 +631,10 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 		// PostgreSQL does.
 		return nil
 	case *pgproto3.FunctionCall:
-		return c.extended(func(context.Context) error {
-			return sqlerr.New(sqlerr.FeatureNotSupported, "function call protocol is not supported")
-		})
+		// Answered like a simple query: error, then ReadyForQuery.
+		c.sendError(nil, sqlerr.New(sqlerr.FeatureNotSupported, "function call protocol is not supported"))
+		c.readyForQuery()
+		return nil
 	}
 	return fatal(sqlerr.ProtocolViolation, fmt.Sprintf("unexpected message %T", msg))
 }

@@ -433,7 +433,7 @@ func (f *copyFormatter) appendHeader(buf []byte) []byte {
 		if i > 0 {
 			buf = append(buf, f.opts.Delimiter)
 		}
-		buf = f.appendField(buf, []byte(c.Name), true)
+		buf = f.appendField(buf, []byte(c.Name))
 	}
 	return append(buf, '\n')
 }
@@ -456,12 +456,12 @@ func (f *copyFormatter) appendRow(buf []byte, row types.Row) ([]byte, error) {
 		if err != nil {
 			return buf, err
 		}
-		buf = f.appendField(buf, f.scratch, false)
+		buf = f.appendField(buf, f.scratch)
 	}
 	return append(buf, '\n'), nil
 }
 
-func (f *copyFormatter) appendField(buf, v []byte, header bool) []byte {
+func (f *copyFormatter) appendField(buf, v []byte) []byte {
 	if f.opts.Format == CopyCSV {
 		return f.appendCSVField(buf, v)
 	}

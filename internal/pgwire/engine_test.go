@@ -212,7 +212,7 @@ func (s *fakeSession) parseOne(text string, paramOIDs []uint32) (Statement, erro
 				return Result{}, ctx.Err()
 			case <-time.After(d):
 			}
-			return Result{Columns: cols, Rows: &sliceIter{rows: []types.Row{{types.DVarchar("")}}}}, nil
+			return Result{Columns: cols, Rows: SliceRows([]types.Row{{types.DVarchar("")}})}, nil
 		})
 	case strings.EqualFold(text, "SELECT * FROM t"):
 		st.desc.Columns = tableCols
@@ -220,7 +220,7 @@ func (s *fakeSession) parseOne(text string, paramOIDs []uint32) (Statement, erro
 			e.mu.Lock()
 			rows := append([]types.Row(nil), e.table...)
 			e.mu.Unlock()
-			return Result{Columns: tableCols, Rows: &sliceIter{rows: rows}}, nil
+			return Result{Columns: tableCols, Rows: SliceRows(rows)}, nil
 		})
 	case strings.EqualFold(text, "SELECT count(*) FROM t"):
 		cols := []Column{{Name: "count", Type: types.Int64}}
@@ -229,7 +229,7 @@ func (s *fakeSession) parseOne(text string, paramOIDs []uint32) (Statement, erro
 			e.mu.Lock()
 			n := len(e.table)
 			e.mu.Unlock()
-			return Result{Columns: cols, Rows: &sliceIter{rows: []types.Row{{types.DInt64(int64(n))}}}}, nil
+			return Result{Columns: cols, Rows: SliceRows([]types.Row{{types.DInt64(int64(n))}})}, nil
 		})
 	case reInsert.MatchString(text):
 		m := reInsert.FindStringSubmatch(text)
@@ -268,7 +268,7 @@ func (s *fakeSession) parseOne(text string, paramOIDs []uint32) (Statement, erro
 			e.mu.Lock()
 			rows := append([]types.Row(nil), e.table...)
 			e.mu.Unlock()
-			return Result{Copy: cp, Columns: tableCols, Rows: &sliceIter{rows: rows}}, nil
+			return Result{Copy: cp, Columns: tableCols, Rows: SliceRows(rows)}, nil
 		})
 	case reSetTZ.MatchString(text):
 		tz := reSetTZ.FindStringSubmatch(text)[1]
@@ -375,7 +375,7 @@ func (s *fakeSession) parseSelectList(st *fakeStmt, list string, base int, param
 				row[i] = x.val
 			}
 		}
-		return Result{Columns: cols, Rows: &sliceIter{rows: []types.Row{row}}}, nil
+		return Result{Columns: cols, Rows: SliceRows([]types.Row{row})}, nil
 	})
 	return st, nil
 }
@@ -397,21 +397,6 @@ func splitComma(s string) []string {
 	}
 	return append(out, s[start:])
 }
-
-type sliceIter struct {
-	rows   []types.Row
-	closed bool
-}
-
-func (it *sliceIter) Next(context.Context) (types.Row, error) {
-	if len(it.rows) == 0 {
-		return nil, nil
-	}
-	r := it.rows[0]
-	it.rows = it.rows[1:]
-	return r, nil
-}
-func (it *sliceIter) Close() { it.closed = true }
 
 // seriesIter reuses one row, as the Engine contract allows.
 type seriesIter struct {

@@ -369,3 +369,54 @@ func TestEnginePanicEndsOnlyItsConnection(t *testing.T) {
 	bystander.send(&pgproto3.Query{String: "SELECT 6"})
 	bystander.expect("T ?column?:23:0", "D 6", "C SELECT 1", "Z I")
 }
+
+// remoteConn makes a pipe look like a connection from another host.
+type remoteConn struct{ net.Conn }
+
+func (remoteConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 5555} }
+
+func dialRemote(t *testing.T, srv *Server) *rawClient {
+	client, server := net.Pipe()
+	t.Cleanup(func() { client.Close() })
+	if !srv.startConn(remoteConn{server}) {
+		t.Fatal("startConn refused")
+	}
+	client.SetDeadline(time.Now().Add(30 * time.Second))
+	return &rawClient{t: t, nc: client, fe: pgproto3.NewFrontend(client, client)}
+}
+
+func TestRemotePolicies(t *testing.T) {
+	eng := newFakeEngine()
+	eng.users = map[string]AuthInfo{"root": {}, "alice": {SCRAMVerifier: NewSCRAMVerifier("pw")}}
+	start := func(user string) *pgproto3.StartupMessage {
+		return &pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersion30,
+			Parameters: map[string]string{"user": user, "database": "dev"}}
+	}
+	// Trust applies to loopback only: a remote user without a password
+	// is refused, a user with one is asked for SCRAM.
+	ts := startServer(t, DefaultConfig(), eng)
+	r := dialRemote(t, ts.srv)
+	r.send(start("root"))
+	r.expect("E FATAL 28P01", "EOF")
+	r = dialRemote(t, ts.srv)
+	r.send(start("alice"))
+	if m, err := r.fe.Receive(); err != nil || describeMsg(m) != "*pgproto3.AuthenticationSASL" {
+		t.Fatalf("want SASL request: %v %v", m, err)
+	}
+	// AuthTrustAll admits the remote user.
+	cfg := DefaultConfig()
+	cfg.AuthTrustAll = true
+	ts2 := startServer(t, cfg, eng)
+	r = dialRemote(t, ts2.srv)
+	r.send(start("root"))
+	r.expect("R ok", "Z I")
+	// FunctionCall is refused like a simple query.
+	r.send(&pgproto3.FunctionCall{Function: 1})
+	r.expect("E ERROR 0A000", "Z I")
+	// RequireTLS refuses a remote clear-text connection.
+	cfg.RequireTLS = true
+	ts3 := startServer(t, cfg, eng)
+	r = dialRemote(t, ts3.srv)
+	r.send(start("root"))
+	r.expect("E FATAL 28000", "EOF")
+}

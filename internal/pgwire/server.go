@@ -20,6 +20,9 @@ import (
 type Config struct {
 	// TLS enables SSL negotiation; nil answers 'N' to SSLRequest.
 	TLS *tls.Config
+	// RequireTLS refuses connections from non-loopback addresses that did
+	// not negotiate TLS (FATAL 28000).
+	RequireTLS bool
 	// MaxMessageSize bounds a message body in bytes (default
 	// DefaultMaxMessageSize). A larger message is answered with a FATAL
 	// 54000 error and the connection is closed.

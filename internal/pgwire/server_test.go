@@ -172,8 +172,6 @@ func TestSimpleProtocol(t *testing.T) {
 	// Notices reach the client.
 	var notices []string
 	var mu sync.Mutex
-	c2 := ts.connect(t, "")
-	_ = c2
 	cfg, _ := pgx.ParseConfig(ts.connString(""))
 	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
 		mu.Lock()
@@ -312,11 +310,11 @@ func TestConcurrentSessions(t *testing.T) {
 					return
 				}
 			}
-			var n int64
-			if err := c.QueryRow(ctx, "SELECT count(*) FROM (SELECT * FROM series(1000)) x").Scan(&n); pgCode(err) != "42601" {
-				errs <- fmt.Errorf("session %d: expected syntax error, got %v", i, err)
+			if _, err := c.Exec(ctx, "SELECT 1/0"); pgCode(err) != "22012" {
+				errs <- fmt.Errorf("session %d: expected division by zero, got %v", i, err)
 				return
 			}
+			var n int
 			rows, _ := c.Query(ctx, "SELECT * FROM series(2000)")
 			for rows.Next() {
 				n++
@@ -330,14 +328,6 @@ func TestConcurrentSessions(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
-	}
-	ts.srv.mu.Lock()
-	defer ts.srv.mu.Unlock()
-	if len(ts.srv.byPID) > 0 {
-		// Connections are unregistered after they end; give the last
-		// goroutines no slack: Close waits for the server's reply only,
-		// so allow them to finish through Shutdown in Cleanup instead.
-		t.Logf("%d connections still registered right after close", len(ts.srv.byPID))
 	}
 }
 
