@@ -560,3 +560,103 @@ func TestDifferentialTimeZone(t *testing.T) {
 }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// TestDifferentialZoneHistory prints random instants (1800–2200) in many
+// zones and compares with PostgreSQL, which reads the same tz database:
+// historical offsets (LMT, wartime), DST rules and the far-future rule
+// extension must agree. It also parses local wall times in those zones,
+// including DST gaps and overlaps.
+func TestDifferentialZoneHistory(t *testing.T) {
+	conn := pgConn(t)
+	ctx := context.Background()
+	r := rand.New(rand.NewSource(diffSeed(t)))
+	zones := []string{"America/New_York", "Europe/London", "Europe/Berlin", "Europe/Moscow", "Asia/Kolkata", "Asia/Tokyo", "Australia/Lord_Howe", "Pacific/Chatham", "America/Sao_Paulo", "Africa/Casablanca", "America/St_Johns", "Asia/Tehran", "Pacific/Apia", "Europe/Dublin", "America/Santiago"}
+	n := diffN() / 4
+	for _, z := range zones {
+		if _, err := conn.Exec(ctx, "SET TIME ZONE "+quoteLiteral(z)); err != nil {
+			t.Fatal(err)
+		}
+		loc, err := types.LoadTimeZone(z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt := &types.FormatOptions{Location: loc}
+		for i := 0; i < n; i++ {
+			utc := fmt.Sprintf("%04d-%02d-%02d %02d:%02d:%02d+00", 1800+r.Intn(400), 1+r.Intn(12), 1+r.Intn(28), r.Intn(24), r.Intn(60), r.Intn(60))
+			var want string
+			if err := conn.QueryRow(ctx, "SELECT $1::timestamptz::text", utc).Scan(&want); err != nil {
+				t.Fatal(err)
+			}
+			d, err := types.ParseText(utc, types.Timestamptz, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := types.FormatText(d, types.Timestamptz, opt); got != want {
+				t.Errorf("%s: %s prints %q; PostgreSQL %q", z, utc, got, want)
+			}
+			// local wall time read in the zone
+			local := utc[:len(utc)-3]
+			if err := conn.QueryRow(ctx, "SELECT $1::timestamptz::text", local).Scan(&want); err != nil {
+				t.Fatal(err)
+			}
+			d, err = types.ParseText(local, types.Timestamptz, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := types.FormatText(d, types.Timestamptz, opt); got != want {
+				t.Errorf("%s: local %s reads as %q; PostgreSQL %q", z, local, got, want)
+			}
+		}
+	}
+}
+
+// TestDifferentialDSTTransitions reads wall-clock times around every
+// offset change of a few years in several zones (gaps and overlaps) and
+// compares with PostgreSQL.
+func TestDifferentialDSTTransitions(t *testing.T) {
+	conn := pgConn(t)
+	ctx := context.Background()
+	zones := []string{"America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "America/Santiago", "Europe/Dublin", "Asia/Tehran", "Pacific/Apia"}
+	for _, z := range zones {
+		if _, err := conn.Exec(ctx, "SET TIME ZONE "+quoteLiteral(z)); err != nil {
+			t.Fatal(err)
+		}
+		loc, err := types.LoadTimeZone(z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt := &types.FormatOptions{Location: loc}
+		checked := 0
+		for _, year := range []int{1946, 1995, 2011, 2024, 2090} {
+			start := time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC)
+			_, prev := start.In(loc).Zone()
+			for h := 1; h < 366*24; h++ {
+				at := start.Add(time.Duration(h) * time.Hour)
+				_, off := at.In(loc).Zone()
+				if off == prev {
+					continue
+				}
+				prev = off
+				// wall times from 3h before to 3h after the change, every 15 min
+				wall := at.Add(time.Duration(off) * time.Second)
+				for m := -180; m <= 180; m += 15 {
+					w := wall.Add(time.Duration(m) * time.Minute)
+					local := w.Format("2006-01-02 15:04:05")
+					var want string
+					if err := conn.QueryRow(ctx, "SELECT $1::timestamptz::text", local).Scan(&want); err != nil {
+						t.Fatal(err)
+					}
+					d, err := types.ParseText(local, types.Timestamptz, opt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := types.FormatText(d, types.Timestamptz, opt); got != want {
+						t.Errorf("%s: wall time %s reads as %q; PostgreSQL %q", z, local, got, want)
+					}
+					checked++
+				}
+			}
+		}
+		t.Logf("%s: %d wall times around transitions", z, checked)
+	}
+}
