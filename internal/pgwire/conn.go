@@ -230,7 +230,7 @@ func (c *conn) receive() (pgproto3.FrontendMessage, error) {
 	case c.srv.baseCtx.Err() != nil && errors.As(err, &ne) && ne.Timeout():
 		return nil, &fatalError{errAdminShutdown}
 	case isDisconnect(err) || errors.As(err, &ne):
-		return nil, err
+		return nil, &connLostError{err}
 	}
 	return nil, &fatalError{sqlerr.Errorf(sqlerr.ProtocolViolation, "invalid frontend message: %v", err)}
 }
@@ -480,7 +480,7 @@ func (c *conn) authenticate(user string) (AuthInfo, error) {
 			return info, failed
 		}
 		var fe *fatalError
-		if errors.As(err, &fe) || isDisconnect(err) {
+		if errors.As(err, &fe) || isConnError(err) {
 			return info, err
 		}
 		return info, fatal(sqlerr.ProtocolViolation, err.Error())
@@ -653,22 +653,31 @@ func (c *conn) extended(fn func(ctx context.Context) error) error {
 	}
 	c.sendError(ctx, err)
 	c.ignoreTillSync = true
-	return c.connErrorAfter(ctx)
+	return c.connErrorAfter()
 }
 
 // connErrorAfter turns a shutdown that cancelled the statement into the
 // end of the connection.
-func (c *conn) connErrorAfter(ctx context.Context) error {
+func (c *conn) connErrorAfter() error {
 	if c.srv.baseCtx.Err() != nil {
 		return &fatalError{errAdminShutdown}
 	}
 	return c.werr
 }
 
+// connLostError is a failed read from the client. It is a distinct type
+// so that an engine error wrapping io.EOF is not taken for a disconnect.
+type connLostError struct{ err error }
+
+func (e *connLostError) Error() string { return "reading from client: " + e.err.Error() }
+func (e *connLostError) Unwrap() error { return e.err }
+
 // isConnError tells errors that end the connection from statement errors.
+// Only errors this package creates qualify.
 func isConnError(err error) bool {
 	var fe *fatalError
-	return errors.As(err, &fe) || errors.Is(err, errTerminate) || isDisconnect(err) || errors.Is(err, errWrite)
+	var cl *connLostError
+	return errors.As(err, &fe) || errors.As(err, &cl) || errors.Is(err, errTerminate) || errors.Is(err, errWrite)
 }
 
 var errWrite = errors.New("client write failed")
@@ -714,7 +723,7 @@ func (c *conn) simpleQuery(sql string) error {
 			return err
 		}
 		c.sendError(ctx, err)
-		if cerr := c.connErrorAfter(ctx); cerr != nil {
+		if cerr := c.connErrorAfter(); cerr != nil {
 			return cerr
 		}
 	}

@@ -3,6 +3,7 @@ package pgwire
 import (
 	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ import (
 //	BEGIN | COMMIT | ROLLBACK
 //	SET TimeZone = '<zone>' | NOTICE '<message>'
 //	PANIC                   the engine panics
+//	EOFERR                  an internal error wrapping io.ErrUnexpectedEOF
 //
 // Anything else is a syntax error (42601) positioned at its first word.
 type fakeEngine struct {
@@ -175,6 +177,10 @@ func (s *fakeSession) parseOne(text string, paramOIDs []uint32) (Statement, erro
 				return Result{Tag: "ROLLBACK"}, nil
 			}
 			return Result{Tag: "COMMIT"}, nil
+		})
+	case word == "EOFERR":
+		guard(func(context.Context, []types.Datum) (Result, error) {
+			return Result{}, fmt.Errorf("reading block 7: %w", io.ErrUnexpectedEOF)
 		})
 	case word == "PANIC":
 		guard(func(context.Context, []types.Datum) (Result, error) { panic("engine bug") })

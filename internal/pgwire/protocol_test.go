@@ -18,6 +18,9 @@ type rawClient struct {
 	t  testing.TB
 	nc net.Conn
 	fe *pgproto3.Frontend
+	// pid and secret from BackendKeyData
+	pid    uint32
+	secret []byte
 }
 
 func dialRaw(t testing.TB, addr string) *rawClient {
@@ -125,6 +128,9 @@ func (r *rawClient) untilReady() []string {
 			r.t.Fatalf("receive after %v: %v", out, err)
 		}
 		d := describeMsg(m)
+		if k, ok := m.(*pgproto3.BackendKeyData); ok {
+			r.pid, r.secret = k.ProcessID, append([]byte(nil), k.SecretKey...)
+		}
 		if strings.HasPrefix(d, "S ") || d == "K" {
 			continue // parameter status noise
 		}
@@ -366,6 +372,12 @@ func TestEnginePanicEndsOnlyItsConnection(t *testing.T) {
 	if panics != 1 {
 		t.Fatalf("panicked hook called %d times", panics)
 	}
+	// An engine error that wraps io.EOF is a statement error, not a
+	// disconnect.
+	bystander.send(&pgproto3.Query{String: "EOFERR"})
+	bystander.expect("E ERROR XX000", "Z I")
+	bystander.send(&pgproto3.Parse{Query: "EOFERR"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	bystander.expect("1", "2", "E ERROR XX000", "Z I")
 	bystander.send(&pgproto3.Query{String: "SELECT 6"})
 	bystander.expect("T ?column?:23:0", "D 6", "C SELECT 1", "Z I")
 }
@@ -419,4 +431,45 @@ func TestRemotePolicies(t *testing.T) {
 	r = dialRemote(t, ts3.srv)
 	r.send(start("root"))
 	r.expect("E FATAL 28000", "EOF")
+}
+
+// TestCancelWhileStreaming cancels a statement whose iterator never looks
+// at its context: the server's own check between rows stops it.
+func TestCancelWhileStreaming(t *testing.T) {
+	ts := startServer(t, DefaultConfig(), newFakeEngine())
+	r := startupRaw(t, ts.addr)
+	r.send(&pgproto3.Query{String: "SELECT * FROM series(1000000000)"})
+	for i := 0; i < 1000; i++ {
+		m, err := r.fe.Receive()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			if _, ok := m.(*pgproto3.DataRow); !ok {
+				t.Fatalf("message %d: %s", i, describeMsg(m))
+			}
+		}
+	}
+	c := dialRaw(t, ts.addr)
+	c.send(&pgproto3.CancelRequest{ProcessID: r.pid, SecretKey: r.secret})
+	if _, err := c.fe.Receive(); err == nil {
+		t.Fatalf("cancel connection was not closed")
+	}
+	var tail []string
+	for {
+		m, err := r.fe.Receive()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m.(*pgproto3.DataRow); ok {
+			continue
+		}
+		tail = append(tail, describeMsg(m))
+		if _, ok := m.(*pgproto3.ReadyForQuery); ok {
+			break
+		}
+	}
+	if strings.Join(tail, ",") != "E ERROR 57014,Z I" {
+		t.Fatalf("after cancel: %q", tail)
+	}
 }
