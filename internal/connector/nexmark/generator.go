@@ -217,11 +217,6 @@ func (g *Generator) nextAuction(r *rng, la int64) int64 {
 	return lo + int64(r.intn(uint64(la-lo+1+int64(g.cfg.AuctionIDLead))))
 }
 
-// price is log-uniform in [100, 100,000,000]: round(10^(6u))·100.
-func price(r *rng) int64 {
-	return int64(math.Round(math.Exp(r.float()*(6*math.Ln10)))) * 100
-}
-
 // hot reports a hot key: true with probability 1 - 1/ratio.
 func hot(r *rng, ratio int) bool { return r.intn(uint64(ratio)) > 0 }
 

@@ -535,3 +535,31 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestPriceMatchesExp: the table-based price equals round(10^(6u))·100
+// computed with math.Exp, except possibly where 10^(6u) is within a
+// rounding error of a .5 tie.
+func TestPriceMatchesExp(t *testing.T) {
+	r := newRNG(1, 2, 3)
+	mismatches := 0
+	for range 1_000_000 {
+		r2 := r
+		got := price(&r)
+		u := float64(r2.next()>>11) * 0x1p-53
+		exact := math.Pow(10, 6*u)
+		want := int64(math.Round(exact)) * 100
+		if got != want {
+			if frac := exact - math.Floor(exact); math.Abs(frac-0.5) > 1e-6 {
+				t.Fatalf("u=%v: price %d; want %d (10^(6u) = %v)", u, got, want, exact)
+			}
+			mismatches++
+		}
+	}
+	if mismatches > 5 {
+		t.Fatalf("%d near-tie mismatches in 1e6 draws", mismatches)
+	}
+	tab := pow10Frac()
+	if tab[0] != 1 || math.Abs(tab[2048]-math.Sqrt(10)) > 1e-15 || math.Abs(tab[4095]-math.Pow(10, 4095.0/4096)) > 1e-14 {
+		t.Fatalf("table: T[0]=%v T[2048]=%v T[4095]=%v", tab[0], tab[2048], tab[4095])
+	}
+}
