@@ -77,3 +77,39 @@ func BenchmarkSelectFloat8Text(b *testing.B) {
 func BenchmarkSelectInt8Text(b *testing.B) {
 	benchmarkSelect(b, "SELECT * FROM series(1000000)", 1000000, false)
 }
+
+// BenchmarkSelectWidePgx measures end to end with a real driver decoding
+// every row (client and server share the machine's cores).
+func BenchmarkSelectWidePgx(b *testing.B) {
+	ts := startServer(b, DefaultConfig(), newFakeEngine())
+	c := ts.connect(b, "")
+	ctx := testCtx(b)
+	const rows = 1000000
+	var elapsed time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		rs, err := c.Query(ctx, "SELECT * FROM wide(1000000)")
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		var (
+			id int64
+			s  string
+			bl bool
+			ts time.Time
+		)
+		for rs.Next() {
+			if err := rs.Scan(&id, &s, &bl, &ts); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if rs.Err() != nil || n != rows {
+			b.Fatalf("%d rows, %v", n, rs.Err())
+		}
+		elapsed += time.Since(start)
+	}
+	b.ReportMetric(float64(rows*b.N)/elapsed.Seconds(), "rows/s")
+}

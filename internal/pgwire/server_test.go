@@ -111,6 +111,16 @@ func TestStartupParameterStatus(t *testing.T) {
 	if got := pc.ParameterStatus("TimeZone"); got != "Europe/Paris" {
 		t.Errorf("TimeZone after SET = %q", got)
 	}
+	// ... and the session's zone shapes timestamptz text I/O.
+	for in, want := range map[string]string{
+		"2001-09-09 01:46:40.5+00": "2001-09-09 03:46:40.5+02",
+		"2001-01-09 01:46:40":      "2001-01-09 01:46:40+01",
+	} {
+		res := pc.ExecParams(testCtx(t), "SELECT $1::timestamptz", [][]byte{[]byte(in)}, nil, nil, nil).Read()
+		if res.Err != nil || string(res.Rows[0][0]) != want {
+			t.Errorf("timestamptz %q in Europe/Paris: %q %v; want %q", in, res.Rows, res.Err, want)
+		}
+	}
 	// options=-c TimeZone=... lets the engine override at startup.
 	c2 := ts.connect(t, "options='-c TimeZone=Asia/Tokyo'")
 	if got := c2.PgConn().ParameterStatus("TimeZone"); got != "Asia/Tokyo" {
