@@ -18,6 +18,11 @@ type Engine interface {
 	// NewSession opens a session for an authenticated user. An unknown
 	// database is a *sqlerr.Error with code 3D000. client is the session's
 	// way back to the client (notices, ParameterStatus); see ClientConn.
+	// Startup settings (params.Options, params.Other["TimeZone"], ...) are
+	// the engine's to apply; it reports those that change a reported
+	// parameter with client.SetParameterStatus, and they join the initial
+	// ParameterStatus set. The reported TimeZone is also the zone the
+	// server uses for timestamptz text I/O.
 	NewSession(ctx context.Context, params StartupParams, client ClientConn) (Session, error)
 }
 
