@@ -80,12 +80,12 @@ type Config struct {
 	MinEventGap  time.Duration // wall-clock gap between rows of a split; 0: unthrottled
 }
 
+// orDefault fills a field where zero is meaningful: 0 takes the default
+// and a negative value (meaning "none") is kept, so that withDefaults is
+// idempotent; the generator clamps negatives to zero where it uses them.
 func orDefault(v, def int) int {
-	switch {
-	case v == 0:
+	if v == 0 {
 		return def
-	case v < 0:
-		return 0
 	}
 	return v
 }
@@ -134,6 +134,8 @@ type Generator struct {
 	// the events it takes for InFlightAuctions new auctions to appear
 	// (100·50/3 = 1,666 by default).
 	horizonEvents int64
+	personLead    int64 // Config.PersonIDLead, negative ("none") clamped to 0
+	auctionLead   int64
 	pad           string // pseudo-random letters that random strings are cut from
 	ch            *channelTable
 	limit         [3]int64 // per-table ordinal bound from MaxEvents; -1: none
@@ -147,6 +149,8 @@ func NewGenerator(cfg Config) *Generator {
 		baseUs:        cfg.BaseTime.UnixMicro(),
 		rate:          uint64(cfg.EventRate),
 		horizonEvents: int64(cfg.InFlightAuctions) * totalProportion / auctionProportion,
+		personLead:    int64(max(0, cfg.PersonIDLead)),
+		auctionLead:   int64(max(0, cfg.AuctionIDLead)),
 		ch:            channels(),
 	}
 	// Cut random strings from a pad at least twice as long as the longest
@@ -165,7 +169,8 @@ func NewGenerator(cfg Config) *Generator {
 	return g
 }
 
-// Config returns the configuration in use, defaults filled in.
+// Config returns the configuration in use, defaults filled in (a lead or
+// average size of "none" reads as -1).
 func (g *Generator) Config() Config { return g.cfg }
 
 // Count returns how many rows table t has (-1: unbounded).
@@ -206,7 +211,7 @@ func (g *Generator) Event(n int64) Event {
 func (g *Generator) nextPerson(r *rng, lp int64) int64 {
 	num := lp + 1
 	active := min(num, int64(g.cfg.ActivePeople))
-	return num - active + int64(r.intn(uint64(active+int64(g.cfg.PersonIDLead))))
+	return num - active + int64(r.intn(uint64(active+g.personLead)))
 }
 
 // nextAuction picks a random existing auction (0-based index) when la is
@@ -214,7 +219,7 @@ func (g *Generator) nextPerson(r *rng, lp int64) int64 {
 // ids ahead of la.
 func (g *Generator) nextAuction(r *rng, la int64) int64 {
 	lo := max(la-int64(g.cfg.InFlightAuctions), 0)
-	return lo + int64(r.intn(uint64(la-lo+1+int64(g.cfg.AuctionIDLead))))
+	return lo + int64(r.intn(uint64(la-lo+1+g.auctionLead)))
 }
 
 // hot reports a hot key: true with probability 1 - 1/ratio.

@@ -312,6 +312,19 @@ func TestDeterminism(t *testing.T) {
 			t.Fatalf("Event(%d) differs between calls", n)
 		}
 	}
+	// Config() round-trips: a generator rebuilt from it is the same stream.
+	for _, cfg := range []Config{{}, {PersonIDLead: -1, AvgBidBytes: -1, EventRate: 7}} {
+		a := NewGenerator(cfg)
+		b := NewGenerator(a.Config())
+		if a.Config() != b.Config() {
+			t.Fatalf("Config not idempotent: %+v vs %+v", a.Config(), b.Config())
+		}
+		for n := int64(0); n < 2000; n++ {
+			if a.Event(n) != b.Event(n) {
+				t.Fatalf("event %d differs after Config round trip", n)
+			}
+		}
+	}
 	// A different seed gives a different stream.
 	g3 := NewGenerator(Config{Seed: 7})
 	same := 0
@@ -433,8 +446,20 @@ func TestParseOptions(t *testing.T) {
 	}
 	if tt != TypeBid || cfg.SplitNum != 4 || cfg.MaxEvents != 1_000_000 || cfg.MaxChunkSize != 256 ||
 		cfg.MinEventGap != 0 || cfg.EventRate != 5000 || !cfg.BaseTime.Equal(time.UnixMilli(1700000000000)) ||
-		cfg.PersonIDLead != 0 || cfg.AuctionIDLead != DefaultAuctionIDLead {
+		cfg.PersonIDLead != -1 || cfg.AuctionIDLead != DefaultAuctionIDLead {
 		t.Fatalf("parsed %+v, %v", cfg, tt)
+	}
+	// The parsed config survives NewGenerator: lead 0 means no bidder or
+	// seller beyond the newest person (except the hot bidder, see
+	// TestReferencesExist).
+	g := NewGenerator(cfg)
+	if g.Config().PersonIDLead != -1 || g.personLead != 0 || g.auctionLead != DefaultAuctionIDLead {
+		t.Fatalf("generator from parsed config: %+v", g.Config())
+	}
+	for n := int64(0); n < 100_000; n++ {
+		if e := g.Event(n); e.Type == TypeAuction && e.Auction.Seller > FirstPersonID+lastPerson(n) {
+			t.Fatalf("lead 0: event %d seller %d ahead of newest person", n, e.Auction.Seller)
+		}
 	}
 	cfg, _, err = ParseOptions(map[string]string{"nexmark.table.type": "person"})
 	if err != nil || cfg.MinEventGap != DefaultMinEventGap || cfg.EventRate != DefaultEventRate ||
