@@ -2,6 +2,7 @@ package expr
 
 import (
 	"math"
+	"math/big"
 
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -264,7 +265,7 @@ func dpow(a, b types.Datum) (types.Datum, error) {
 	if x < 0 && math.Floor(y) != y && !math.IsInf(y, 0) {
 		return types.NullDatum, sqlError(codeInvalidArgumentForPower, "a negative number raised to a non-integer power yields a complex result")
 	}
-	r := math.Pow(x, y)
+	r := powFloat(x, y)
 	if math.IsInf(r, 0) && !math.IsInf(x, 0) && !math.IsInf(y, 0) {
 		return types.NullDatum, errFloatOverflow
 	}
@@ -357,4 +358,25 @@ func init() {
 			regBinop(op, &overload{args: two, ret: types.Bool, fn2: f})
 		}
 	}
+}
+
+// powFloat is pow() rounded as C's correctly-rounded pow rounds: Go's
+// math.Pow multiplies by repeated squaring for integral exponents, which
+// can be one ulp off, so small integral exponents are computed in 256-bit
+// precision and rounded once.
+func powFloat(x, y float64) float64 {
+	if y == math.Trunc(y) && math.Abs(y) <= 64 && x != 0 && !math.IsInf(x, 0) && !math.IsNaN(x) {
+		n := int(math.Abs(y))
+		acc := new(big.Float).SetPrec(256).SetFloat64(1)
+		base := new(big.Float).SetPrec(256).SetFloat64(x)
+		for i := 0; i < n; i++ {
+			acc.Mul(acc, base)
+		}
+		if y < 0 {
+			acc.Quo(new(big.Float).SetPrec(256).SetFloat64(1), acc)
+		}
+		r, _ := acc.Float64()
+		return r
+	}
+	return math.Pow(x, y)
 }

@@ -121,7 +121,10 @@ func coerceTo(e Expr, to types.Type, cc CastContext) (Expr, error) {
 		if k.Value.IsNull() {
 			return &Const{Value: types.NullDatum, Typ: to}, nil
 		}
-		if !sessionDependent(to) && !sessionDependent(from) {
+		// Only untyped literals are converted at bind time (PostgreSQL
+		// resolves literal types while parsing); other constant casts stay
+		// lazy so that an untaken CASE branch cannot raise an error.
+		if isUnknown(from) && !sessionDependent(to) {
 			v, err := fn(nil, k.Value)
 			if err != nil {
 				return nil, err

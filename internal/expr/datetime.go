@@ -3,6 +3,8 @@ package expr
 import (
 	"math"
 	"time"
+
+	"github.com/runneldb/runnel/internal/types"
 )
 
 const (
@@ -12,13 +14,13 @@ const (
 	usPerDay  = 24 * usPerHour
 )
 
-// PostgreSQL's ranges: timestamps 4714-11-24 BC .. 294276-12-31 AD and
-// dates 4714-11-24 BC .. 5874897-12-31 AD.
+// Ranges shared with the types package (see types.EndTimestamp for why
+// the timestamp range ends before PostgreSQL's).
 var (
-	minTimestamp = daysFromCivil(-4713, 11, 24) * usPerDay
-	maxTimestamp = daysFromCivil(294277, 1, 1)*usPerDay - 1
-	minDate      = daysFromCivil(-4713, 11, 24)
-	maxDate      = daysFromCivil(5874898, 1, 1) - 1
+	minTimestamp = types.MinTimestamp
+	maxTimestamp = types.EndTimestamp - 1
+	minDate      = types.MinDate
+	maxDate      = types.MaxDate
 )
 
 func floorDiv(a, b int64) int64 {
@@ -93,8 +95,8 @@ func dateToTimestamp(days int64) (int64, error) {
 	if isInfTS(days) {
 		return days, nil
 	}
-	v := days * usPerDay
-	if v < minTimestamp || v > maxTimestamp {
+	v, ok := mul64(days, usPerDay)
+	if !ok || v < minTimestamp || v > maxTimestamp {
 		return 0, errDateOutOfRangeForTS
 	}
 	return v, nil

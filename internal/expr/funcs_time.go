@@ -289,8 +289,11 @@ func extractField(ctx *EvalContext, fieldD, v types.Datum, t types.Type) (*apd.D
 			return apd.New(jd, 0), nil
 		}
 		tod := fromCivil(c) - c.days*usPerDay
-		num := types.DNumeric(apd.New(jd*usPerDay+tod, 0))
-		r, err := numericDiv(num, types.DNumeric(apd.New(usPerDay, 0)))
+		frac, err := numericDiv(types.DNumeric(apd.New(tod, 0)), types.DNumeric(apd.New(usPerDay, 0)))
+		if err != nil {
+			return nil, err
+		}
+		r, err := numericAdd(types.DNumeric(apd.New(jd, 0)), frac)
 		if err != nil {
 			return nil, err
 		}
@@ -372,6 +375,10 @@ func extractInterval(field, raw string, iv types.IntervalValue) (*apd.Decimal, e
 			exactCtx.Add(r, r, p)
 		}
 		return r, nil
+	}
+	switch field {
+	case "dow", "isodow", "doy", "week", "isoyear", "julian", "timezone", "timezone_hour", "timezone_minute":
+		return nil, unitErr(raw, types.Interval)
 	}
 	return nil, unrecognizedUnit(raw, types.Interval)
 }

@@ -159,6 +159,11 @@ func (n *jnode) field(k string) *jnode {
 
 func (n *jnode) index(i int64) *jnode {
 	if n.kind != "array" {
+		// PostgreSQL stores a scalar as a one-element "raw scalar" array,
+		// so element 0 (or -1) of a scalar is the scalar itself.
+		if n.kind != "object" && (i == 0 || i == -1) {
+			return n
+		}
 		return nil
 	}
 	if i < 0 {

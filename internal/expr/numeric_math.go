@@ -267,32 +267,25 @@ func isIntegral(d *apd.Decimal) bool {
 	return r.IsZero()
 }
 
-// powerInt is power_var_int: base ^ integer with its result-scale rule.
-func powerInt(x *apd.Decimal, e int64, expDscale int64) (types.Datum, error) {
-	var f float64
-	w, g := nbaseGroups(x)
-	if len(g) > 0 {
-		fv := float64(g[0])
-		p := w * nbaseDigits
-		for i := 1; i < len(g) && i*nbaseDigits < 16; i++ {
-			fv = fv*10000 + float64(g[i])
-			p -= nbaseDigits
-		}
-		f = float64(e) * (math.Log10(fv) + float64(p))
-	}
-	if f > (math.MaxInt16+1)*nbaseDigits {
-		return types.NullDatum, numericOverflowErr()
-	}
-	if f+1 < -numericMaxDisplayScale {
-		return types.DNumeric(apd.New(0, -numericMaxDisplayScale)), nil
-	}
-	rscale := max(int64(numericMinSigDigits)-int64(f), int64(dscale(x)), expDscale)
-	rscale = min(max(rscale, 0), numericMaxDisplayScale)
+// powerInt is PostgreSQL 15's power_var_int path: an integral exponent
+// gives a result with scale max(16, dscale(base)).
+func powerInt(x *apd.Decimal, e int64, _ int64) (types.Datum, error) {
+	rscale := max(int64(numericMinSigDigits), int64(dscale(x)))
+	rscale = min(rscale, numericMaxDisplayScale)
 	if e == 0 {
 		return types.DNumeric(finishScale(apd.New(1, 0), rscale)), nil
 	}
+	// crude overflow test on the decimal weight of the result
+	if x.Form == apd.Finite && !x.IsZero() {
+		if lw := float64(e) * math.Log10(math.Abs(decToFloat(x))); lw > 131072 {
+			return types.NullDatum, numericOverflowErr()
+		} else if lw < -float64(rscale)-10 {
+			return types.DNumeric(finishScale(apd.New(0, 0), rscale)), nil
+		}
+	}
 	r := new(apd.Decimal)
-	c := workCtx(int64(math.Abs(f)) + rscale + 20)
+	f := math.Abs(float64(e) * math.Log10(math.Abs(decToFloat(x))))
+	c := workCtx(int64(f) + rscale + 20)
 	if _, err := c.Pow(r, x, apd.New(e, 0)); err != nil {
 		return types.NullDatum, numericOverflowErr()
 	}
