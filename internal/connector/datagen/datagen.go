@@ -204,7 +204,12 @@ func (f *Field) value(i int64) types.Datum {
 	case types.KindInt64:
 		return types.DInt64(v)
 	case types.KindFloat32:
-		return types.DFloat32(float32(fv))
+		f32 := float32(fv)
+		// Rounding to float32 must not reach the exclusive upper bound.
+		if f.Kind == KindRandom && f32 >= float32(f.FMax) && f.FMax > f.FMin {
+			f32 = math.Nextafter32(float32(f.FMax), float32(f.FMin))
+		}
+		return types.DFloat32(f32)
 	case types.KindFloat64:
 		return types.DFloat64(fv)
 	case types.KindBool:

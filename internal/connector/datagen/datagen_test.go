@@ -234,6 +234,18 @@ func TestRandomRangesAndDeterminism(t *testing.T) {
 	}
 }
 
+func TestFloat32UpperBoundExclusive(t *testing.T) {
+	// Between 2^24-1 and 2^24 float32 has no other value: half the doubles
+	// drawn there round up to the excluded bound.
+	cols := []connector.Column{{Name: "f", Type: types.Float32}}
+	g := mustGen(t, cols, map[string]string{"fields.f.min": "16777215", "fields.f.max": "16777216"})
+	for i := range int64(10_000) {
+		if v := g.Row(i)[0].Float(); v < 16777215 || v >= 16777216 {
+			t.Fatalf("row %d: %v outside [16777215, 16777216)", i, v)
+		}
+	}
+}
+
 func TestMultipleSequencesStopAtShortest(t *testing.T) {
 	cols := []connector.Column{{Name: "x", Type: types.Int64}, {Name: "y", Type: types.Int16}}
 	g := mustGen(t, cols, map[string]string{
