@@ -306,6 +306,17 @@ func (r *Reader) Next(dst []types.Row, max int) []types.Row {
 	return dst
 }
 
+// NextChunk appends up to max fresh rows to c as inserts (a source is
+// append-only) and returns how many it appended.
+func (r *Reader) NextChunk(c *types.Chunk, max int) int {
+	before := len(c.Rows)
+	c.Rows = r.Next(c.Rows, max)
+	for range len(c.Rows) - before {
+		c.Ops = append(c.Ops, types.OpInsert)
+	}
+	return len(c.Rows) - before
+}
+
 // Fill overwrites rows (see FillRows), advances, and returns the count.
 func (r *Reader) Fill(rows []types.Row) int {
 	n, next := r.g.FillRows(r.next, r.step, rows)

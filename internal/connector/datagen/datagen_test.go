@@ -364,3 +364,16 @@ func BenchmarkFillRows(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+func TestNextChunk(t *testing.T) {
+	cols := []connector.Column{{Name: "x", Type: types.Int64}}
+	g := mustGen(t, cols, map[string]string{"fields.x.kind": "sequence", "fields.x.end": "9"})
+	r, _ := g.NewReader(0, 1, 0)
+	var c types.Chunk
+	for !r.Done() {
+		r.NextChunk(&c, 4)
+	}
+	if c.Len() != 10 || len(c.Ops) != 10 || c.Rows[9][0].Int() != 9 || c.Ops[9] != types.OpInsert {
+		t.Fatalf("chunk %v %v", c.Ops, c.Rows)
+	}
+}

@@ -588,3 +588,32 @@ func TestPriceMatchesExp(t *testing.T) {
 		t.Fatalf("table: T[0]=%v T[2048]=%v T[4095]=%v", tab[0], tab[2048], tab[4095])
 	}
 }
+
+func TestNextChunkAndWatermark(t *testing.T) {
+	g := NewGenerator(Config{MaxEvents: 5000})
+	r, _ := g.NewReader(TypeAuction, 0, 2, StartPosition(0))
+	var c types.Chunk
+	total := 0
+	for !r.Done() {
+		wm := r.EventTimeAt(r.Position())
+		before := c.Len()
+		n := r.NextChunk(&c, 7)
+		if n == 0 || c.Len() != before+n || len(c.Ops) != c.Len() {
+			t.Fatalf("NextChunk appended %d; chunk has %d rows, %d ops", n, c.Len(), len(c.Ops))
+		}
+		for _, row := range c.Rows[before:] {
+			if row[5].Int() < wm {
+				t.Fatalf("date_time %d below the watermark %d", row[5].Int(), wm)
+			}
+		}
+		total += n
+	}
+	for _, op := range c.Ops {
+		if op != types.OpInsert {
+			t.Fatalf("op %v; want insert", op)
+		}
+	}
+	if want := (g.Count(TypeAuction) + 1) / 2; int64(total) != want {
+		t.Fatalf("split 0 of 2 produced %d auctions; want %d", total, want)
+	}
+}

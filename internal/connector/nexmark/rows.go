@@ -181,6 +181,17 @@ func (r *Reader) Next(dst []types.Row, max int) []types.Row {
 	return dst
 }
 
+// NextChunk appends up to max fresh rows to c as inserts (a source is
+// append-only) and returns how many it appended.
+func (r *Reader) NextChunk(c *types.Chunk, max int) int {
+	before := len(c.Rows)
+	c.Rows = r.Next(c.Rows, max)
+	for range len(c.Rows) - before {
+		c.Ops = append(c.Ops, types.OpInsert)
+	}
+	return len(c.Rows) - before
+}
+
 // Fill overwrites rows (see FillRows), advances, and returns the count.
 func (r *Reader) Fill(rows []types.Row) int {
 	n, next := r.g.FillRows(r.t, r.next, r.step, rows)
@@ -189,6 +200,7 @@ func (r *Reader) Fill(rows []types.Row) int {
 }
 
 // EventTimeAt returns date_time of the row at position pos of this
-// reader's table (e.g. for a watermark: rows of a split are produced in
-// increasing date_time).
+// reader's table. Rows of a split come out in increasing date_time, so
+// EventTimeAt(Position()) is a lower bound of every date_time the split
+// will still produce: a valid watermark.
 func (r *Reader) EventTimeAt(pos int64) int64 { return r.g.EventTime(EventID(r.t, pos)) }
