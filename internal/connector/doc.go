@@ -25,8 +25,9 @@
 //	pacer := connector.NewPacer(cfg.MinEventGap, time.Now())
 //	between barriers:
 //	    n := pacer.Budget(time.Now(), cfg.MaxChunkSize)   // 0: sleep pacer.Wait(now) or until the barrier
-//	    rows := rd.Next(nil, n)                           // fresh rows, safe to send downstream
-//	    pacer.Emitted(len(rows))
+//	    k := rd.NextChunk(&chunk, n)                      // fresh rows as inserts, safe to send downstream
+//	    pacer.Emitted(k)
+//	    (nexmark) watermark: rd.EventTimeAt(rd.Position()) bounds every later date_time of the split
 //	    if rd.Done() { the bounded stream has ended }
 //	at a checkpoint barrier: persist rd.Position()
 //
