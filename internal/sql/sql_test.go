@@ -129,3 +129,27 @@ func TestParamsAndDescribe(t *testing.T) {
 		t.Fatalf("got %v, %v", got, err)
 	}
 }
+
+func TestExplainShowsRewrites(t *testing.T) {
+	f := smallDB()
+	cases := []struct{ q, want string }{
+		{"explain select a from t where a in (select a from u)", "Semi Join keys: t.a = u.a"},
+		{"explain select a from t where a not in (select a from u)", "Anti Join (null-aware) keys: t.a = u.a"},
+		{"explain select a from t where exists (select 1 from u where u.a = t.a and u.d <> t.b)", "Semi Join keys: t.a = u.a cond:"},
+		{"explain select a from t where not exists (select 1 from u where u.a = t.a)", "Anti Join keys: t.a = u.a"},
+		// correlated NOT IN stays a subquery expression
+		{"explain select a from t where a not in (select a from u where u.d = t.b)", "ANY(subquery)"},
+		{"explain select t.a from t join u on t.a = u.a where t.c > 1 and u.d = 'x'", "Scan u filter:"},
+		{"explain select t.a from t join u on t.a + 1 = u.a", "Inner Join keys:"},
+		{"explain select a from t order by a limit 1", "TopN"},
+	}
+	for _, c := range cases {
+		got, _, err := f.query(context.Background(), c.q)
+		if err != nil {
+			t.Fatalf("%s: %v", c.q, err)
+		}
+		if !strings.Contains(strings.Join(got, "\n"), c.want) {
+			t.Errorf("%s:\n%s\nwant it to contain %q", c.q, strings.Join(got, "\n"), c.want)
+		}
+	}
+}

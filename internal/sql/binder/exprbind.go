@@ -411,6 +411,9 @@ func (b *Binder) bindColumnRef(cr *pg.ColumnRef, ec *exprCtx) (expr.Expr, error)
 			if depth == 0 {
 				return c.e, nil
 			}
+			if depth == 1 && ec.sc.flatParent {
+				return c.e, nil
+			}
 			ref, isRef := c.e.(*expr.ColumnRef)
 			if !isRef {
 				return nil, unsupported("correlated reference to a merged USING column is not supported")

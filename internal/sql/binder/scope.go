@@ -40,6 +40,10 @@ type scope struct {
 	// width is the width of the row the scope's expressions are bound
 	// against.
 	width int
+	// flatParent makes references resolved in the parent scope plain
+	// column references into the same row (the parent's columns come
+	// first in it): the row of a decorrelated semi join.
+	flatParent bool
 }
 
 type scopeTable struct {

@@ -300,6 +300,7 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 		return nil, err
 	}
 	sc := r.sc
+	var semis []*semiJoin
 	if sel.WhereClause != nil {
 		if containsAggregate(sel.WhereClause) {
 			return nil, b.errorf(location(sel.WhereClause), sqlerr.GroupingError, "aggregate functions are not allowed in WHERE")
@@ -308,6 +309,14 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 			return nil, b.errorf(location(sel.WhereClause), sqlerr.WindowingError, "window functions are not allowed in WHERE")
 		}
 		for _, c := range conjuncts(sel.WhereClause) {
+			sj, err := b.trySemiJoin(c, r)
+			if err != nil {
+				return nil, err
+			}
+			if sj != nil {
+				semis = append(semis, sj)
+				continue
+			}
 			tabs, movable := b.refTables(c, r)
 			if !movable {
 				r.filters = append(r.filters, c)
@@ -319,6 +328,9 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 	node, err := b.build(r)
 	if err != nil {
 		return nil, err
+	}
+	for _, sj := range semis {
+		node = sj.apply(node)
 	}
 
 	// Select-list expansion (*, t.*) happens first: GROUP BY ordinals and
