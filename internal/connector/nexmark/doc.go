@@ -34,7 +34,8 @@
 //     EventRate the rate of the whole stream (all kinds and all splits),
 //     default 10,000 events/s: 100 µs of event time per event, so 1 M
 //     events cover 100 s. BaseTime defaults to 2015-07-15 00:00:00 UTC.
-//     Rows of one split come out in increasing date_time.
+//     Rows of one split come out in non-decreasing date_time (strictly
+//     increasing while EventRate <= 1e6).
 //   - Auction expiry: date_time + 1 ms + uniform[0, 2·horizon), horizon =
 //     the event time of 1,666 events (100 auctions' worth; 166.6 ms at the
 //     default rate).

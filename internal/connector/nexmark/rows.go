@@ -200,7 +200,7 @@ func (r *Reader) Fill(rows []types.Row) int {
 }
 
 // EventTimeAt returns date_time of the row at position pos of this
-// reader's table. Rows of a split come out in increasing date_time, so
+// reader's table. Rows of a split come out in non-decreasing date_time, so
 // EventTimeAt(Position()) is a lower bound of every date_time the split
 // will still produce: a valid watermark.
 func (r *Reader) EventTimeAt(pos int64) int64 { return r.g.EventTime(EventID(r.t, pos)) }
