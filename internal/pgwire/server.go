@@ -143,13 +143,15 @@ func (s *Server) Serve(ln net.Listener) error {
 			if closing {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("pgwire: accept on %s: %w", ln.Addr(), err)
 			}
-			return fmt.Errorf("pgwire: accept on %s: %w", ln.Addr(), err)
+			// Out of file descriptors and similar conditions pass: back
+			// off instead of giving up on every future client.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("pgwire: accept failed", "addr", ln.Addr(), "err", err, "retry_in", backoff)
+			time.Sleep(backoff)
+			continue
 		}
 		backoff = 0
 		if !s.startConn(nc) {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -486,5 +487,43 @@ func TestCopyPgconn(t *testing.T) {
 	var n int64
 	if err := c.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 6 {
 		t.Fatalf("count = %d %v; want 6", n, err)
+	}
+}
+
+// flakyListener fails its first Accept the way a process out of file
+// descriptors does.
+type flakyListener struct {
+	net.Listener
+	failed bool
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if !l.failed {
+		l.failed = true
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+func TestAcceptErrorIsRetried(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(DefaultConfig(), newFakeEngine())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(&flakyListener{Listener: ln}) }()
+	ts := &testServer{srv: srv, addr: ln.Addr().String()}
+	c := ts.connect(t, "")
+	var v int32
+	if err := c.QueryRow(testCtx(t), "SELECT 1").Scan(&v); err != nil || v != 1 {
+		t.Fatalf("after accept error: %d %v", v, err)
+	}
+	c.Close(testCtx(t))
+	if err := srv.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve: %v", err)
 	}
 }
