@@ -292,7 +292,9 @@ func (c *Catalog) DropObject(ctx context.Context, id ObjectID) error {
 
 // CreateRelation assigns rel an id (and, when stateTables > 0, that many
 // fresh state-table ids, the first of which becomes rel.StateTable) and
-// stores it. It returns the allocated state-table ids.
+// stores it. It returns the allocated state-table ids. With stateTables
+// = 0, rel.StateTable is kept as the caller set it (ids allocated earlier
+// with AllocateTableIDs, so that storage could register them first).
 func (c *Catalog) CreateRelation(ctx context.Context, rel *Relation, stateTables int) ([]TableID, error) {
 	var tables []TableID
 	err := c.mutate(ctx, func(tx *metastore.Tx) error {

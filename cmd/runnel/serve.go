@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/runneldb/runnel/internal/server"
+)
+
+// envOr returns the environment variable's value, or def.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func serveMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", envOr("RUNNEL_LISTEN", "127.0.0.1:4566"), "pgwire listen address (env RUNNEL_LISTEN)")
+	dataDir := fs.String("data-dir", envOr("RUNNEL_DATA_DIR", "runnel-data"), "data directory (env RUNNEL_DATA_DIR)")
+	objURL := fs.String("object-store", os.Getenv("RUNNEL_OBJECT_STORE"), "object store: local path or s3://bucket/prefix?endpoint=host:port (default DATA_DIR/objects; env RUNNEL_OBJECT_STORE)")
+	metaURL := fs.String("meta-store", os.Getenv("RUNNEL_META_STORE"), "metadata store: SQLite path or postgres://… (default DATA_DIR/meta.db; env RUNNEL_META_STORE)")
+	interval := fs.Duration("barrier-interval", time.Second, "time between epochs")
+	tlsCert := fs.String("tls-cert", os.Getenv("RUNNEL_TLS_CERT"), "TLS certificate file (enables TLS with --tls-key)")
+	tlsKey := fs.String("tls-key", os.Getenv("RUNNEL_TLS_KEY"), "TLS key file")
+	logFormat := fs.String("log-format", envOr("RUNNEL_LOG_FORMAT", "text"), "log format: text or json")
+	logLevel := fs.String("log-level", envOr("RUNNEL_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "runnel: bad --log-level %q\n", *logLevel)
+		return 2
+	}
+	var handler slog.Handler
+	if *logFormat == "json" {
+		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
+	} else {
+		handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	}
+	log := slog.New(handler)
+
+	ctx := context.Background()
+	srv, err := server.Open(ctx, server.Config{
+		Listen:          *listen,
+		DataDir:         *dataDir,
+		ObjectStoreURL:  *objURL,
+		MetaStoreURL:    *metaURL,
+		BarrierInterval: *interval,
+		TLSCertFile:     *tlsCert,
+		TLSKeyFile:      *tlsKey,
+		Logger:          log,
+	})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case sig := <-sigs:
+		log.Info("shutting down", "signal", sig.String())
+	case err := <-errc:
+		if err != nil {
+			log.Error("server stopped", "err", err)
+			srv.Close()
+			return 1
+		}
+	}
+	if err := srv.Close(); err != nil {
+		log.Error("shutdown", "err", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/runneldb/runnel/internal/batch"
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/pgwire"
+	"github.com/runneldb/runnel/internal/sql"
+	"github.com/runneldb/runnel/internal/sql/binder"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// copy runs COPY ... FROM STDIN and COPY ... TO STDOUT.
+func (st *statement) copy(ctx context.Context, b *binder.Copy, params []types.Datum) (pgwire.Result, error) {
+	if b.Filename != "" {
+		return pgwire.Result{}, sqlerr.New(sqlerr.InsufficientPrivilege, "COPY to or from a file is not supported; use COPY ... FROM STDIN / TO STDOUT (psql's \\copy)")
+	}
+	opts, err := copyOptions(b)
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	if b.From {
+		cols := make([]pgwire.Column, len(b.Columns))
+		for i, c := range b.Columns {
+			cols[i] = pgwire.Column{Name: b.Table.Columns[c].Name, Type: b.Table.Columns[c].Type}
+		}
+		sink := &copySink{st: st, rel: b.Table, cols: b.Columns}
+		return pgwire.Result{Copy: &pgwire.Copy{In: true, Options: opts, Columns: cols, Sink: sink}}, nil
+	}
+	snap := st.sess.s.store.Snapshot()
+	env := &batch.Env{Data: &snapshotSource{snap: snap}, Eval: st.evalContext(ctx), Params: params}
+	it, err := batch.Run(ctx, env, b.Query)
+	if err != nil {
+		snap.Close()
+		return pgwire.Result{}, mapStorageErr(err)
+	}
+	var cols []pgwire.Column
+	for _, c := range b.Query.Schema() {
+		if !c.Hidden {
+			cols = append(cols, pgwire.Column{Name: c.Name, Type: c.Type})
+		}
+	}
+	return pgwire.Result{Columns: cols, Copy: &pgwire.Copy{Options: opts, Columns: cols}, Rows: &queryRows{it: sql.HideColumns(it, b.Query.Schema()), snap: snap}}, nil
+}
+
+func copyOptions(b *binder.Copy) (pgwire.CopyOptions, error) {
+	var o pgwire.CopyOptions
+	switch b.Format {
+	case "", "text":
+		o = pgwire.DefaultCopyOptions(pgwire.CopyText)
+	case "csv":
+		o = pgwire.DefaultCopyOptions(pgwire.CopyCSV)
+	case "binary":
+		return o, sqlerr.New(sqlerr.FeatureNotSupported, "COPY BINARY is not supported")
+	default:
+		return o, sqlerr.Errorf(sqlerr.InvalidParameterValue, "COPY format %q not recognized", b.Format)
+	}
+	one := func(s, what string) (byte, error) {
+		if len(s) != 1 {
+			return 0, sqlerr.Errorf(sqlerr.FeatureNotSupported, "COPY %s must be a single one-byte character", what)
+		}
+		return s[0], nil
+	}
+	var err error
+	if b.Delimiter != "" {
+		if o.Delimiter, err = one(b.Delimiter, "delimiter"); err != nil {
+			return o, err
+		}
+	}
+	if b.Null != "" {
+		o.Null = b.Null
+	}
+	o.Header = b.Header
+	if b.Quote != "" {
+		if o.Quote, err = one(b.Quote, "quote"); err != nil {
+			return o, err
+		}
+	}
+	if b.Escape != "" {
+		if o.Escape, err = one(b.Escape, "escape"); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// copySink collects COPY FROM rows and inserts them as one statement when
+// the client ends the data: COPY is atomic, as in PostgreSQL.
+type copySink struct {
+	st   *statement
+	rel  *catalog.Relation
+	cols []int
+	rows []types.Row
+}
+
+func (s *copySink) Write(ctx context.Context, rows []types.Row) error {
+	for _, r := range rows {
+		full := make(types.Row, len(s.rel.Columns))
+		for i, c := range s.cols {
+			full[c] = r[i]
+		}
+		for i, c := range s.rel.Columns {
+			if c.NotNull && !c.Hidden && full[i].IsNull() {
+				return sqlerr.Errorf(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.Name, s.rel.Name)
+			}
+		}
+		s.rows = append(s.rows, full)
+	}
+	return nil
+}
+
+func (s *copySink) Finish(ctx context.Context) (string, error) {
+	affected, err := s.st.sess.s.insert(ctx, s.rel, s.rows, nil)
+	if err != nil {
+		return "", mapStorageErr(err)
+	}
+	if s.st.sess.implicitFlush() {
+		if err := s.st.sess.s.epochs.Flush(ctx); err != nil {
+			return "", fmt.Errorf("implicit flush: %w", err)
+		}
+	}
+	return fmt.Sprintf("COPY %d", len(affected)), nil
+}
+
+func (s *copySink) Abort() { s.rows = nil }

@@ -1,0 +1,338 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/pgwire"
+	"github.com/runneldb/runnel/internal/sql/binder"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/storage"
+	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// resolveSchema returns the named schema, or the current one for "".
+func (ss *session) resolveSchema(name string) (*catalog.Schema, error) {
+	if name == "" {
+		return ss.currentSchema()
+	}
+	sc, err := ss.s.catalog.SchemaByName(ss.db.ID, name)
+	if err != nil {
+		return nil, sqlerr.Errorf(sqlerr.InvalidSchemaName, "schema %q does not exist", name)
+	}
+	return sc, nil
+}
+
+// createTable runs CREATE TABLE. Order: allocate state-table ids, register
+// them in the storage version, store the catalog entry, start the actor.
+// A crash between the steps leaves at worst an empty registered table that
+// no catalog entry names: no data can be lost or half-visible.
+func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgwire.Result, error) {
+	s := ss.s
+	sc, err := ss.resolveSchema(ct.Schema)
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	if _, err := s.catalog.RelationByName(sc.ID, ct.Name); err == nil {
+		if ct.IfNotExists {
+			ss.client.Notice(pgwire.Notice{Code: sqlerr.DuplicateTable, Message: fmt.Sprintf("relation %q already exists, skipping", ct.Name)})
+			return pgwire.Result{Tag: "CREATE TABLE"}, nil
+		}
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateTable, "relation %q already exists", ct.Name)
+	}
+	if len(ct.Options) > 0 {
+		if c, ok := ct.Options["connector"]; ok {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "connector %q is not supported yet", c)
+		}
+	}
+	rel := &catalog.Relation{
+		DatabaseID: ss.db.ID,
+		SchemaID:   sc.ID,
+		Name:       ct.Name,
+		Kind:       catalog.KindTable,
+		Owner:      ss.user.Name,
+		PK:         append([]int(nil), ct.PK...),
+		AppendOnly: ct.AppendOnly,
+		Options:    ct.Options,
+	}
+	seen := map[string]bool{}
+	for _, c := range ct.Columns {
+		if seen[c.Name] {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateColumn, "column %q specified more than once", c.Name)
+		}
+		seen[c.Name] = true
+		rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type, NotNull: c.NotNull, Default: c.DefaultText})
+	}
+	if len(rel.PK) == 0 {
+		rel.Columns = append(rel.Columns, catalog.Column{Name: RowIDColumn, Type: types.Int64, NotNull: true, Hidden: true})
+		rel.PK = []int{len(rel.Columns) - 1}
+	}
+	for _, k := range rel.PK {
+		rel.Columns[k].NotNull = true
+	}
+	rel.DistKey = append([]int(nil), rel.PK...)
+
+	ids, err := s.catalog.AllocateTableIDs(ctx, 1)
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	rel.StateTable = ids[0]
+	if err := s.store.RegisterTables(ctx, storage.TableID(rel.StateTable)); err != nil {
+		return pgwire.Result{}, fmt.Errorf("create table %s: register state table %d: %w", ct.Name, rel.StateTable, err)
+	}
+	if _, err := s.catalog.CreateRelation(ctx, rel, 0); err != nil {
+		// Nothing references the table yet; give its id back to GC.
+		s.store.UnregisterTables(context.Background(), storage.TableID(rel.StateTable))
+		return pgwire.Result{}, err
+	}
+	s.epochs.WithGraphLock(func(curr uint64) error {
+		s.spawnTable(rel, curr)
+		return nil
+	})
+	return pgwire.Result{Tag: "CREATE TABLE"}, nil
+}
+
+// drop runs DROP TABLE / DATABASE / SCHEMA / USER (views come with the
+// streaming planner).
+func (ss *session) drop(ctx context.Context, d *binder.Drop) (pgwire.Result, error) {
+	tag := "DROP " + strings.ToUpper(d.Type.String())
+	for _, n := range d.Names {
+		var err error
+		switch d.Type {
+		case binder.ObjTable, binder.ObjMaterializedView, binder.ObjView, binder.ObjSource:
+			err = ss.dropRelation(ctx, d, n)
+		case binder.ObjDatabase:
+			err = ss.dropDatabase(ctx, d, n.Name)
+		case binder.ObjSchema:
+			err = ss.dropSchema(ctx, d, n.Name)
+		case binder.ObjUser:
+			err = ss.dropUser(ctx, d, n.Name)
+		default:
+			err = sqlerr.Errorf(sqlerr.FeatureNotSupported, "DROP %s is not supported", strings.ToUpper(d.Type.String()))
+		}
+		if err != nil {
+			return pgwire.Result{}, err
+		}
+	}
+	return pgwire.Result{Tag: tag}, nil
+}
+
+func relKindFor(t binder.ObjectType) catalog.RelationKind {
+	switch t {
+	case binder.ObjMaterializedView:
+		return catalog.KindMaterializedView
+	case binder.ObjView:
+		return catalog.KindView
+	case binder.ObjSource:
+		return catalog.KindSource
+	}
+	return catalog.KindTable
+}
+
+func (ss *session) dropRelation(ctx context.Context, d *binder.Drop, n binder.QualName) error {
+	s := ss.s
+	var rel *catalog.Relation
+	if n.Schema != "" {
+		sc, err := ss.resolveSchema(n.Schema)
+		if err != nil {
+			return err
+		}
+		rel, _ = s.catalog.RelationByName(sc.ID, n.Name)
+	} else {
+		rel, _ = (&sessionCatalog{ss: ss}).ResolveRelation("", n.Name)
+	}
+	want := relKindFor(d.Type)
+	if rel == nil {
+		if d.IfExists {
+			ss.client.Notice(pgwire.Notice{Message: fmt.Sprintf("%s %q does not exist, skipping", want, n.Name)})
+			return nil
+		}
+		return sqlerr.Errorf(sqlerr.UndefinedTable, "%s %q does not exist", want, n.Name)
+	}
+	if rel.Kind != want {
+		return sqlerr.Errorf(sqlerr.WrongObjectType, "%q is not a %s", n.Name, want).
+			WithHint("Use DROP %s to remove a %s.", strings.ToUpper(rel.Kind.String()), rel.Kind)
+	}
+	if deps := s.catalog.Dependents(rel.ID); len(deps) > 0 && !d.Cascade {
+		var names []string
+		for _, dep := range deps {
+			names = append(names, fmt.Sprintf("%s %s depends on %s %s", dep.Kind, dep.Name, rel.Kind, rel.Name))
+		}
+		return sqlerr.Errorf(sqlerr.DependentObjectsStillExist, "cannot drop %s %s because other objects depend on it", rel.Kind, rel.Name).
+			WithDetail("%s", strings.Join(names, "\n")).
+			WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
+	}
+	if rel.Kind != catalog.KindTable {
+		return sqlerr.Errorf(sqlerr.FeatureNotSupported, "DROP %s is not supported yet", strings.ToUpper(rel.Kind.String()))
+	}
+	return s.dropTable(ctx, rel)
+}
+
+// dropTable stops the table's actor at a barrier, joins it, and only then
+// unregisters its state table and removes it from the catalog (I3: state
+// is purged only after nothing can touch it).
+func (s *Server) dropTable(ctx context.Context, rel *catalog.Relation) error {
+	s.jobs.mu.Lock()
+	j := s.jobs.tables[rel.ID]
+	s.jobs.mu.Unlock()
+	if j != nil {
+		if err := s.epochs.InjectMutation(ctx, &stream.Mutation{Stop: map[stream.ActorID]bool{j.actor: true}}); err != nil {
+			return fmt.Errorf("drop table %s: stop actor: %w", rel.Name, err)
+		}
+		if err := s.actors.StopActors(ctx, []stream.ActorID{j.actor}); err != nil {
+			return fmt.Errorf("drop table %s: join actor: %w", rel.Name, err)
+		}
+		s.jobs.mu.Lock()
+		if s.jobs.tables[rel.ID] == j {
+			delete(s.jobs.tables, rel.ID)
+			close(j.replaced)
+		}
+		s.jobs.mu.Unlock()
+	}
+	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
+		return err
+	}
+	if err := s.store.UnregisterTables(ctx, storage.TableID(rel.StateTable)); err != nil {
+		return fmt.Errorf("drop table %s: unregister state table %d: %w", rel.Name, rel.StateTable, err)
+	}
+	return nil
+}
+
+func (ss *session) createDatabase(ctx context.Context, cd *binder.CreateDatabase) (pgwire.Result, error) {
+	if _, err := ss.s.catalog.DatabaseByName(cd.Name); err == nil {
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateDatabase, "database %q already exists", cd.Name)
+	}
+	if _, err := ss.s.catalog.CreateDatabase(ctx, cd.Name, ss.user.Name); err != nil {
+		return pgwire.Result{}, err
+	}
+	return pgwire.Result{Tag: "CREATE DATABASE"}, nil
+}
+
+func (ss *session) dropDatabase(ctx context.Context, d *binder.Drop, name string) error {
+	db, err := ss.s.catalog.DatabaseByName(name)
+	if errors.Is(err, catalog.ErrNotFound) {
+		if d.IfExists {
+			ss.client.Notice(pgwire.Notice{Message: fmt.Sprintf("database %q does not exist, skipping", name)})
+			return nil
+		}
+		return sqlerr.Errorf(sqlerr.InvalidCatalogName, "database %q does not exist", name)
+	}
+	if db.ID == ss.db.ID {
+		return sqlerr.New(sqlerr.ObjectInUse, "cannot drop the currently open database")
+	}
+	if rels := ss.s.catalog.Relations(func(r *catalog.Relation) bool { return r.DatabaseID == db.ID }); len(rels) > 0 {
+		return sqlerr.Errorf(sqlerr.DependentObjectsStillExist, "database %q is not empty: it holds %d relations", name, len(rels))
+	}
+	for _, sc := range ss.s.catalog.Schemas(db.ID) {
+		if err := ss.s.catalog.DropObject(ctx, sc.ID); err != nil {
+			return err
+		}
+	}
+	return ss.s.catalog.DropObject(ctx, db.ID)
+}
+
+func (ss *session) createSchema(ctx context.Context, cs *binder.CreateSchema) (pgwire.Result, error) {
+	if _, err := ss.s.catalog.SchemaByName(ss.db.ID, cs.Name); err == nil {
+		if cs.IfNotExists {
+			ss.client.Notice(pgwire.Notice{Code: sqlerr.DuplicateSchema, Message: fmt.Sprintf("schema %q already exists, skipping", cs.Name)})
+			return pgwire.Result{Tag: "CREATE SCHEMA"}, nil
+		}
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateSchema, "schema %q already exists", cs.Name)
+	}
+	if _, err := ss.s.catalog.CreateSchema(ctx, ss.db.ID, cs.Name, ss.user.Name); err != nil {
+		return pgwire.Result{}, err
+	}
+	return pgwire.Result{Tag: "CREATE SCHEMA"}, nil
+}
+
+func (ss *session) dropSchema(ctx context.Context, d *binder.Drop, name string) error {
+	sc, err := ss.s.catalog.SchemaByName(ss.db.ID, name)
+	if err != nil {
+		if d.IfExists {
+			ss.client.Notice(pgwire.Notice{Message: fmt.Sprintf("schema %q does not exist, skipping", name)})
+			return nil
+		}
+		return sqlerr.Errorf(sqlerr.InvalidSchemaName, "schema %q does not exist", name)
+	}
+	rels := ss.s.catalog.Relations(func(r *catalog.Relation) bool { return r.SchemaID == sc.ID })
+	if len(rels) > 0 && !d.Cascade {
+		return sqlerr.Errorf(sqlerr.DependentObjectsStillExist, "cannot drop schema %s because other objects depend on it", name).
+			WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
+	}
+	for _, r := range rels {
+		if r.Kind != catalog.KindTable {
+			return sqlerr.Errorf(sqlerr.FeatureNotSupported, "DROP SCHEMA CASCADE of a schema holding a %s is not supported yet", r.Kind)
+		}
+		if err := ss.s.dropTable(ctx, r); err != nil {
+			return err
+		}
+	}
+	return ss.s.catalog.DropObject(ctx, sc.ID)
+}
+
+func (ss *session) createUser(ctx context.Context, cu *binder.CreateUser) (pgwire.Result, error) {
+	if !ss.user.Superuser {
+		return pgwire.Result{}, sqlerr.New(sqlerr.InsufficientPrivilege, "permission denied to create or alter role")
+	}
+	existing, err := ss.s.catalog.UserByName(cu.Name)
+	if cu.Alter {
+		if err != nil {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.UndefinedObject, "role %q does not exist", cu.Name)
+		}
+		u := *existing
+		applyUserOptions(&u, cu)
+		if err := ss.s.catalog.UpdateUser(ctx, u); err != nil {
+			return pgwire.Result{}, err
+		}
+		return pgwire.Result{Tag: "ALTER ROLE"}, nil
+	}
+	if err == nil {
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateObject, "role %q already exists", cu.Name)
+	}
+	u := catalog.User{Name: cu.Name, CanLogin: true}
+	if v, ok := cu.Flags["login"]; ok {
+		u.CanLogin = v
+	}
+	applyUserOptions(&u, cu)
+	if _, err := ss.s.catalog.CreateUser(ctx, u); err != nil {
+		return pgwire.Result{}, err
+	}
+	return pgwire.Result{Tag: "CREATE ROLE"}, nil
+}
+
+func applyUserOptions(u *catalog.User, cu *binder.CreateUser) {
+	if cu.Password != nil {
+		u.Password = pgwire.NewSCRAMVerifier(*cu.Password)
+	}
+	if cu.PasswordNull {
+		u.Password = ""
+	}
+	if v, ok := cu.Flags["superuser"]; ok {
+		u.Superuser = v
+	}
+	if v, ok := cu.Flags["login"]; ok {
+		u.CanLogin = v
+	}
+}
+
+func (ss *session) dropUser(ctx context.Context, d *binder.Drop, name string) error {
+	if !ss.user.Superuser {
+		return sqlerr.New(sqlerr.InsufficientPrivilege, "permission denied to drop role")
+	}
+	u, err := ss.s.catalog.UserByName(name)
+	if err != nil {
+		if d.IfExists {
+			ss.client.Notice(pgwire.Notice{Message: fmt.Sprintf("role %q does not exist, skipping", name)})
+			return nil
+		}
+		return sqlerr.Errorf(sqlerr.UndefinedObject, "role %q does not exist", name)
+	}
+	if u.Name == ss.user.Name {
+		return sqlerr.New(sqlerr.ObjectInUse, "current user cannot be dropped")
+	}
+	return ss.s.catalog.DropObject(ctx, u.ID)
+}

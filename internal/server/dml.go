@@ -1,0 +1,189 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/runneldb/runnel/internal/batch"
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/stream/exec"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// RowIDColumn is the hidden key column of a table declared without a
+// primary key.
+const RowIDColumn = "_row_id"
+
+// rowIDs generates values for _row_id: unix milliseconds in the high bits
+// and a sequence in the low 22, so ids grow across restarts and never
+// repeat within one process.
+var rowIDs struct {
+	mu     sync.Mutex
+	lastMS int64
+	seq    int64
+}
+
+func nextRowID() int64 {
+	rowIDs.mu.Lock()
+	defer rowIDs.mu.Unlock()
+	ms := time.Now().UnixMilli()
+	if ms <= rowIDs.lastMS {
+		ms = rowIDs.lastMS
+		rowIDs.seq++
+		if rowIDs.seq >= 1<<22 {
+			ms++
+			rowIDs.seq = 0
+		}
+	} else {
+		rowIDs.seq = 0
+	}
+	rowIDs.lastMS = ms
+	return ms<<22 | rowIDs.seq
+}
+
+// fillRowID sets the hidden _row_id of rows of a table without a declared
+// key (the binder leaves it NULL).
+func fillRowID(rel *catalog.Relation, row types.Row) {
+	for i, c := range rel.Columns {
+		if c.Hidden && c.Name == RowIDColumn && row[i].IsNull() {
+			row[i] = types.DInt64(nextRowID())
+		}
+	}
+}
+
+// conflictAction is INSERT's ON CONFLICT clause.
+type conflictAction struct {
+	doNothing bool
+	// update computes the replacement for an existing row given the row
+	// proposed for insertion (excluded); ok=false keeps the existing row
+	// (DO UPDATE ... WHERE false).
+	update func(ctx context.Context, existing, excluded types.Row) (updated types.Row, ok bool, err error)
+}
+
+// insert writes rows into rel as one atomic statement and returns the rows
+// actually inserted or updated (for RETURNING and the command tag).
+func (s *Server) insert(ctx context.Context, rel *catalog.Relation, rows []types.Row, conflict *conflictAction) ([]types.Row, error) {
+	for _, r := range rows {
+		fillRowID(rel, r)
+	}
+	var affected []types.Row
+	err := s.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
+		affected = affected[:0]
+		for i, r := range rows {
+			if i%256 == 255 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if conflict == nil {
+				if err := w.Insert(ctx, r); err != nil {
+					return err
+				}
+				affected = append(affected, r)
+				continue
+			}
+			existing, found, err := w.Get(ctx, r)
+			if err != nil {
+				return err
+			}
+			switch {
+			case !found:
+				if err := w.Insert(ctx, r); err != nil {
+					return err
+				}
+				affected = append(affected, r)
+			case conflict.doNothing:
+			default:
+				updated, ok, err := conflict.update(ctx, existing, r)
+				if err != nil {
+					return err
+				}
+				if ok {
+					if err := w.Update(ctx, existing, updated); err != nil {
+						return err
+					}
+					affected = append(affected, updated)
+				}
+			}
+		}
+		return nil
+	})
+	return affected, err
+}
+
+// rowChange is one row UPDATE or DELETE changes: New is nil for a delete.
+type rowChange struct {
+	Old, New types.Row
+}
+
+// modify runs an UPDATE or DELETE: compute runs inside the table's actor,
+// reading rel's current rows (every earlier statement's writes included)
+// through src and every other relation from a committed snapshot; its
+// changes are then applied atomically. It returns the changed rows (new
+// rows for UPDATE, old rows for DELETE).
+func (s *Server) modify(ctx context.Context, rel *catalog.Relation, others batch.DataSource,
+	compute func(ctx context.Context, src batch.DataSource) ([]rowChange, error)) ([]types.Row, error) {
+	var out []types.Row
+	err := s.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
+		out = out[:0]
+		src := &writerSource{rel: rel, w: w, others: others}
+		changes, err := compute(ctx, src)
+		if err != nil {
+			return err
+		}
+		for _, c := range changes {
+			if c.New == nil {
+				if _, err := w.Delete(ctx, c.Old); err != nil {
+					return err
+				}
+				out = append(out, c.Old)
+				continue
+			}
+			if err := w.Update(ctx, c.Old, c.New); err != nil {
+				return err
+			}
+			out = append(out, c.New)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// writerSource scans the target table from its actor's live state and
+// every other relation from the snapshot.
+type writerSource struct {
+	rel    *catalog.Relation
+	w      *exec.TableWriter
+	others batch.DataSource
+}
+
+func (d *writerSource) Scan(ctx context.Context, rel *catalog.Relation) (batch.RowIterator, error) {
+	if rel.ID != d.rel.ID {
+		return d.others.Scan(ctx, rel)
+	}
+	it, err := d.w.Scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &stateRows{it: it}, nil
+}
+
+// stateRows adapts a state-table iterator to batch.RowIterator.
+type stateRows struct {
+	it interface {
+		Next() bool
+		Row() types.Row
+		Err() error
+		Close() error
+	}
+}
+
+func (r *stateRows) Next(ctx context.Context) (types.Row, error) {
+	if !r.it.Next() {
+		return nil, r.it.Err()
+	}
+	return r.it.Row(), nil
+}
+
+func (r *stateRows) Close() { r.it.Close() }

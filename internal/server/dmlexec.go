@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/runneldb/runnel/internal/batch"
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/pgwire"
+	"github.com/runneldb/runnel/internal/sql"
+	"github.com/runneldb/runnel/internal/sql/binder"
+	"github.com/runneldb/runnel/internal/sql/plan"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// executeDML runs INSERT, UPDATE, DELETE and COPY.
+func (st *statement) executeDML(ctx context.Context, p *sql.Prepared, params []types.Datum) (pgwire.Result, error) {
+	var (
+		res pgwire.Result
+		err error
+	)
+	switch b := p.Bound.(type) {
+	case *binder.Insert:
+		res, err = st.insert(ctx, b, params)
+	case *binder.Update:
+		res, err = st.update(ctx, b, params)
+	case *binder.Delete:
+		res, err = st.delete(ctx, b, params)
+	case *binder.Copy:
+		return st.copy(ctx, b, params)
+	default:
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "statement not supported: %s", st.p.Text)
+	}
+	if err != nil {
+		return pgwire.Result{}, mapStorageErr(err)
+	}
+	// I7: with implicit_flush the statement is acknowledged only once its
+	// epoch is committed.
+	if st.sess.implicitFlush() {
+		if err := st.sess.s.epochs.Flush(ctx); err != nil {
+			return pgwire.Result{}, fmt.Errorf("implicit flush: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// collect runs a batch plan to completion.
+func (st *statement) collect(ctx context.Context, env *batch.Env, node plan.Node) ([]types.Row, error) {
+	it, err := batch.Run(ctx, env, node)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var rows []types.Row
+	for {
+		r, err := it.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			return rows, nil
+		}
+		rows = append(rows, r)
+	}
+}
+
+// snapshotEnv pins the last committed epoch for the reads of a statement.
+func (st *statement) snapshotEnv(ctx context.Context, params []types.Datum) (*batch.Env, func()) {
+	snap := st.sess.s.store.Snapshot()
+	env := &batch.Env{Data: &snapshotSource{snap: snap}, Eval: st.evalContext(ctx), Params: params}
+	return env, snap.Close
+}
+
+// returning evaluates RETURNING over the affected rows, or returns the tag.
+func (st *statement) returning(ctx context.Context, exprs []expr.Expr, sch plan.Schema, rows []types.Row, tag string) (pgwire.Result, error) {
+	if exprs == nil {
+		return pgwire.Result{Tag: tag}, nil
+	}
+	ec := st.evalContext(ctx)
+	out := make([]types.Row, 0, len(rows))
+	for _, r := range rows {
+		o := make(types.Row, len(exprs))
+		for i, e := range exprs {
+			d, err := e.Eval(&ec, r)
+			if err != nil {
+				return pgwire.Result{}, err
+			}
+			o[i] = d
+		}
+		out = append(out, o)
+	}
+	res := pgwire.Result{Tag: tag, Rows: &sliceRows{rows: out}}
+	for _, c := range sch {
+		res.Columns = append(res.Columns, pgwire.Column{Name: c.Name, Type: c.Type})
+	}
+	return res, nil
+}
+
+func (st *statement) insert(ctx context.Context, b *binder.Insert, params []types.Datum) (pgwire.Result, error) {
+	env, release := st.snapshotEnv(ctx, params)
+	rows, err := st.collect(ctx, env, b.Source)
+	release()
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	var conflict *conflictAction
+	if oc := b.OnConflict; oc != nil {
+		conflict = &conflictAction{doNothing: oc.Action == binder.DoNothing}
+		if oc.Action == binder.DoUpdate {
+			ec := st.evalContext(ctx)
+			conflict.update = func(ctx context.Context, existing, excluded types.Row) (types.Row, bool, error) {
+				both := append(append(make(types.Row, 0, 2*len(existing)), existing...), excluded...)
+				if oc.Where != nil {
+					ok, err := oc.Where.Eval(&ec, both)
+					if err != nil {
+						return nil, false, err
+					}
+					if ok.IsNull() || !ok.Bool() {
+						return nil, false, nil
+					}
+				}
+				updated := existing.Copy()
+				for i, col := range oc.Cols {
+					d, err := oc.Set[i].Eval(&ec, both)
+					if err != nil {
+						return nil, false, err
+					}
+					updated[col] = d
+				}
+				return updated, true, nil
+			}
+		}
+	}
+	affected, err := st.sess.s.insert(ctx, b.Table, rows, conflict)
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	return st.returning(ctx, b.Returning, b.ReturningSchema, affected, fmt.Sprintf("INSERT 0 %d", len(affected)))
+}
+
+func (st *statement) update(ctx context.Context, b *binder.Update, params []types.Datum) (pgwire.Result, error) {
+	n := len(b.Table.Columns)
+	env, release := st.snapshotEnv(ctx, params)
+	defer release()
+	changed, err := st.sess.s.modify(ctx, b.Table, env.Data, func(ctx context.Context, src batch.DataSource) ([]rowChange, error) {
+		e := *env
+		e.Data = src
+		rows, err := st.collect(ctx, &e, b.Plan)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]rowChange, len(rows))
+		for i, r := range rows {
+			out[i] = rowChange{Old: r[:n:n], New: r[n:]}
+		}
+		return out, nil
+	})
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	return st.returning(ctx, b.Returning, b.ReturningSchema, changed, fmt.Sprintf("UPDATE %d", len(changed)))
+}
+
+func (st *statement) delete(ctx context.Context, b *binder.Delete, params []types.Datum) (pgwire.Result, error) {
+	env, release := st.snapshotEnv(ctx, params)
+	defer release()
+	changed, err := st.sess.s.modify(ctx, b.Table, env.Data, func(ctx context.Context, src batch.DataSource) ([]rowChange, error) {
+		e := *env
+		e.Data = src
+		rows, err := st.collect(ctx, &e, b.Plan)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]rowChange, len(rows))
+		for i, r := range rows {
+			out[i] = rowChange{Old: r}
+		}
+		return out, nil
+	})
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	return st.returning(ctx, b.Returning, b.ReturningSchema, changed, fmt.Sprintf("DELETE %d", len(changed)))
+}

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/storage"
+	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/stream/exec"
+	"github.com/runneldb/runnel/internal/stream/state"
+)
+
+// jobs tracks the running actors of every streaming job (tables now;
+// materialized views next).
+type jobs struct {
+	mu     sync.Mutex
+	tables map[catalog.ObjectID]*tableJob
+}
+
+// tableJob is a table's actor and the channel its DML goes through.
+type tableJob struct {
+	rel        *catalog.Relation
+	actor      stream.ActorID
+	dml        chan *exec.DMLRequest
+	barriers   chan *stream.Barrier
+	dispatcher *stream.BroadcastDispatcher
+	// replaced is closed when recovery replaces this job's actor.
+	replaced chan struct{}
+}
+
+// tableStateSchema is the state-table schema of a table's rows.
+func tableStateSchema(rel *catalog.Relation) state.Schema {
+	s := state.Schema{
+		Name:           fmt.Sprintf("table %s (state table %d)", rel.Name, rel.StateTable),
+		PK:             rel.PK,
+		DistKey:        rel.DistKey,
+		ConstraintName: rel.Name + "_pkey",
+	}
+	for _, c := range rel.Columns {
+		s.Types = append(s.Types, c.Type)
+		s.ColumnNames = append(s.ColumnNames, c.Name)
+	}
+	return s
+}
+
+// spawnTable starts the actor of a table at epoch curr. The caller holds
+// the barrier loop's graph lock.
+func (s *Server) spawnTable(rel *catalog.Relation, curr uint64) *tableJob {
+	id := s.actors.NewActorID()
+	st := state.New(storage.TableID(rel.StateTable), tableStateSchema(rel), s.store, curr)
+	j := &tableJob{
+		rel:      rel,
+		actor:    id,
+		dml:      make(chan *exec.DMLRequest),
+		barriers: make(chan *stream.Barrier, 16),
+		replaced: make(chan struct{}),
+		dispatcher: &stream.BroadcastDispatcher{
+			Upstream: id,
+		},
+	}
+	ex := exec.NewTableExecutor(rel.Name, st, id, j.barriers, j.dml)
+	s.actors.Spawn(&stream.Actor{ID: id, Job: "table " + rel.Name, Root: ex, Dispatch: j.dispatcher}, j.barriers)
+	s.jobs.mu.Lock()
+	s.jobs.tables[rel.ID] = j
+	s.jobs.mu.Unlock()
+	return j
+}
+
+// Rebuild recreates every job's actors at epoch curr after recovery
+// (meta.Rebuilder). Actors have all been joined by then (I3).
+func (s *Server) Rebuild(ctx context.Context, curr uint64) error {
+	s.jobs.mu.Lock()
+	for _, j := range s.jobs.tables {
+		close(j.replaced)
+	}
+	s.jobs.tables = map[catalog.ObjectID]*tableJob{}
+	s.jobs.mu.Unlock()
+	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindTable }) {
+		s.spawnTable(rel, curr)
+	}
+	return nil
+}
+
+// tableJobFor returns the running job of a table.
+func (s *Server) tableJobFor(rel *catalog.Relation) (*tableJob, error) {
+	s.jobs.mu.Lock()
+	defer s.jobs.mu.Unlock()
+	j := s.jobs.tables[rel.ID]
+	if j == nil {
+		return nil, sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "table %q is not available (recovering)", rel.Name)
+	}
+	return j, nil
+}
+
+// write sends one statement's writes to the table's actor and waits until
+// they are applied (visible to later statements on the table, committed
+// with the current epoch).
+func (s *Server) write(ctx context.Context, rel *catalog.Relation, apply func(ctx context.Context, w *exec.TableWriter) error) error {
+	for {
+		j, err := s.tableJobFor(rel)
+		if err != nil {
+			return err
+		}
+		req := &exec.DMLRequest{Apply: apply, Done: make(chan error, 1)}
+		select {
+		case j.dml <- req:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-j.replaced:
+			// The actor was replaced by recovery before taking the request.
+			continue
+		}
+		select {
+		case err := <-req.Done:
+			return err
+		case <-ctx.Done():
+			// The statement was handed over; it will be applied or lost with
+			// the epoch. Waiting is what keeps the statement atomic.
+			return <-req.Done
+		}
+	}
+}

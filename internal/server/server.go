@@ -1,0 +1,189 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/meta"
+	"github.com/runneldb/runnel/internal/metastore"
+	"github.com/runneldb/runnel/internal/objstore"
+	"github.com/runneldb/runnel/internal/pgwire"
+	"github.com/runneldb/runnel/internal/storage"
+	"github.com/runneldb/runnel/internal/stream"
+)
+
+// Config configures one single-process Runnel server.
+type Config struct {
+	// Listen is the pgwire address (default 127.0.0.1:4566).
+	Listen string
+	// DataDir holds the embedded defaults: objects/ and meta.db.
+	DataDir string
+	// ObjectStoreURL overrides the object store: a local path or
+	// s3://bucket/prefix?endpoint=… (default DataDir/objects).
+	ObjectStoreURL string
+	// MetaStoreURL overrides the metadata store: a SQLite path or
+	// postgres://… (default DataDir/meta.db).
+	MetaStoreURL string
+	// BarrierInterval is the time between epochs (default 1 s).
+	BarrierInterval time.Duration
+	// TLSCertFile and TLSKeyFile enable TLS when both are set.
+	TLSCertFile, TLSKeyFile string
+	// BlockCacheBytes and WriteBufferBytes bound the storage engine's
+	// memory (defaults 256 MiB and 256 MiB).
+	BlockCacheBytes, WriteBufferBytes int64
+	Logger                            *slog.Logger
+}
+
+func (c *Config) fill() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:4566"
+	}
+	if c.DataDir == "" {
+		c.DataDir = "runnel-data"
+	}
+	if c.ObjectStoreURL == "" {
+		c.ObjectStoreURL = filepath.Join(c.DataDir, "objects")
+	}
+	if c.MetaStoreURL == "" {
+		c.MetaStoreURL = filepath.Join(c.DataDir, "meta.db")
+	}
+	if c.BarrierInterval <= 0 {
+		c.BarrierInterval = time.Second
+	}
+	if c.BlockCacheBytes <= 0 {
+		c.BlockCacheBytes = 256 << 20
+	}
+	if c.WriteBufferBytes <= 0 {
+		c.WriteBufferBytes = 256 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Server is a running single-process Runnel.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	metaDB  *metastore.DB
+	objects objstore.Store
+	store   *storage.Engine
+	catalog *catalog.Catalog
+	actors  *stream.BarrierManager
+	epochs  *meta.BarrierLoop
+	pg      *pgwire.Server
+	jobs    jobs
+
+	ln net.Listener
+}
+
+// Open opens (or creates) the data directory, loads the catalog and starts
+// every job's actors and the barrier loop. It does not listen yet; see
+// Serve.
+func Open(ctx context.Context, cfg Config) (*Server, error) {
+	cfg.fill()
+	s := &Server{cfg: cfg, log: cfg.Logger, jobs: jobs{tables: map[catalog.ObjectID]*tableJob{}}}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data directory %s: %w", cfg.DataDir, err)
+	}
+	var err error
+	if s.metaDB, err = metastore.Open(ctx, cfg.MetaStoreURL); err != nil {
+		return nil, err
+	}
+	if s.objects, err = objstore.Open(ctx, cfg.ObjectStoreURL); err != nil {
+		s.metaDB.Close()
+		return nil, err
+	}
+	s.store, err = storage.Open(ctx, storage.Options{
+		Store:            s.objects,
+		Meta:             s.metaDB,
+		BlockCacheBytes:  cfg.BlockCacheBytes,
+		WriteBufferBytes: cfg.WriteBufferBytes,
+		Logger:           s.log,
+	})
+	if err != nil {
+		s.metaDB.Close()
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
+	if s.catalog, err = catalog.Open(ctx, s.metaDB); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.actors = stream.NewBarrierManager(s.log)
+	s.epochs = meta.NewBarrierLoop(s.log, cfg.BarrierInterval, s.actors, s.store)
+	s.epochs.SetRebuilder(s)
+	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.Rebuild(ctx, curr) }); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.epochs.Start()
+
+	pcfg := pgwire.DefaultConfig()
+	pcfg.Logger = s.log
+	if cfg.TLSCertFile != "" && cfg.TLSKeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("load TLS certificate: %w", err)
+		}
+		pcfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	}
+	s.pg = pgwire.NewServer(pcfg, &engine{s: s})
+	return s, nil
+}
+
+// ListenAndServe listens on cfg.Listen and serves until Close.
+func (s *Server) ListenAndServe() error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
+	}
+	return s.Serve(ln)
+}
+
+// Serve serves pgwire connections on ln until Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.ln = ln
+	s.log.Info("runnel is ready", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir)
+	err := s.pg.Serve(ln)
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close shuts down: sessions first, then the barrier loop (an epoch in
+// progress is committed or abandoned whole), then the actors and storage.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if s.pg != nil {
+		s.pg.Shutdown(ctx)
+	}
+	if s.epochs != nil {
+		s.epochs.Stop()
+	}
+	if s.actors != nil {
+		s.actors.Reset(ctx)
+	}
+	return s.close()
+}
+
+func (s *Server) close() error {
+	var errs []error
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+	}
+	if s.metaDB != nil {
+		errs = append(errs, s.metaDB.Close())
+	}
+	return errors.Join(errs...)
+}

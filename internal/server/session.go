@@ -1,0 +1,438 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/pgwire"
+	"github.com/runneldb/runnel/internal/sql/parser"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// session is one client's SQL session.
+type session struct {
+	s      *Server
+	client pgwire.ClientConn
+	db     *catalog.Database
+	user   *catalog.User
+
+	mu       sync.Mutex
+	settings map[string]string
+	// inTxBlock is set between BEGIN and COMMIT/ROLLBACK. Runnel has no
+	// multi-statement write transactions: each statement is atomic on its
+	// own; the block is accepted so that drivers and tools work.
+	inTxBlock bool
+	// txFailed: an error happened inside the block; statements other than
+	// COMMIT/ROLLBACK fail with 25P02 until the block ends (PostgreSQL's
+	// behaviour, which drivers rely on).
+	txFailed bool
+}
+
+// settingDefaults are the session parameters and their defaults, as
+// PostgreSQL (and RisingWave, for the streaming ones) name them.
+var settingDefaults = map[string]string{
+	"application_name":              "",
+	"client_encoding":               "UTF8",
+	"datestyle":                     "ISO, MDY",
+	"intervalstyle":                 "postgres",
+	"timezone":                      "UTC",
+	"extra_float_digits":            "1",
+	"search_path":                   `"$user", public`,
+	"server_version":                "15.0",
+	"server_version_num":            "150000",
+	"server_encoding":               "UTF8",
+	"standard_conforming_strings":   "on",
+	"integer_datetimes":             "on",
+	"transaction_isolation":         "read committed",
+	"default_transaction_isolation": "read committed",
+	"statement_timeout":             "0",
+	"bytea_output":                  "hex",
+	"implicit_flush":                "off",
+	"streaming_parallelism":         "0",
+	"max_identifier_length":         "63",
+	"lc_collate":                    "C",
+	"lc_ctype":                      "C",
+}
+
+// settingAliases maps accepted alternative names to canonical ones.
+var settingAliases = map[string]string{
+	"rw_implicit_flush": "implicit_flush",
+}
+
+// reportedSettings are sent to the client as ParameterStatus on change.
+var reportedSettings = map[string]string{
+	"application_name": "application_name",
+	"client_encoding":  "client_encoding",
+	"datestyle":        "DateStyle",
+	"intervalstyle":    "IntervalStyle",
+	"timezone":         "TimeZone",
+}
+
+func newSession(s *Server, db *catalog.Database, u *catalog.User, params pgwire.StartupParams, client pgwire.ClientConn) *session {
+	sess := &session{s: s, client: client, db: db, user: u, settings: map[string]string{}}
+	for k, v := range settingDefaults {
+		sess.settings[k] = v
+	}
+	sess.settings["application_name"] = params.ApplicationName
+	for k, v := range params.Other {
+		if _, ok := settingDefaults[strings.ToLower(k)]; ok {
+			sess.settings[strings.ToLower(k)] = v
+		}
+	}
+	for k, v := range params.Options {
+		if _, ok := settingDefaults[strings.ToLower(k)]; ok {
+			sess.settings[strings.ToLower(k)] = v
+		}
+	}
+	return sess
+}
+
+func (ss *session) setting(name string) string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.settings[name]
+}
+
+// location is the session TimeZone.
+func (ss *session) location() *time.Location {
+	loc, err := time.LoadLocation(ss.setting("timezone"))
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+func (ss *session) implicitFlush() bool {
+	v := strings.ToLower(ss.setting("implicit_flush"))
+	return v == "on" || v == "true" || v == "1"
+}
+
+func (ss *session) TxStatus() pgwire.TxStatus {
+	if ss.inTxBlock && ss.txFailed {
+		return pgwire.TxFailed
+	}
+	if ss.inTxBlock {
+		return pgwire.TxActive
+	}
+	return pgwire.TxIdle
+}
+
+func (ss *session) Close() {}
+
+// OnError implements pgwire.Session: an error aborts an open block.
+func (ss *session) OnError(err error) {
+	if ss.inTxBlock {
+		ss.txFailed = true
+	}
+}
+
+// Parse implements pgwire.Session.
+func (ss *session) Parse(ctx context.Context, text string, paramOIDs []uint32) ([]pgwire.Statement, error) {
+	stmts, err := parser.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pgwire.Statement, len(stmts))
+	for i, p := range stmts {
+		out[i] = &statement{sess: ss, p: p, paramOIDs: paramOIDs}
+	}
+	return out, nil
+}
+
+// statement is one parsed statement of a session.
+type statement struct {
+	sess      *session
+	p         *parser.Statement
+	paramOIDs []uint32
+}
+
+func (st *statement) Close() {}
+
+// Describe implements pgwire.Statement.
+func (st *statement) Describe(ctx context.Context) (pgwire.StatementDescription, error) {
+	if r := st.p.Runnel; r != nil {
+		return st.describeRunnel(r)
+	}
+	switch n := st.p.AST.Node.(type) {
+	case *pg_query.Node_VariableShowStmt:
+		return pgwire.StatementDescription{Columns: []pgwire.Column{{Name: strings.ToLower(n.VariableShowStmt.Name), Type: types.Text}}}, nil
+	case *pg_query.Node_VariableSetStmt, *pg_query.Node_TransactionStmt:
+		return pgwire.StatementDescription{}, nil
+	}
+	return st.describeSQL(ctx)
+}
+
+// Execute implements pgwire.Statement.
+func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.Result, error) {
+	if st.sess.txFailed {
+		if ts := st.p.AST.GetTransactionStmt(); st.p.AST == nil || ts == nil ||
+			(ts.Kind != pg_query.TransactionStmtKind_TRANS_STMT_COMMIT && ts.Kind != pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK) {
+			return pgwire.Result{}, sqlerr.New(sqlerr.InFailedSQLTransaction, "current transaction is aborted, commands ignored until end of transaction block")
+		}
+	}
+	if r := st.p.Runnel; r != nil {
+		return st.executeRunnel(ctx, r)
+	}
+	switch n := st.p.AST.Node.(type) {
+	case *pg_query.Node_VariableSetStmt:
+		return st.sess.set(n.VariableSetStmt)
+	case *pg_query.Node_VariableShowStmt:
+		return st.sess.show(n.VariableShowStmt.Name)
+	case *pg_query.Node_TransactionStmt:
+		return st.sess.transaction(n.TransactionStmt)
+	}
+	return st.executeSQL(ctx, params)
+}
+
+func (st *statement) describeRunnel(r parser.RunnelStmt) (pgwire.StatementDescription, error) {
+	res, err := st.runnelColumns(r)
+	return pgwire.StatementDescription{Columns: res}, err
+}
+
+func (st *statement) executeRunnel(ctx context.Context, r parser.RunnelStmt) (pgwire.Result, error) {
+	ss := st.sess
+	switch r := r.(type) {
+	case *parser.Flush:
+		if err := ss.s.epochs.Flush(ctx); err != nil {
+			return pgwire.Result{}, fmt.Errorf("flush: %w", err)
+		}
+		return pgwire.Result{Tag: "FLUSH"}, nil
+	case *parser.Recover:
+		if !ss.user.Superuser {
+			return pgwire.Result{}, sqlerr.New(sqlerr.InsufficientPrivilege, "must be superuser to run RECOVER")
+		}
+		if err := ss.s.epochs.Recover(ctx, "RECOVER statement from user "+ss.user.Name); err != nil {
+			return pgwire.Result{}, fmt.Errorf("recover: %w", err)
+		}
+		return pgwire.Result{Tag: "RECOVER"}, nil
+	case *parser.ShowObjects:
+		return st.showObjects(r)
+	}
+	return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "statement not supported yet: %s", st.p.Text)
+}
+
+func (st *statement) runnelColumns(r parser.RunnelStmt) ([]pgwire.Column, error) {
+	switch r := r.(type) {
+	case *parser.ShowObjects:
+		if r.Kind == parser.ShowJobs {
+			return []pgwire.Column{{Name: "Id", Type: types.Int64}, {Name: "Statement", Type: types.Varchar}, {Name: "Progress", Type: types.Varchar}}, nil
+		}
+		return []pgwire.Column{{Name: "Name", Type: types.Varchar}}, nil
+	}
+	return nil, nil
+}
+
+// showObjects answers SHOW TABLES / DATABASES / SCHEMAS / MATERIALIZED VIEWS / JOBS.
+func (st *statement) showObjects(r *parser.ShowObjects) (pgwire.Result, error) {
+	ss := st.sess
+	cols, _ := st.runnelColumns(r)
+	var rows []types.Row
+	switch r.Kind {
+	case parser.ShowDatabases:
+		for _, d := range ss.s.catalog.Databases() {
+			rows = append(rows, types.Row{types.DVarchar(d.Name)})
+		}
+	case parser.ShowSchemas:
+		for _, s := range ss.s.catalog.Schemas(ss.db.ID) {
+			rows = append(rows, types.Row{types.DVarchar(s.Name)})
+		}
+	case parser.ShowJobs:
+		// No background jobs (backfills) run yet.
+	default:
+		schemaName := r.Schema
+		if schemaName == "" {
+			schemaName = catalog.DefaultSchema
+		}
+		sc, err := ss.s.catalog.SchemaByName(ss.db.ID, schemaName)
+		if err != nil {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidSchemaName, "schema %q does not exist", schemaName)
+		}
+		kind := catalog.KindTable
+		switch r.Kind {
+		case parser.ShowMaterializedViews:
+			kind = catalog.KindMaterializedView
+		case parser.ShowViews:
+			kind = catalog.KindView
+		case parser.ShowSources:
+			kind = catalog.KindSource
+		}
+		rels := ss.s.catalog.Relations(func(rel *catalog.Relation) bool { return rel.SchemaID == sc.ID && rel.Kind == kind })
+		sort.Slice(rels, func(i, j int) bool { return rels[i].Name < rels[j].Name })
+		for _, rel := range rels {
+			rows = append(rows, types.Row{types.DVarchar(rel.Name)})
+		}
+	}
+	return pgwire.Result{Columns: cols, Rows: &sliceRows{rows: rows}, Tag: "SHOW"}, nil
+}
+
+// set handles SET / RESET.
+func (ss *session) set(n *pg_query.VariableSetStmt) (pgwire.Result, error) {
+	name := strings.ToLower(n.Name)
+	if alias, ok := settingAliases[name]; ok {
+		name = alias
+	}
+	if n.Kind == pg_query.VariableSetKind_VAR_RESET_ALL {
+		ss.mu.Lock()
+		for k, v := range settingDefaults {
+			ss.settings[k] = v
+		}
+		ss.mu.Unlock()
+		return pgwire.Result{Tag: "RESET"}, nil
+	}
+	if name == "transaction" || name == "session characteristics" || strings.HasPrefix(name, "transaction_") {
+		return pgwire.Result{Tag: "SET"}, nil
+	}
+	if _, ok := settingDefaults[name]; !ok {
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", n.Name)
+	}
+	var value string
+	switch n.Kind {
+	case pg_query.VariableSetKind_VAR_SET_VALUE:
+		parts := make([]string, 0, len(n.Args))
+		for _, a := range n.Args {
+			parts = append(parts, constText(a))
+		}
+		value = strings.Join(parts, ", ")
+	case pg_query.VariableSetKind_VAR_SET_DEFAULT, pg_query.VariableSetKind_VAR_RESET:
+		value = settingDefaults[name]
+	default:
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "SET form not supported for %s", name)
+	}
+	if name == "timezone" {
+		if _, err := time.LoadLocation(value); err != nil {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid value for parameter \"TimeZone\": %q", value)
+		}
+	}
+	if name == "implicit_flush" {
+		switch strings.ToLower(value) {
+		case "on", "true", "1", "off", "false", "0":
+		default:
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "parameter \"implicit_flush\" requires a Boolean value")
+		}
+	}
+	ss.mu.Lock()
+	ss.settings[name] = value
+	ss.mu.Unlock()
+	if reported, ok := reportedSettings[name]; ok {
+		ss.client.SetParameterStatus(reported, value)
+	}
+	if n.Kind == pg_query.VariableSetKind_VAR_RESET {
+		return pgwire.Result{Tag: "RESET"}, nil
+	}
+	return pgwire.Result{Tag: "SET"}, nil
+}
+
+// constText renders a SET argument (a constant or identifier).
+func constText(n *pg_query.Node) string {
+	if c := n.GetAConst(); c != nil {
+		switch v := c.Val.(type) {
+		case *pg_query.A_Const_Sval:
+			return v.Sval.Sval
+		case *pg_query.A_Const_Ival:
+			return fmt.Sprint(v.Ival.Ival)
+		case *pg_query.A_Const_Fval:
+			return v.Fval.Fval
+		case *pg_query.A_Const_Boolval:
+			if v.Boolval.Boolval {
+				return "true"
+			}
+			return "false"
+		}
+	}
+	if s := n.GetString_(); s != nil {
+		return s.Sval
+	}
+	if tc := n.GetTypeCast(); tc != nil && tc.Arg != nil {
+		return constText(tc.Arg)
+	}
+	return ""
+}
+
+// show handles SHOW name / SHOW ALL.
+func (ss *session) show(name string) (pgwire.Result, error) {
+	lname := strings.ToLower(name)
+	if alias, ok := settingAliases[lname]; ok {
+		lname = alias
+	}
+	if lname == "all" {
+		ss.mu.Lock()
+		names := make([]string, 0, len(ss.settings))
+		for k := range ss.settings {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		rows := make([]types.Row, 0, len(names))
+		for _, k := range names {
+			rows = append(rows, types.Row{types.DVarchar(k), types.DVarchar(ss.settings[k]), types.DVarchar("")})
+		}
+		ss.mu.Unlock()
+		cols := []pgwire.Column{{Name: "name", Type: types.Text}, {Name: "setting", Type: types.Text}, {Name: "description", Type: types.Text}}
+		return pgwire.Result{Columns: cols, Rows: &sliceRows{rows: rows}, Tag: "SHOW"}, nil
+	}
+	ss.mu.Lock()
+	v, ok := ss.settings[lname]
+	ss.mu.Unlock()
+	if !ok {
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", name)
+	}
+	cols := []pgwire.Column{{Name: lname, Type: types.Text}}
+	return pgwire.Result{Columns: cols, Rows: &sliceRows{rows: []types.Row{{types.DVarchar(v)}}}, Tag: "SHOW"}, nil
+}
+
+// transaction accepts BEGIN/COMMIT/ROLLBACK. Each statement is atomic by
+// itself; a block groups nothing, which we say with a notice.
+func (ss *session) transaction(n *pg_query.TransactionStmt) (pgwire.Result, error) {
+	switch n.Kind {
+	case pg_query.TransactionStmtKind_TRANS_STMT_BEGIN, pg_query.TransactionStmtKind_TRANS_STMT_START:
+		if ss.inTxBlock {
+			ss.client.Notice(pgwire.Notice{Severity: "WARNING", Code: sqlerr.ActiveSQLTransaction, Message: "there is already a transaction in progress"})
+		}
+		ss.inTxBlock = true
+		if n.Kind == pg_query.TransactionStmtKind_TRANS_STMT_START {
+			return pgwire.Result{Tag: "START TRANSACTION"}, nil
+		}
+		return pgwire.Result{Tag: "BEGIN"}, nil
+	case pg_query.TransactionStmtKind_TRANS_STMT_COMMIT:
+		if !ss.inTxBlock {
+			ss.client.Notice(pgwire.Notice{Severity: "WARNING", Code: "25P01", Message: "there is no transaction in progress"})
+		}
+		ss.inTxBlock = false
+		if ss.txFailed {
+			ss.txFailed = false
+			return pgwire.Result{Tag: "ROLLBACK"}, nil
+		}
+		return pgwire.Result{Tag: "COMMIT"}, nil
+	case pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK:
+		if !ss.inTxBlock {
+			ss.client.Notice(pgwire.Notice{Severity: "WARNING", Code: "25P01", Message: "there is no transaction in progress"})
+		}
+		ss.inTxBlock = false
+		ss.txFailed = false
+		return pgwire.Result{Tag: "ROLLBACK"}, nil
+	}
+	return pgwire.Result{}, sqlerr.New(sqlerr.FeatureNotSupported, "savepoints and two-phase commit are not supported")
+}
+
+// sliceRows is a RowIter over rows in memory.
+type sliceRows struct {
+	rows []types.Row
+	i    int
+}
+
+func (r *sliceRows) Next(context.Context) (types.Row, error) {
+	if r.i >= len(r.rows) {
+		return nil, nil
+	}
+	r.i++
+	return r.rows[r.i-1], nil
+}
+
+func (r *sliceRows) Close() {}

@@ -1,0 +1,187 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/runneldb/runnel/internal/batch"
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/pgwire"
+	"github.com/runneldb/runnel/internal/sql"
+	"github.com/runneldb/runnel/internal/sql/binder"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/storage"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// sessionCatalog resolves names for the binder in the session's database
+// and search_path.
+type sessionCatalog struct {
+	ss *session
+}
+
+func (c *sessionCatalog) ResolveRelation(schema, name string) (*catalog.Relation, error) {
+	cat := c.ss.s.catalog
+	if schema != "" {
+		sc, err := cat.SchemaByName(c.ss.db.ID, schema)
+		if err != nil {
+			return nil, sqlerr.Errorf(sqlerr.InvalidSchemaName, "schema %q does not exist", schema)
+		}
+		rel, err := cat.RelationByName(sc.ID, name)
+		if err != nil {
+			return nil, sqlerr.Errorf(sqlerr.UndefinedTable, "relation \"%s.%s\" does not exist", schema, name)
+		}
+		return rel, nil
+	}
+	for _, sname := range c.ss.searchPath() {
+		sc, err := cat.SchemaByName(c.ss.db.ID, sname)
+		if err != nil {
+			continue
+		}
+		if rel, err := cat.RelationByName(sc.ID, name); err == nil {
+			return rel, nil
+		}
+	}
+	return nil, sqlerr.Errorf(sqlerr.UndefinedTable, "relation %q does not exist", name)
+}
+
+// searchPath returns the schemas of search_path, "$user" resolved.
+func (ss *session) searchPath() []string {
+	var out []string
+	for _, p := range strings.Split(ss.setting("search_path"), ",") {
+		p = strings.TrimSpace(p)
+		p = strings.Trim(p, `"`)
+		if p == "$user" {
+			p = ss.user.Name
+		}
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// currentSchema is the schema new objects go to: the first existing one
+// of search_path.
+func (ss *session) currentSchema() (*catalog.Schema, error) {
+	for _, name := range ss.searchPath() {
+		if sc, err := ss.s.catalog.SchemaByName(ss.db.ID, name); err == nil {
+			return sc, nil
+		}
+	}
+	return nil, sqlerr.New(sqlerr.InvalidSchemaName, "no schema has been selected to create in")
+}
+
+// prepare binds the statement against the current catalog.
+func (st *statement) prepare() (*sql.Prepared, error) {
+	paramTypes := make([]types.Type, len(st.paramOIDs))
+	for i, oid := range st.paramOIDs {
+		if oid == 0 {
+			continue
+		}
+		t, ok := types.FromOID(oid)
+		if !ok {
+			return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "parameter $%d has unsupported type oid %d", i+1, oid)
+		}
+		paramTypes[i] = t
+	}
+	return sql.Prepare(&sessionCatalog{ss: st.sess}, st.p, paramTypes)
+}
+
+func (st *statement) describeSQL(ctx context.Context) (pgwire.StatementDescription, error) {
+	p, err := st.prepare()
+	if err != nil {
+		return pgwire.StatementDescription{}, err
+	}
+	d := pgwire.StatementDescription{ParamTypes: p.ParamTypes}
+	for _, c := range p.Columns {
+		d.Columns = append(d.Columns, pgwire.Column{Name: c.Name, Type: c.Type})
+	}
+	return d, nil
+}
+
+func (st *statement) evalContext(ctx context.Context) expr.EvalContext {
+	return expr.EvalContext{Ctx: ctx, Location: st.sess.location(), StatementTime: time.Now()}
+}
+
+func (st *statement) executeSQL(ctx context.Context, params []types.Datum) (pgwire.Result, error) {
+	p, err := st.prepare()
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	if params == nil && len(p.ParamTypes) > 0 {
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.UndefinedParameter, "there is no parameter $%d", 1)
+	}
+	switch p.Kind {
+	case sql.KindQuery, sql.KindExplain:
+		return st.runQuery(ctx, p, params)
+	}
+	return st.executeBound(ctx, p, params)
+}
+
+// runQuery runs a SELECT at the last committed epoch: every relation it
+// reads is seen at the same epoch, pinned until the rows are consumed.
+func (st *statement) runQuery(ctx context.Context, p *sql.Prepared, params []types.Datum) (pgwire.Result, error) {
+	snap := st.sess.s.store.Snapshot()
+	env := &batch.Env{Data: &snapshotSource{snap: snap}, Eval: st.evalContext(ctx)}
+	it, err := p.Execute(ctx, env, params)
+	if err != nil {
+		snap.Close()
+		return pgwire.Result{}, mapStorageErr(err)
+	}
+	res := pgwire.Result{Rows: &queryRows{it: it, snap: snap}}
+	for _, c := range p.Columns {
+		res.Columns = append(res.Columns, pgwire.Column{Name: c.Name, Type: c.Type})
+	}
+	return res, nil
+}
+
+// queryRows streams a query's rows and unpins its snapshot at the end.
+type queryRows struct {
+	it   batch.RowIterator
+	snap *storage.Snapshot
+}
+
+func (q *queryRows) Next(ctx context.Context) (types.Row, error) {
+	row, err := q.it.Next(ctx)
+	return row, mapStorageErr(err)
+}
+
+func (q *queryRows) Close() {
+	q.it.Close()
+	q.snap.Close()
+}
+
+// mapStorageErr gives storage errors that users can meet a SQLSTATE.
+func mapStorageErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, storage.ErrTableDropped) {
+		return sqlerr.Wrap(err, sqlerr.UndefinedTable, err.Error())
+	}
+	return err
+}
+
+// executeBound runs a statement that is not a query.
+func (st *statement) executeBound(ctx context.Context, p *sql.Prepared, params []types.Datum) (pgwire.Result, error) {
+	ss := st.sess
+	switch b := p.Bound.(type) {
+	case *binder.CreateTable:
+		return ss.createTable(ctx, b)
+	case *binder.Drop:
+		return ss.drop(ctx, b)
+	case *binder.CreateDatabase:
+		return ss.createDatabase(ctx, b)
+	case *binder.CreateSchema:
+		return ss.createSchema(ctx, b)
+	case *binder.CreateUser:
+		return ss.createUser(ctx, b)
+	case *binder.Runnel:
+		return st.executeRunnel(ctx, b.Stmt)
+	}
+	return st.executeDML(ctx, p, params)
+}
