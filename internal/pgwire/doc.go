@@ -65,7 +65,14 @@
 //     resumes the same RowIter with the new message's ctx.
 //   - A message larger than Config.MaxMessageSize gets FATAL 54000 and a
 //     malformed message FATAL 08P01; the connection is closed and nothing
-//     else is affected.
+//     else is affected. A panic on a connection's goroutine (engine bug)
+//     is recovered, logged with its stack, and ends that connection with
+//     FATAL XX000. Only errors created here end a connection: an engine
+//     error, whatever it wraps, is a statement error.
+//   - Authentication: users with a stored verifier always use SCRAM;
+//     others are trusted per AuthTrustLoopback / AuthTrustAll, else
+//     refused with 28P01. Config.RequireTLS refuses clear-text connections
+//     from non-loopback addresses.
 //   - Cancel keys: process ids are unique among live connections and the
 //     4-byte secret comes from crypto/rand; a mismatched cancel request is
 //     ignored silently.

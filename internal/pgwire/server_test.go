@@ -396,6 +396,14 @@ func TestCancelRunningQuery(t *testing.T) {
 	if err := c.QueryRow(ctx, "SELECT 8").Scan(&v); err != nil || v != 8 {
 		t.Fatalf("after cancel: %d %v", v, err)
 	}
+	// A cancel that arrives while the session is idle affects nothing:
+	// CancelRequest returns once the server has processed it.
+	if err := c.PgConn().CancelRequest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QueryRow(ctx, "SELECT 9").Scan(&v); err != nil || v != 9 {
+		t.Fatalf("after idle cancel: %d %v", v, err)
+	}
 }
 
 func TestShutdownTerminatesSessions(t *testing.T) {
