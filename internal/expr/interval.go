@@ -75,8 +75,12 @@ func intervalDivFloat(a types.IntervalValue, f float64) (types.IntervalValue, er
 	if math.IsNaN(f) {
 		return types.IntervalValue{}, errIntervalOutOfRange
 	}
-	months := int32(float64(a.Months) / f)
-	days := int32(float64(a.Days) / f)
+	rm, rd := float64(a.Months)/f, float64(a.Days)/f
+	if math.IsNaN(rm) || rm > math.MaxInt32 || rm < math.MinInt32 || math.IsNaN(rd) || rd > math.MaxInt32 || rd < math.MinInt32 {
+		return types.IntervalValue{}, errIntervalOutOfRange
+	}
+	months := int32(rm)
+	days := int32(rd)
 	monthRemDays := float64(a.Months)/f - float64(months)
 	monthRemDays = tsRound(monthRemDays * 30)
 	secRem := tsRound((float64(a.Days)/f - float64(days) + monthRemDays - float64(int64(monthRemDays))) * 86400)
@@ -86,5 +90,8 @@ func intervalDivFloat(a types.IntervalValue, f float64) (types.IntervalValue, er
 	}
 	days += int32(monthRemDays)
 	rt := math.RoundToEven(float64(a.Micros)/f + secRem*1e6)
+	if math.IsNaN(rt) || rt >= 9223372036854775808.0 || rt < -9223372036854775808.0 {
+		return types.IntervalValue{}, errIntervalOutOfRange
+	}
 	return types.IntervalValue{Months: months, Days: days, Micros: int64(rt)}, nil
 }
