@@ -66,6 +66,8 @@ func TestQueries(t *testing.T) {
 		{"select x.a from t as x cross join u where x.a = u.a and u.d = 'three'", "3"},
 		{"select sum(c) over (), a from t where a = 1", "10|1"},
 		{"select b, sum(c), rank() over (order by sum(c) desc) from t group by b order by b", "x|10|3;y|20|2;z|40|1"},
+		{"select a from t where (a, b) = (1, 'x')", "1"},
+		{"select a from t where (a, b) <> (1, 'x') order by a", "2;3"},
 	}
 	for _, c := range cases {
 		got, _, err := f.query(context.Background(), c.q)
@@ -142,6 +144,7 @@ func TestExplainShowsRewrites(t *testing.T) {
 		{"explain select t.a from t join u on t.a = u.a where t.c > 1 and u.d = 'x'", "Scan u filter:"},
 		{"explain select t.a from t join u on t.a + 1 = u.a", "Inner Join keys:"},
 		{"explain select a from t order by a limit 1", "TopN"},
+		{"explain select a from t where a = 1 + 2 * 3", "t.a = 7::integer"},
 	}
 	for _, c := range cases {
 		got, _, err := f.query(context.Background(), c.q)

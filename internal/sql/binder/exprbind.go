@@ -71,7 +71,7 @@ func (b *Binder) bindExpr(n *pg.Node, ec *exprCtx) (expr.Expr, error) {
 	if err != nil {
 		return nil, b.errAt(err, location(n))
 	}
-	return e, nil
+	return foldConstant(n, e), nil
 }
 
 func (b *Binder) bindExprInner(n *pg.Node, ec *exprCtx) (expr.Expr, error) {
@@ -319,10 +319,34 @@ func (b *Binder) bindBinary(op string, ln, rn *pg.Node, ec *exprCtx) (expr.Expr,
 	return expr.NewBinaryOp(op, l, r)
 }
 
+// bindRowCompare binds (a, b) = (x, y) as a = x AND b = y, and <> as the
+// OR of the pairwise <>, which is PostgreSQL's row comparison semantics
+// (NULLs included).
+func (b *Binder) bindRowCompare(op string, l, r []*pg.Node, ec *exprCtx) (expr.Expr, error) {
+	if len(l) != len(r) {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "unequal number of entries in row expressions")
+	}
+	var parts []expr.Expr
+	for i := range l {
+		e, err := b.bindBinary(op, l[i], r[i], ec)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, e)
+	}
+	if op == "=" {
+		return foldBool("AND", parts)
+	}
+	return foldBool("OR", parts)
+}
+
 func (b *Binder) bindAExpr(a *pg.A_Expr, ec *exprCtx) (expr.Expr, error) {
 	switch a.Kind {
 	case pg.A_Expr_Kind_AEXPR_OP:
 		op := opName(a.Name)
+		if l, r := a.Lexpr.GetRowExpr(), a.Rexpr.GetRowExpr(); l != nil && r != nil && (op == "=" || op == "<>") {
+			return b.bindRowCompare(op, l.Args, r.Args, ec)
+		}
 		if a.Lexpr == nil {
 			e, err := b.bindExpr(a.Rexpr, ec)
 			if err != nil {
