@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -139,6 +140,7 @@ func crashHelper(dir string) {
 			fmt.Println(err)
 			os.Exit(2)
 		}
+		fmt.Println("put") // progress for the parent, which kills us mid-Put
 	}
 }
 
@@ -155,20 +157,34 @@ func TestLocalKillDuringPutsLeavesOnlyWholeObjects(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	dir := t.TempDir()
-	for round := 0; round < 4; round++ {
+	for round := 0; round < 8; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "OBJSTORE_CRASH_HELPER="+dir)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(50+rng.IntN(250)) * time.Millisecond)
+		// Let a few Puts complete (so the test always has objects to
+		// check, however slow the machine), then kill at a random moment
+		// inside a later one.
+		sc := bufio.NewScanner(out)
+		for want := 1 + rng.IntN(3); want > 0; want-- {
+			if !sc.Scan() {
+				cmd.Wait()
+				t.Fatalf("helper ended early (seed %d)", seed)
+			}
+			if sc.Text() != "put" {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("helper failed (seed %d): %s", seed, sc.Text())
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(5_000)) * time.Microsecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
-		if strings.TrimSpace(out.String()) != "" {
-			t.Fatalf("helper failed (seed %d): %s", seed, out.String())
-		}
 	}
 	l, err := NewLocal(dir)
 	if err != nil {
