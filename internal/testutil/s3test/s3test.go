@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,7 +115,8 @@ func StartStandalone(dir string) (*Server, error) {
 	}
 	s := &Server{AccessKey: "runneltest", SecretKey: "runneltest-secret", Region: "us-east-1", Dir: dir}
 	if dir == "" {
-		d, err := os.MkdirTemp("", "runnel-s3test-")
+		sweepStale()
+		d, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", stalePrefix, os.Getpid()))
 		if err != nil {
 			return nil, fmt.Errorf("s3test: temp dir: %w", err)
 		}
@@ -295,6 +297,34 @@ func (s *Server) Stop() error {
 		}
 	})
 	return s.stopErr
+}
+
+const stalePrefix = "runnel-s3test-"
+
+// sweepStale removes temporary server directories whose creating process
+// has died (a killed test binary cannot clean up; its server died with it
+// through Pdeathsig).
+func sweepStale() {
+	root := os.TempDir()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), stalePrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			continue // still running (or the pid was reused: leave it)
+		}
+		os.RemoveAll(filepath.Join(root, e.Name()))
+	}
 }
 
 // PID is the server's process id.

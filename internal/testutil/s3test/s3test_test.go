@@ -3,7 +3,13 @@ package s3test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/runneldb/runnel/internal/objstore"
 )
@@ -34,4 +40,55 @@ func TestStartPutGetViaURL(t *testing.T) {
 	if err := st.Put(ctx, "after-stop", nil); err == nil {
 		t.Fatalf("Put succeeded after the server (pid %d) was stopped", pid)
 	}
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv("S3TEST_HELPER") != "" {
+		s, err := StartStandalone("")
+		if err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(2)
+		}
+		fmt.Printf("PID %d %s\n", s.PID(), s.Dir)
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+	os.Exit(m.Run())
+}
+
+// TestNoOrphanWhenBinaryDies kills a process that started a server and
+// checks that the server dies with it.
+func TestNoOrphanWhenBinaryDies(t *testing.T) {
+	if _, err := Binary(); err != nil {
+		t.Skip(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "S3TEST_HELPER=1")
+	out, _ := cmd.Output()
+	var pid int
+	var dir string
+	if _, err := fmt.Sscanf(string(out), "PID %d %s", &pid, &dir); err != nil {
+		t.Fatalf("helper said %q", out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("versitygw %d alive after its parent died", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sweepStale()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("dead binary's directory %s not swept (%v)", dir, err)
+	}
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
 }
