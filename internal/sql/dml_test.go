@@ -191,3 +191,19 @@ func TestOtherStatements(t *testing.T) {
 		t.Fatalf("view: %v %v", got, err)
 	}
 }
+
+func TestCreateSourceBinding(t *testing.T) {
+	f := newFakeDB()
+	p := prepare(t, f, `create source bid (auction bigint, date_time timestamp, watermark for date_time as date_time - interval '4' second)
+		with (connector = 'nexmark', nexmark.table.type = 'Bid', nexmark.split.num = '2') format plain encode json`)
+	ct := p.Bound.(*binder.CreateTable)
+	if !ct.Source || !ct.AppendOnly || ct.Options["nexmark.table.type"] != "Bid" || ct.Options["connector"] != "nexmark" || ct.Encode != "JSON" {
+		t.Fatalf("got %+v", ct)
+	}
+	if ct.Watermark == nil || ct.Watermark.Column != 1 || ct.Watermark.Expr.Type() != types.Timestamp {
+		t.Fatalf("watermark %+v", ct.Watermark)
+	}
+	if _, err := Prepare(f, mustParse(t, "create source s (a int, watermark for a as a) with (connector = 'x')"), nil); sqlerr.Code(err) != sqlerr.DatatypeMismatch {
+		t.Fatalf("got %v", err)
+	}
+}

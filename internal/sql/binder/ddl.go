@@ -7,6 +7,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/sql/parser"
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
@@ -34,8 +35,26 @@ type CreateTable struct {
 	PK []int
 	// Options are WITH (...) options, lower-cased keys, values as text.
 	Options map[string]string
-	// AppendOnly is set by WITH (appendonly = true).
+	// AppendOnly is set by WITH (appendonly = true) or APPEND ONLY.
 	AppendOnly bool
+	// Source is CREATE SOURCE: a connector-fed relation without storage.
+	Source bool
+	// Watermark is WATERMARK FOR col AS expr, nil when absent.
+	Watermark *WatermarkDef
+	// Format and Encode are FORMAT x ENCODE y [(EncodeOptions)],
+	// upper-cased, "" when absent.
+	Format, Encode string
+	EncodeOptions  map[string]string
+}
+
+// WatermarkDef is a bound WATERMARK FOR clause.
+type WatermarkDef struct {
+	Column int
+	// Expr is bound against a row of the table's columns; it has the
+	// column's type.
+	Expr expr.Expr
+	// Text is the expression's SQL text.
+	Text string
 }
 
 // ObjectType is what DROP / SHOW drops or lists.
@@ -299,6 +318,49 @@ func (b *Binder) bindCreateTable(cs *pg.CreateStmt) (Statement, error) {
 		if v, ok := ct.Options["appendonly"]; ok {
 			ct.AppendOnly = v == "true" || v == "on" || v == "1"
 		}
+	}
+	return ct, nil
+}
+
+func (b *Binder) bindCreateSource(cs *parser.CreateSource) (Statement, error) {
+	st, err := b.bindCreateTable(cs.Create)
+	if err != nil {
+		return nil, err
+	}
+	ct := st.(*CreateTable)
+	ct.Source = cs.IsSource
+	ct.AppendOnly = ct.AppendOnly || cs.AppendOnly || cs.IsSource
+	ct.Format, ct.Encode, ct.EncodeOptions = cs.Format, cs.Encode, cs.EncodeOptions
+	if wm := cs.Watermark; wm != nil {
+		col := -1
+		sch := make(plan.Schema, len(ct.Columns))
+		for i, c := range ct.Columns {
+			sch[i] = plan.Column{Name: c.Name, Type: c.Type, Table: ct.Name}
+			if c.Name == wm.Column {
+				col = i
+			}
+		}
+		if col < 0 {
+			return nil, sqlerr.Errorf(sqlerr.UndefinedColumn, "column \"%s\" named in WATERMARK does not exist", wm.Column)
+		}
+		t := ct.Columns[col].Type
+		if t.Kind != types.KindTimestamp && t.Kind != types.KindTimestamptz {
+			return nil, sqlerr.Errorf(sqlerr.DatatypeMismatch, "WATERMARK column \"%s\" must be a timestamp, not %s", wm.Column, t.Name())
+		}
+		sc := &scope{width: len(sch)}
+		sc.addTable(ct.Name, sch, 0)
+		e, err := b.bindExpr(wm.Expr, &exprCtx{sc: sc, clause: "WATERMARK"})
+		if err != nil {
+			return nil, err
+		}
+		if e, err = expr.NewCast(e, t, expr.CastImplicit); err != nil {
+			return nil, err
+		}
+		text, err := deparseExpr(wm.Expr)
+		if err != nil {
+			return nil, sqlerr.Wrap(err, sqlerr.InternalError, "cannot render WATERMARK expression")
+		}
+		ct.Watermark = &WatermarkDef{Column: col, Expr: e, Text: text}
 	}
 	return ct, nil
 }

@@ -44,6 +44,9 @@ func (*Runnel) boundStmt()  {}
 // BindStatement binds the binder's statement.
 func (b *Binder) BindStatement() (Statement, error) {
 	if b.stmt.Runnel != nil {
+		if cs, ok := b.stmt.Runnel.(*parser.CreateSource); ok {
+			return b.bindCreateSource(cs)
+		}
 		return &Runnel{Stmt: b.stmt.Runnel}, nil
 	}
 	n := b.stmt.AST

@@ -101,3 +101,38 @@ func typeName(v any) string {
 	}
 	return "?"
 }
+
+func TestCreateSource(t *testing.T) {
+	sts, err := Parse(`CREATE SOURCE IF NOT EXISTS bid (auction BIGINT, price BIGINT, date_time TIMESTAMP,
+		WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND)
+		WITH (connector = 'nexmark', nexmark.table.type = 'Bid') FORMAT PLAIN ENCODE JSON (schema.location = 'x')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, ok := sts[0].Runnel.(*CreateSource)
+	if !ok {
+		t.Fatalf("got %T", sts[0].Runnel)
+	}
+	if !cs.IsSource || cs.Create.Relation.Relname != "bid" || !cs.Create.IfNotExists || len(cs.Create.TableElts) != 3 {
+		t.Fatalf("got %+v", cs.Create)
+	}
+	if cs.Watermark == nil || cs.Watermark.Column != "date_time" || cs.Watermark.Expr.GetAExpr() == nil {
+		t.Fatalf("watermark %+v", cs.Watermark)
+	}
+	if cs.Format != "PLAIN" || cs.Encode != "JSON" || cs.EncodeOptions["schema.location"] != "x" || len(cs.Create.Options) != 2 {
+		t.Fatalf("got %+v", cs)
+	}
+	sts, err = Parse("create table t (v int, watermark for ts as ts, ts timestamp) append only with (connector = 'datagen')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs = sts[0].Runnel.(*CreateSource)
+	if cs.IsSource || !cs.AppendOnly || len(cs.Create.TableElts) != 2 || cs.Watermark.Column != "ts" {
+		t.Fatalf("got %+v", cs)
+	}
+	// A plain CREATE TABLE stays PostgreSQL's.
+	sts, _ = Parse("create table format (format int) with (connector = 'x')")
+	if sts[0].AST.GetCreateStmt() == nil {
+		t.Fatal("plain CREATE TABLE was taken by the Runnel front")
+	}
+}

@@ -123,6 +123,12 @@ func isKw(w []word, i int, kw string) bool {
 // parseRunnel recognises Runnel's own statements. ok is false when text is
 // not one of them (then pg_query parses it).
 func parseRunnel(text string) (RunnelStmt, bool, error) {
+	if len(text) > 7 && strings.EqualFold(text[:6], "create") {
+		cs, ok, err := parseCreateSource(text)
+		if ok || err != nil {
+			return cs, ok, err
+		}
+	}
 	w, lexOK := lexWords(text)
 	if !lexOK || len(w) == 0 {
 		return nil, false, nil
@@ -195,6 +201,10 @@ func parseShow(w []word) (RunnelStmt, bool, error) {
 		return s, true, nil
 	}
 	return nil, true, sqlerr.New(sqlerr.SyntaxError, "syntax error at end of SHOW statement")
+}
+
+func syntaxErrorf(format string, args ...any) error {
+	return sqlerr.Errorf(sqlerr.SyntaxError, format, args...)
 }
 
 // qualifiedName reads name or schema.name at w[i:]; n is the index after it.

@@ -1,0 +1,243 @@
+package parser
+
+import (
+	"strings"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+)
+
+// CreateSource is RisingWave's CREATE SOURCE, or a CREATE TABLE using
+// RisingWave-only clauses (WATERMARK FOR, APPEND ONLY, FORMAT ... ENCODE
+// ...). The PostgreSQL part is parsed by pg_query from the statement with
+// those clauses cut out: Create is that CreateStmt.
+type CreateSource struct {
+	// IsSource is true for CREATE SOURCE (no storage of its own).
+	IsSource bool
+	Create   *pg_query.CreateStmt
+	// Watermark is WATERMARK FOR col AS expr (nil when absent).
+	Watermark *Watermark
+	// AppendOnly is the APPEND ONLY clause.
+	AppendOnly bool
+	// Format and Encode are FORMAT x ENCODE y (upper-cased; "" when absent);
+	// EncodeOptions are the ENCODE y (k = v, ...) options.
+	Format, Encode string
+	EncodeOptions  map[string]string
+}
+
+// Watermark is WATERMARK FOR Column AS Expr.
+type Watermark struct {
+	Column string
+	Expr   *pg_query.Node
+}
+
+func (*CreateSource) runnelStmt() {}
+
+type tok struct {
+	text       string // lower-cased
+	start, end int
+}
+
+// parseCreateSource recognises CREATE SOURCE and CREATE TABLE with
+// RisingWave clauses; ok is false when text is neither (pg_query then
+// parses it, or reports its syntax error).
+func parseCreateSource(text string) (*CreateSource, bool, error) {
+	res, err := pg_query.Scan(text)
+	if err != nil {
+		return nil, false, nil
+	}
+	var toks []tok
+	for _, t := range res.Tokens {
+		if t.Token == pg_query.Token_SQL_COMMENT || t.Token == pg_query.Token_C_COMMENT {
+			continue
+		}
+		toks = append(toks, tok{text: strings.ToLower(text[t.Start:t.End]), start: int(t.Start), end: int(t.End)})
+	}
+	if len(toks) < 3 || toks[0].text != "create" || (toks[1].text != "source" && toks[1].text != "table") {
+		return nil, false, nil
+	}
+	cs := &CreateSource{IsSource: toks[1].text == "source"}
+	// cut holds byte ranges removed from the text; repl replaces SOURCE.
+	type cut struct {
+		start, end int
+		repl       string
+	}
+	var cuts []cut
+	withDepth := -1 // depth of the WITH (...) option list being read
+	depth := 0
+	var wmText string
+	for i := 2; i < len(toks); i++ {
+		t := toks[i]
+		switch t.text {
+		case "(":
+			depth++
+			if depth == 1 && i > 0 && toks[i-1].text == "with" {
+				withDepth = 1
+			}
+			continue
+		case ")":
+			if depth == withDepth {
+				withDepth = -1
+			}
+			depth--
+			continue
+		}
+		if depth == 1 && withDepth == 1 && (toks[i-1].text == "(" || toks[i-1].text == ",") {
+			// An option key: RisingWave allows a.b.c, PostgreSQL at most
+			// one dot; quote dotted keys as one identifier.
+			j := i
+			for j+2 < len(toks) && toks[j+1].text == "." {
+				j += 2
+			}
+			if j > i+2 {
+				key := strings.ReplaceAll(text[t.start:toks[j].end], `"`, "")
+				cuts = append(cuts, cut{t.start, toks[j].end, `"` + key + `"`})
+				i = j
+			}
+			continue
+		}
+		if depth == 1 && t.text == "watermark" && i+1 < len(toks) && toks[i+1].text == "for" {
+			// WATERMARK FOR col AS expr, up to the next top-level comma or
+			// the closing parenthesis of the column list.
+			j, d := i, 1
+			for j < len(toks) {
+				if toks[j].text == "(" {
+					d++
+				} else if toks[j].text == ")" {
+					d--
+					if d == 0 {
+						break
+					}
+				} else if toks[j].text == "," && d == 1 {
+					break
+				}
+				j++
+			}
+			if j >= len(toks) {
+				return nil, false, nil
+			}
+			start, end := t.start, toks[j-1].end
+			wmText = text[start:end]
+			// Remove the element and one adjacent comma.
+			if toks[i-1].text == "," {
+				start = toks[i-1].start
+			} else if toks[j].text == "," {
+				end = toks[j].end
+			}
+			cuts = append(cuts, cut{start, end, ""})
+			i = j - 1
+			continue
+		}
+		if depth == 0 && t.text == "append" && i+1 < len(toks) && toks[i+1].text == "only" {
+			cs.AppendOnly = true
+			cuts = append(cuts, cut{t.start, toks[i+1].end, ""})
+			i++
+			continue
+		}
+		if depth == 0 && t.text == "format" && i+3 < len(toks) && toks[i+2].text == "encode" {
+			cs.Format = strings.ToUpper(toks[i+1].text)
+			cs.Encode = strings.ToUpper(toks[i+3].text)
+			end := toks[i+3].end
+			j := i + 4
+			if j < len(toks) && toks[j].text == "(" {
+				opts, n := encodeOptions(text, toks[j:])
+				if n < 0 {
+					return nil, false, nil
+				}
+				cs.EncodeOptions = opts
+				j += n
+				end = toks[j-1].end
+			}
+			cuts = append(cuts, cut{t.start, end, ""})
+			i = j - 1
+		}
+	}
+	if !cs.IsSource && len(cuts) == 0 {
+		return nil, false, nil // a plain CREATE TABLE: pg_query's
+	}
+	var b strings.Builder
+	b.WriteString(text[:toks[1].start])
+	b.WriteString(text[toks[1].start:toks[1].end])
+	if cs.IsSource {
+		b.Reset()
+		b.WriteString(text[:toks[1].start])
+		b.WriteString("TABLE")
+	}
+	pos := toks[1].end
+	for _, c := range cuts {
+		b.WriteString(text[pos:c.start])
+		b.WriteString(c.repl)
+		pos = c.end
+	}
+	b.WriteString(text[pos:])
+	tree, err := pg_query.Parse(b.String())
+	if err != nil || len(tree.Stmts) != 1 || tree.Stmts[0].Stmt.GetCreateStmt() == nil {
+		return nil, false, nil
+	}
+	cs.Create = tree.Stmts[0].Stmt.GetCreateStmt()
+	if wmText != "" {
+		wm, err := parseWatermark(wmText)
+		if err != nil {
+			return nil, true, err
+		}
+		cs.Watermark = wm
+	}
+	return cs, true, nil
+}
+
+// encodeOptions reads ( k = 'v', ... ) from toks; n is the number of
+// tokens used, -1 when malformed.
+func encodeOptions(text string, toks []tok) (map[string]string, int) {
+	opts := map[string]string{}
+	i := 1
+	for i < len(toks) {
+		if toks[i].text == ")" {
+			return opts, i + 1
+		}
+		// key: ident(.ident)*
+		k := i
+		for k+2 < len(toks) && toks[k+1].text == "." {
+			k += 2
+		}
+		if k+2 >= len(toks) || toks[k+1].text != "=" {
+			return nil, -1
+		}
+		key := strings.ReplaceAll(text[toks[i].start:toks[k].end], `"`, "")
+		v := text[toks[k+2].start:toks[k+2].end]
+		opts[strings.ToLower(key)] = strings.Trim(v, "'")
+		i = k + 3
+		if i < len(toks) && toks[i].text == "," {
+			i++
+		}
+	}
+	return nil, -1
+}
+
+func parseWatermark(s string) (*Watermark, error) {
+	// "WATERMARK FOR col AS expr": parse expr with pg_query.
+	rest := strings.TrimSpace(s[len("watermark"):])
+	rest = strings.TrimSpace(rest[len("for"):])
+	i := strings.IndexAny(rest, " \t\n")
+	if i < 0 {
+		return nil, syntaxErrorf("syntax error in WATERMARK clause")
+	}
+	col := rest[:i]
+	rest = strings.TrimSpace(rest[i:])
+	if len(rest) < 2 || !strings.EqualFold(rest[:2], "as") {
+		return nil, syntaxErrorf("syntax error in WATERMARK clause: expected AS")
+	}
+	exprText := rest[2:]
+	tree, err := pg_query.Parse("SELECT " + exprText)
+	if err != nil || len(tree.Stmts) != 1 {
+		return nil, syntaxErrorf("syntax error in WATERMARK expression")
+	}
+	sel := tree.Stmts[0].Stmt.GetSelectStmt()
+	if sel == nil || len(sel.TargetList) != 1 || len(sel.FromClause) > 0 {
+		return nil, syntaxErrorf("syntax error in WATERMARK expression")
+	}
+	if strings.HasPrefix(col, `"`) {
+		col = strings.Trim(col, `"`)
+	} else {
+		col = strings.ToLower(col)
+	}
+	return &Watermark{Column: col, Expr: sel.TargetList[0].GetResTarget().Val}, nil
+}
