@@ -380,11 +380,11 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 			}
 			below = true
 			if p.bottommost {
-				val, err := s.value()
+				del, _, err := s.value()
 				if err != nil {
 					return false, err
 				}
-				if val[0] == tagDelete {
+				if del {
 					return false, nil
 				}
 			}

@@ -571,9 +571,9 @@ func (e *Engine) buildSSTs(ctx context.Context, m *mergeIter, keep func(s source
 			}
 		}
 		if b == nil {
-			b = newSSTBuilder(int(min(e.opts.TargetFileSize+e.opts.TargetFileSize/8, 64<<20)))
+			b = newSSTBuilder()
 		}
-		v, err := s.value()
+		v, err := s.tagged()
 		if err != nil {
 			return err
 		}

@@ -20,8 +20,11 @@ type source interface {
 	table() TableID
 	rest() []byte
 	epoch() uint64
-	// value returns the tagged value (tag byte first).
-	value() ([]byte, error)
+	// tagged returns the stored value, tag byte first.
+	tagged() ([]byte, error)
+	// value returns the entry's value without copying; valid until the
+	// source moves.
+	value() (del bool, val []byte, err error)
 	err() error
 	close() error
 }
@@ -71,7 +74,13 @@ func (s *runSource) next() bool {
 func (s *runSource) table() TableID { return s.r.table }
 func (s *runSource) rest() []byte   { return s.r.key(s.i) }
 func (s *runSource) epoch() uint64  { return s.r.epoch }
-func (s *runSource) value() ([]byte, error) {
+func (s *runSource) value() (bool, []byte, error) {
+	if s.r.ents[s.i].del {
+		return true, nil, nil
+	}
+	return false, s.r.value(s.i), nil
+}
+func (s *runSource) tagged() ([]byte, error) {
 	s.tagBuf = s.tagBuf[:0]
 	if s.r.ents[s.i].del {
 		return append(s.tagBuf, tagDelete), nil
@@ -198,7 +207,14 @@ func (s *sstSource) checkErr() {
 func (s *sstSource) table() TableID { return s.cur.table }
 func (s *sstSource) rest() []byte   { return s.cur.rest }
 func (s *sstSource) epoch() uint64  { return s.cur.epoch }
-func (s *sstSource) value() ([]byte, error) {
+func (s *sstSource) value() (bool, []byte, error) {
+	v, err := s.tagged()
+	if err != nil {
+		return false, nil, err
+	}
+	return v[0] == tagDelete, v[1:], nil
+}
+func (s *sstSource) tagged() ([]byte, error) {
 	v, _, err := s.cur.kv.Value(nil)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", s.name, err)
@@ -315,6 +331,15 @@ func (m *mergeIter) top() source { return m.h.items[0].src }
 // advance moves past the current top entry.
 func (m *mergeIter) advance() bool {
 	it := m.h.items[0]
+	if len(m.h.items) == 1 {
+		// One live source: no ordering work.
+		if it.src.next() {
+			return true
+		}
+		m.e = it.src.err()
+		m.h.items = m.h.items[:0]
+		return false
+	}
 	if it.src.next() {
 		heap.Fix(&m.h, 0)
 	} else {

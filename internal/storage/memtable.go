@@ -60,7 +60,8 @@ func newRun(epoch uint64, table TableID, kvs []KV) *run {
 		}
 		e.del = kv.Delete
 	}
-	// Stable sort keeps input order among equal keys; the last one wins.
+	// Ties are broken by input position (koff grows with it), so the last
+	// write of a key sorts last and wins.
 	sorted := true
 	for i := 1; i < len(r.ents); i++ {
 		if bytes.Compare(r.key(i-1), r.key(i)) >= 0 {
@@ -69,8 +70,11 @@ func newRun(epoch uint64, table TableID, kvs []KV) *run {
 		}
 	}
 	if !sorted {
-		slices.SortStableFunc(r.ents, func(a, b runEntry) int {
-			return bytes.Compare(r.arena[a.koff:a.koff+a.klen], r.arena[b.koff:b.koff+b.klen])
+		slices.SortFunc(r.ents, func(a, b runEntry) int {
+			if c := bytes.Compare(r.arena[a.koff:a.koff+a.klen], r.arena[b.koff:b.koff+b.klen]); c != 0 {
+				return c
+			}
+			return int(a.koff) - int(b.koff)
 		})
 		out := r.ents[:0]
 		for i := range r.ents {

@@ -217,11 +217,12 @@ func (s *levelSource) next() bool {
 	return s.open(s.step(s.i))
 }
 
-func (s *levelSource) table() TableID         { return s.cur.table() }
-func (s *levelSource) rest() []byte           { return s.cur.rest() }
-func (s *levelSource) epoch() uint64          { return s.cur.epoch() }
-func (s *levelSource) value() ([]byte, error) { return s.cur.value() }
-func (s *levelSource) err() error             { return s.er }
+func (s *levelSource) table() TableID               { return s.cur.table() }
+func (s *levelSource) rest() []byte                 { return s.cur.rest() }
+func (s *levelSource) epoch() uint64                { return s.cur.epoch() }
+func (s *levelSource) value() (bool, []byte, error) { return s.cur.value() }
+func (s *levelSource) tagged() ([]byte, error)      { return s.cur.tagged() }
+func (s *levelSource) err() error                   { return s.er }
 func (s *levelSource) close() error {
 	if s.cur != nil {
 		err := s.cur.close()
@@ -294,13 +295,13 @@ func (t *tableIter) Next() bool {
 	for {
 		s := t.m.top()
 		if s.epoch() <= t.epoch {
-			v, err := s.value()
+			del, v, err := s.value()
 			if err != nil {
 				return t.fail(err)
 			}
 			t.key = append(t.key[:0], s.rest()...)
-			if v[0] == tagPut {
-				t.val = append(t.val[:0], v[1:]...)
+			if !del {
+				t.val = v // valid until the next Next, as documented
 				return true
 			}
 			if !t.skipGroup() {
@@ -345,13 +346,13 @@ func (t *tableIter) nextReverse() bool {
 				break
 			}
 			if s.epoch() <= t.epoch {
-				v, err := s.value()
+				del, v, err := s.value()
 				if err != nil {
 					return t.fail(err)
 				}
-				have, put = true, v[0] == tagPut
+				have, put = true, !del
 				if put {
-					t.val = append(t.val[:0], v[1:]...)
+					t.val = append(t.val[:0], v...)
 				}
 			}
 			if !t.m.advance() {

@@ -55,13 +55,42 @@ func writerOptions() sstable.WriterOptions {
 	}
 }
 
-// memWritable is an objstorage.Writable that collects the SST in memory;
-// the object store takes whole objects.
-type memWritable struct{ buf []byte }
+// memWritable is an objstorage.Writable that collects the SST in memory
+// (the object store takes whole objects) in fixed chunks, so that a large
+// SST is copied once at the end rather than on every doubling.
+type memWritable struct {
+	chunks [][]byte
+	n      int
+}
 
-func (w *memWritable) Write(p []byte) error { w.buf = append(w.buf, p...); return nil }
-func (w *memWritable) Finish() error        { return nil }
-func (w *memWritable) Abort()               { w.buf = nil }
+const memChunk = 1 << 20
+
+func (w *memWritable) Write(p []byte) error {
+	w.n += len(p)
+	for len(p) > 0 {
+		if len(w.chunks) == 0 || len(w.chunks[len(w.chunks)-1]) == cap(w.chunks[len(w.chunks)-1]) {
+			w.chunks = append(w.chunks, make([]byte, 0, memChunk))
+		}
+		c := &w.chunks[len(w.chunks)-1]
+		k := min(len(p), cap(*c)-len(*c))
+		*c = append(*c, p[:k]...)
+		p = p[k:]
+	}
+	return nil
+}
+func (w *memWritable) Finish() error { return nil }
+func (w *memWritable) Abort()        { w.chunks = nil }
+
+func (w *memWritable) bytes() []byte {
+	if len(w.chunks) == 1 {
+		return w.chunks[0]
+	}
+	out := make([]byte, 0, w.n)
+	for _, c := range w.chunks {
+		out = append(out, c...)
+	}
+	return out
+}
 
 // sstBuilder writes one SST in memory. Keys must be added in Comparer
 // order.
@@ -74,9 +103,8 @@ type sstBuilder struct {
 	tables   map[TableID]struct{}
 }
 
-func newSSTBuilder(sizeHint int) *sstBuilder {
+func newSSTBuilder() *sstBuilder {
 	b := &sstBuilder{tables: map[TableID]struct{}{}}
-	b.mw.buf = make([]byte, 0, sizeHint)
 	b.w = sstable.NewWriter(&b.mw, writerOptions())
 	b.meta.MinEpoch = ^uint64(0)
 	return b
@@ -116,8 +144,9 @@ func (b *sstBuilder) finish() ([]byte, SSTMeta, error) {
 		return nil, SSTMeta{}, err
 	}
 	b.meta.Largest = append([]byte(nil), b.lastKey...)
-	b.meta.Size = uint64(len(b.mw.buf))
-	return b.mw.buf, b.meta, nil
+	obj := b.mw.bytes()
+	b.meta.Size = uint64(len(obj))
+	return obj, b.meta, nil
 }
 
 // objReadable serves pebble's reads with ranged GETs on the object store.
