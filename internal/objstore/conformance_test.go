@@ -216,6 +216,11 @@ func runConformance(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 		if err := s.Delete(ctx, "never/existed"); err != nil {
 			t.Fatalf("Delete of a never-existing object: %v; want nil", err)
 		}
+		// A key prefix that only "contains" other objects is not an object:
+		// deleting it is a no-op that leaves them alone.
+		if err := s.Delete(ctx, "d"); err != nil {
+			t.Fatalf("Delete of a key prefix: %v; want nil", err)
+		}
 		infos, err := s.List(ctx, "d/")
 		if err != nil || strings.Join(keysOf(infos), " ") != "d/y" {
 			t.Fatalf("List after Delete = %v, %v; want d/y", keysOf(infos), err)

@@ -308,6 +308,9 @@ func (l *Local) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("objstore: delete %s: %w", key, err)
 	}
 	p := l.path(key)
+	if st, err := os.Lstat(p); err == nil && st.IsDir() {
+		return nil // a "directory" of other keys is not an object
+	}
 	if err := os.Remove(p); err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, notDirErr) {
 			return nil
