@@ -403,6 +403,9 @@ func decodeNumericKey(b []byte, t Type, desc bool) (Datum, []byte, error) {
 		eb[i] = b[i] ^ flip
 	}
 	e := int64(int32(binary.BigEndian.Uint32(eb[:]) ^ 0x80000000))
+	if e > maxNumericExponent || e < -maxNumericExponent {
+		return NullDatum, nil, keyCorrupt(t, "numeric exponent %d out of range", e)
+	}
 	b = b[4:]
 	var scratch [48]byte
 	digits := scratch[:0]

@@ -660,6 +660,11 @@ const (
 	numericMaxPrecision    = 1000 // largest p in numeric(p,s)
 )
 
+// maxNumericExponent bounds the decimal exponent a decoded numeric may
+// carry: PostgreSQL's own limits are far inside it, and it keeps corrupt
+// bytes from asking for a 10^2000000000 multiplication.
+const maxNumericExponent = 4 * (numericMaxWeightDigits + numericMaxDscale)
+
 func numericOverflow() *sqlerr.Error {
 	return sqlerr.New(sqlerr.NumericValueOutOfRange, "value overflows numeric format")
 }

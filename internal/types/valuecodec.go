@@ -282,7 +282,7 @@ func (r *valueReader) numeric() Datum {
 		return DNumeric(d)
 	}
 	e := r.varint()
-	if e != int64(int32(e)) {
+	if e > maxNumericExponent || e < -maxNumericExponent {
 		r.fail("numeric exponent %d out of range", e)
 		return NullDatum
 	}
