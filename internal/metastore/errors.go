@@ -102,7 +102,9 @@ func isTransient(err error) bool {
 // and PointAfterCommit. An error at PointBegin or PointBeforeCommit fails
 // the transaction before anything persisted; an error at PointAfterCommit is
 // returned although the transaction committed, as an ambiguous error — the
-// lost-acknowledgement case. A test may also block in fn to pause a
+// lost-acknowledgement case. An error at PointBeforeCommit that wraps
+// ErrAmbiguousCommit is reported as ambiguous although nothing persisted, so
+// a test can cover both outcomes an ambiguous commit may hide. A test may also block in fn to pause a
 // transaction at that point. nil removes the hook. For tests only.
 func (d *DB) SetFaultHook(fn func(point string) error) {
 	if fn == nil {

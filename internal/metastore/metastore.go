@@ -181,7 +181,10 @@ func (d *DB) txOnce(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	if err := d.faultAt(PointBeforeCommit); err != nil {
 		tx.Rollback()
-		return &txError{stage: stageCommit, definite: true, cause: fmt.Errorf("metastore: before commit: %w", err)}
+		// A hook error that wraps ErrAmbiguousCommit simulates a commit
+		// that did not land but whose outcome the caller cannot know.
+		definite := !errors.Is(err, ErrAmbiguousCommit)
+		return &txError{stage: stageCommit, definite: definite, cause: fmt.Errorf("metastore: before commit: %w", err)}
 	}
 	// Past this check COMMIT may reach the server; before it, a cancelled
 	// caller gets a clean "not committed".

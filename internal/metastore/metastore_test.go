@@ -323,6 +323,12 @@ func TestTxOutcomeClassification(t *testing.T) {
 			{name: "fails before commit", hook: failAt(PointBeforeCommit), fn: insertKV("k4"), definite: true},
 			{name: "context ends before commit", fn: insertKV("k5"), cancel: true, definite: true},
 			{name: "ack lost after commit", hook: failAt(PointAfterCommit), fn: insertKV("k6"), definite: false, persisted: true},
+			{name: "ambiguous commit that did not land", hook: func(p string) error {
+				if p == PointBeforeCommit {
+					return fmt.Errorf("connection reset: %w", ErrAmbiguousCommit)
+				}
+				return nil
+			}, fn: insertKV("k7"), definite: false, persisted: false},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				db.SetFaultHook(c.hook)
@@ -350,7 +356,7 @@ func TestTxOutcomeClassification(t *testing.T) {
 				if IsDefinitelyNotCommitted(fmt.Errorf("ddl: %w", err)) != c.definite {
 					t.Fatal("verdict lost through wrapping")
 				}
-				persisted := count(t, db, `SELECT count(*) FROM kv WHERE k IN ('k1','k2','k3','k4','k5','k6')`) > 0
+				persisted := count(t, db, `SELECT count(*) FROM kv WHERE k IN ('k1','k2','k3','k4','k5','k6','k7')`) > 0
 				if persisted != c.persisted {
 					t.Fatalf("persisted = %v; want %v", persisted, c.persisted)
 				}
