@@ -1,21 +1,3 @@
-// Package objstore is the object-store seam under Runnel's LSM: a small
-// interface (put, get, ranged get, stat, list, delete) with a local-directory
-// backend (the default), an S3-compatible backend, an in-memory backend for
-// tests, and a fault-injecting wrapper.
-//
-// Contract every backend keeps:
-//   - Put is atomic: a reader sees the whole object or nothing (local: temp
-//     file + fsync + rename; S3: single PUT).
-//   - Objects are immutable once written; Runnel never overwrites a key
-//     (object ids are never reused, invariant I1).
-//   - A missing object is reported as an error that errors.Is(err,
-//     ErrNotFound); every error names the key it concerns.
-//   - Keys obey ValidateKey, and no key may be another key's "directory"
-//     ("a/b" and "a/b/c" cannot both exist): file-backed stores (Local,
-//     versitygw's posix backend) map keys to paths. Mem does not enforce
-//     this; Runnel's keys (kind/id.ext) never collide that way.
-//
-// This package knows nothing of SSTs, versions or metadata.
 package objstore
 
 import (
