@@ -294,8 +294,7 @@ func isAlpha(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= '
 // splitDateTime breaks datetime input into fields, like PostgreSQL's
 // ParseDateTime: whitespace and commas separate fields; a 'T' between
 // digits is the ISO 8601 date/time separator.
-func splitDateTime(s string) ([]dtField, bool) {
-	var fields []dtField
+func splitDateTime(s string, fields []dtField) ([]dtField, bool) {
 	i := 0
 	for i < len(s) {
 		c := s[i]
@@ -378,7 +377,11 @@ func splitDateTime(s string) ([]dtField, bool) {
 				for k < len(s) && isAlpha(s[k]) {
 					k++
 				}
-				fields = append(fields, dtField{dtString, string(c) + s[j:k]})
+				text := s[i:k]
+				if j > i+1 {
+					text = string(c) + s[j:k] // drop the spaces after the sign
+				}
+				fields = append(fields, dtField{dtString, text})
 				i = k
 				continue
 			}
@@ -389,7 +392,11 @@ func splitDateTime(s string) ([]dtField, bool) {
 			for k < len(s) && (isDigit(s[k]) || s[k] == ':' || s[k] == '.') {
 				k++
 			}
-			fields = append(fields, dtField{dtTZ, string(c) + s[j:k]})
+			text := s[i:k]
+			if j > i+1 {
+				text = string(c) + s[j:k]
+			}
+			fields = append(fields, dtField{dtTZ, text})
 			i = k
 		default:
 			return nil, false
@@ -480,7 +487,8 @@ func dtFieldOverflow(s string) *sqlerr.Error {
 
 // decodeDateTime decodes the fields of a date, time or timestamp input.
 func decodeDateTime(s, typ string) (*dtParse, error) {
-	fields, ok := splitDateTime(s)
+	var fieldBuf [12]dtField
+	fields, ok := splitDateTime(s, fieldBuf[:0])
 	if !ok || len(fields) == 0 {
 		return nil, dtBadFormat(typ, s)
 	}
@@ -749,8 +757,9 @@ func posixFixedZone(name string, minAbbrev int) (*time.Location, bool) {
 func parseTZOffset(neg bool, s string) (int64, bool) {
 	var h, m, sec int64
 	if strings.Contains(s, ":") {
-		parts := strings.Split(s, ":")
-		if len(parts) > 3 {
+		var pb [4]string
+		parts, ok := splitParts(s, ':', &pb)
+		if !ok || len(parts) > 3 {
 			return 0, false
 		}
 		vals := [3]int64{}
@@ -813,11 +822,13 @@ func (p *dtParse) decodeDate(text string) bool {
 			break
 		}
 	}
-	parts := strings.Split(text, string(sep))
-	if len(parts) < 2 || len(parts) > 3 {
+	var pb [4]string
+	parts, ok := splitParts(text, sep, &pb)
+	if !ok || len(parts) < 2 || len(parts) > 3 {
 		return false
 	}
-	var nums []string
+	var nb [3]string
+	nums := nb[:0]
 	for _, part := range parts {
 		if part == "" {
 			return false
@@ -912,10 +923,28 @@ func (p *dtParse) setDay(s string) bool {
 	return true
 }
 
+// splitParts splits s at sep into at most len(buf) parts without
+// allocating; ok is false when there are more.
+func splitParts(s string, sep byte, buf *[4]string) ([]string, bool) {
+	parts := buf[:0]
+	for {
+		i := strings.IndexByte(s, sep)
+		if len(parts) == len(buf) {
+			return nil, false
+		}
+		if i < 0 {
+			return append(parts, s), true
+		}
+		parts = append(parts, s[:i])
+		s = s[i+1:]
+	}
+}
+
 // decodeTime parses hh:mm[:ss[.ffffff]].
 func (p *dtParse) decodeTime(text string) bool {
-	parts := strings.Split(text, ":")
-	if len(parts) < 2 || len(parts) > 3 {
+	var pb [4]string
+	parts, ok := splitParts(text, ':', &pb)
+	if !ok || len(parts) < 2 || len(parts) > 3 {
 		return false
 	}
 	h, ok := atoiDigits(parts[0])

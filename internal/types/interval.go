@@ -219,7 +219,15 @@ func (a *ivAcc) applyUnit(u intervalUnit, whole int64, frac float64) {
 		a.add(&a.months, whole)
 		a.addFracDays(frac, 30)
 	case unitYear, unitDecade, unitCentury, unitMillennium:
-		scale := map[intervalUnit]int64{unitYear: 12, unitDecade: 120, unitCentury: 1200, unitMillennium: 12000}[u]
+		scale := int64(12)
+		switch u {
+		case unitDecade:
+			scale = 120
+		case unitCentury:
+			scale = 1200
+		case unitMillennium:
+			scale = 12000
+		}
 		a.addScaled(&a.months, whole, scale)
 		a.add(&a.months, int64(math.RoundToEven(frac*float64(scale))))
 	}
@@ -294,6 +302,12 @@ func splitNumber(t string) (int64, float64, bool) {
 	return w, f, true
 }
 
+// unitSet is a set of interval units.
+type unitSet uint32
+
+func (s unitSet) has(u intervalUnit) bool { return s&(1<<u) != 0 }
+func (s *unitSet) add(u intervalUnit)     { *s |= 1 << u }
+
 type ivToken struct {
 	kind byte // 'n' number, 't' time, 'y' year-month, 'w' word
 	text string
@@ -318,7 +332,8 @@ func parseInterval(s string) (IntervalValue, error) {
 		return iv, nil
 	}
 	// tokenize
-	var toks []ivToken
+	var tokBuf [16]ivToken
+	toks := tokBuf[:0]
 	i := 0
 	for i < len(v) {
 		c := v[i]
@@ -377,7 +392,7 @@ func parseInterval(s string) (IntervalValue, error) {
 	var acc ivAcc
 	ago := false
 	unit := unitNone
-	seen := map[intervalUnit]bool{}
+	var seen unitSet
 	timeSeen := false
 	// Right to left: a unit word applies to the number on its left; a
 	// number without a unit is seconds if rightmost, days left of a time.
@@ -395,7 +410,7 @@ func parseInterval(s string) (IntervalValue, error) {
 			}
 			unit = u
 		case 't':
-			if timeSeen || seen[unitHour] || seen[unitMinute] || seen[unitSecond] {
+			if timeSeen || seen.has(unitHour) || seen.has(unitMinute) || seen.has(unitSecond) {
 				return bad()
 			}
 			timeSeen = true
@@ -414,13 +429,14 @@ func parseInterval(s string) (IntervalValue, error) {
 			ys, ms, _ := strings.Cut(body, "-")
 			y, ok1 := atoiDigits(ys)
 			m, ok2 := atoiDigits(ms)
-			if !ok1 || !ok2 || seen[unitYear] || seen[unitMonth] {
+			if !ok1 || !ok2 || seen.has(unitYear) || seen.has(unitMonth) {
 				return bad()
 			}
 			if m > 11 {
 				return acc.overflowError(s)
 			}
-			seen[unitYear], seen[unitMonth] = true, true
+			seen.add(unitYear)
+			seen.add(unitMonth)
 			total := y*12 + m
 			if neg {
 				total = -total
@@ -434,8 +450,8 @@ func parseInterval(s string) (IntervalValue, error) {
 			}
 			// PostgreSQL computes (and range-checks) a field before it
 			// rejects a repeated unit, so overflow wins over duplication.
-			dup := seen[u] || (timeSeen && (u == unitHour || u == unitMinute || u == unitSecond))
-			seen[u] = true
+			dup := seen.has(u) || (timeSeen && (u == unitHour || u == unitMinute || u == unitSecond))
+			seen.add(u)
 			whole, frac, ok := splitNumber(t.text)
 			if !ok {
 				if numberOverflows(t.text) {
@@ -453,7 +469,7 @@ func parseInterval(s string) (IntervalValue, error) {
 			unit = u
 		}
 	}
-	if len(seen) == 0 && !timeSeen {
+	if seen == 0 && !timeSeen {
 		return bad() // only "ago" or "@"
 	}
 	if ago {
@@ -470,8 +486,9 @@ func parseIntervalClock(t string) (us int64, ok, overflow bool) {
 		neg = t[0] == '-'
 		t = t[1:]
 	}
-	parts := strings.Split(t, ":")
-	if len(parts) < 2 || len(parts) > 3 {
+	var pb [4]string
+	parts, good := splitParts(t, ':', &pb)
+	if !good || len(parts) < 2 || len(parts) > 3 {
 		return 0, false, false
 	}
 	var h, m, secUs int64
