@@ -283,7 +283,7 @@ func (e *Engine) metaTx(ctx context.Context, op string, fn func(tx *metastore.Tx
 	}
 	if h := e.opts.Hooks.MetaWrite; h != nil {
 		if err := h(op, true); err != nil {
-			return fmt.Errorf("storage: %s (outcome unknown): %w", op, err)
+			return fmt.Errorf("storage: %s: %w: %w", op, errInjectedAmbiguity, err)
 		}
 	}
 	return nil
@@ -721,6 +721,10 @@ func (e *Engine) renewSpillLeases(ctx context.Context, spilled []*bufItem) error
 	return nil
 }
 
+// errInjectedAmbiguity marks a MetaWrite-hook error after a write that
+// landed: the metastore knows nothing of it, so it is ambiguous.
+var errInjectedAmbiguity = errors.New("outcome unknown")
+
 // errAmbiguous marks a version write whose outcome is unknown and could not
 // be resolved by re-reading (I2): its objects stay owned by their jobs.
 var errAmbiguous = errors.New("version write outcome unknown")
@@ -790,7 +794,7 @@ func (e *Engine) commitDelta(ctx context.Context, d *VersionDelta, inTx ...func(
 	if err == nil {
 		return nv, nil
 	}
-	if errors.Is(err, ErrSimulatedCrash) || errors.Is(err, errFenced) {
+	if errors.Is(err, ErrSimulatedCrash) || errors.Is(err, errFenced) || metastore.IsDefinitelyNotCommitted(err) && !errors.Is(err, errInjectedAmbiguity) {
 		return nil, err
 	}
 	// I2: the write may have landed. Re-read the version before anyone

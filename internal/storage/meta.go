@@ -10,35 +10,28 @@ import (
 	"github.com/runneldb/runnel/internal/metastore"
 )
 
-// Metastore schema of the storage engine (docs/storage-format.md). Every
-// statement is idempotent so that migrate can run at every Open.
-func schema(d metastore.Dialect) []string {
-	blob := "BLOB"
-	if d == metastore.Postgres {
-		blob = "BYTEA"
-	}
-	return []string{
-		`CREATE TABLE IF NOT EXISTS storage_counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS storage_deltas (id BIGINT PRIMARY KEY, data ` + blob + ` NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS storage_checkpoints (id BIGINT PRIMARY KEY, data ` + blob + ` NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS storage_jobs (id BIGINT PRIMARY KEY, kind TEXT NOT NULL, state TEXT NOT NULL,
-			inputs ` + blob + ` NOT NULL, outputs ` + blob + ` NOT NULL, created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS storage_deletion_queue (object_id BIGINT PRIMARY KEY, queued_ms BIGINT NOT NULL)`,
-		`INSERT INTO storage_counters (name, value) VALUES ('next_object_id', 1) ON CONFLICT (name) DO NOTHING`,
-		`INSERT INTO storage_counters (name, value) VALUES ('version_id', 0) ON CONFLICT (name) DO NOTHING`,
-	}
-}
+// storageMigrations is the storage engine's metastore schema
+// (docs/storage-format.md), applied through metastore.DB.Migrate under the
+// component name "storage". Never edit an applied step; add one.
+var storageMigrations = []metastore.Migration{{
+	Version: 1,
+	Name:    "storage version, jobs, deletion queue, id counters",
+	SQL: `CREATE TABLE storage_counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL);
+CREATE TABLE storage_deltas (id BIGINT PRIMARY KEY, data {{BLOB}} NOT NULL);
+CREATE TABLE storage_checkpoints (id BIGINT PRIMARY KEY, data {{BLOB}} NOT NULL);
+CREATE TABLE storage_jobs (id BIGINT PRIMARY KEY, kind TEXT NOT NULL, state TEXT NOT NULL,
+	inputs {{BLOB}} NOT NULL, outputs {{BLOB}} NOT NULL, created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL);
+CREATE TABLE storage_deletion_queue (object_id BIGINT PRIMARY KEY, queued_ms BIGINT NOT NULL);
+INSERT INTO storage_counters (name, value) VALUES ('next_object_id', 1);
+INSERT INTO storage_counters (name, value) VALUES ('version_id', 0)`,
+}}
 
-// migrate creates the storage tables if they do not exist.
+// migrate creates or upgrades the storage tables.
 func migrate(ctx context.Context, db *metastore.DB) error {
-	return db.Tx(ctx, func(tx *metastore.Tx) error {
-		for _, s := range schema(db.Dialect()) {
-			if _, err := tx.Exec(ctx, s); err != nil {
-				return fmt.Errorf("storage: migrate: %w", err)
-			}
-		}
-		return nil
-	})
+	if err := db.Migrate(ctx, "storage", storageMigrations); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	return nil
 }
 
 // Job kinds and states. A job record is durable before the first object it

@@ -100,20 +100,21 @@ func (m *simModel) dropAbove(epoch uint64) {
 }
 
 type simulation struct {
-	t       *testing.T
-	seed    int64
-	rng     *rand.Rand
-	now     time.Time
-	mem     *objstore.Mem
-	store   *faultStore
-	meta    *metastore.DB
-	e       *Engine
-	m       *simModel
-	epoch   uint64 // current (uncommitted) epoch being written
-	metaErr float64
-	ambig   float64
-	snaps   []*Snapshot
-	log     []string
+	t          *testing.T
+	seed       int64
+	rng        *rand.Rand
+	now        time.Time
+	mem        *objstore.Mem
+	store      *faultStore
+	meta       *metastore.DB
+	e          *Engine
+	m          *simModel
+	epoch      uint64 // current (uncommitted) epoch being written
+	metaErr    float64
+	metaFaults bool
+	ambig      float64
+	snaps      []*Snapshot
+	log        []string
 }
 
 func (s *simulation) clock() time.Time { return s.now }
@@ -151,14 +152,32 @@ func (s *simulation) open() {
 		}
 		return nil
 	}}
+	// Faults inside the metastore's own transaction machinery: failures
+	// before anything persisted, lost acknowledgements (landed), and
+	// ambiguous errors for transactions that did not land.
+	s.meta.SetFaultHook(func(point string) error {
+		if !s.metaFaults || s.rng.Float64() >= s.metaErr/2 {
+			return nil
+		}
+		switch point {
+		case metastore.PointBegin:
+			return fmt.Errorf("begin: %w", errInjected)
+		case metastore.PointBeforeCommit:
+			return fmt.Errorf("%w: %w", metastore.ErrAmbiguousCommit, errInjected)
+		default:
+			return fmt.Errorf("lost ack: %w", errInjected)
+		}
+	})
 	for attempt := 0; ; attempt++ {
 		s.store.on = attempt < 3
+		s.metaFaults = attempt < 3
 		e, err := Open(context.Background(), Options{
 			Store: s.store, Meta: s.meta, Clock: s.clock, Hooks: hooks, Logger: quietLogger(),
 			DisableAutoCompaction: true, TargetFileSize: 2 << 10, WriteBufferBytes: 8 << 10,
 			CheckpointEvery: 5, GCGrace: 10 * time.Minute, L0CompactionTrigger: 3, LevelBaseBytes: 8 << 10,
 		})
 		s.store.on = true
+		s.metaFaults = true
 		if err == nil {
 			s.e = e
 			return
@@ -486,6 +505,8 @@ func (s *simulation) reads() {
 // checkInvariants: I1 after every step (every object owned, every
 // referenced object present).
 func (s *simulation) checkInvariants() {
+	s.metaFaults = false
+	defer func() { s.metaFaults = true }()
 	r, err := Check(context.Background(), s.mem, s.meta, 0)
 	if err != nil {
 		s.fatalf("check: %v", err)
@@ -552,6 +573,7 @@ func runSimulation(t *testing.T, seed int64, steps int) {
 	// referenced objects and every read matches the model.
 	s.metaErr, s.store.prob = 0, 0
 	s.crash()
+	s.metaFaults = false
 	if _, err := s.e.RunGC(ctx); err != nil {
 		s.fatalf("final gc: %v", err)
 	}
