@@ -77,6 +77,13 @@ type Relation struct {
 	AppendOnly bool
 	// Options holds WITH (...) options (connector settings).
 	Options map[string]string
+	// StateTables lists every state table of a materialized view's stream
+	// graph in plan order (StateTable, the view's rows, is among them).
+	// Re-planning the definition assigns them in the same order.
+	StateTables []TableID
+	// Creating is set while a materialized view is being backfilled; such
+	// a view is not visible to queries, and recovery drops it.
+	Creating bool
 }
 
 // VisibleColumns returns the indices of the columns SELECT * returns.

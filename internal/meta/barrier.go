@@ -52,6 +52,10 @@ type BarrierLoop struct {
 
 type barrierRequest struct {
 	mutation      *stream.Mutation
+	// prepare runs under the graph lock just before the barrier is
+	// injected (it spawns the actors the mutation connects, so that they
+	// take part in exactly the barriers from this one on).
+	prepare       func(curr uint64) error
 	recoverReason string // set for a recovery request
 	done          chan error
 	epoch         uint64 // the Prev epoch of the barrier that carried it
@@ -171,9 +175,11 @@ func (l *BarrierLoop) waitCommitted(ctx context.Context, epoch uint64) error {
 }
 
 // InjectMutation sends a barrier carrying mutation and returns once that
-// barrier's epoch is committed.
-func (l *BarrierLoop) InjectMutation(ctx context.Context, m *stream.Mutation) error {
-	req := &barrierRequest{mutation: m, done: make(chan error, 1)}
+// barrier's epoch is committed. prepare, when not nil, runs first with the
+// graph locked and the epoch being written; if it fails, no barrier is
+// sent.
+func (l *BarrierLoop) InjectMutation(ctx context.Context, m *stream.Mutation, prepare func(curr uint64) error) error {
+	req := &barrierRequest{mutation: m, prepare: prepare, done: make(chan error, 1)}
 	select {
 	case l.requests <- req:
 	case <-ctx.Done():
@@ -241,6 +247,14 @@ func (l *BarrierLoop) setLoopErr(err error) {
 // barrier runs one barrier round: inject, collect, commit.
 func (l *BarrierLoop) barrier(req *barrierRequest) error {
 	l.mu.Lock()
+	if req != nil && req.prepare != nil {
+		if err := req.prepare(l.curr); err != nil {
+			l.mu.Unlock()
+			req.done <- err
+			// The graph is unchanged: nothing to recover from.
+			return nil
+		}
+	}
 	prev := l.curr
 	l.curr = nextEpoch(prev)
 	b := &stream.Barrier{Prev: prev, Curr: l.curr}

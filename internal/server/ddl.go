@@ -166,10 +166,25 @@ func (ss *session) dropRelation(ctx context.Context, d *binder.Drop, n binder.Qu
 			WithDetail("%s", strings.Join(names, "\n")).
 			WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
 	}
-	if rel.Kind != catalog.KindTable {
-		return sqlerr.Errorf(sqlerr.FeatureNotSupported, "DROP %s is not supported yet", strings.ToUpper(rel.Kind.String()))
+	return s.dropCascade(ctx, rel)
+}
+
+// dropCascade drops rel after everything that depends on it, newest first.
+func (s *Server) dropCascade(ctx context.Context, rel *catalog.Relation) error {
+	for _, dep := range s.catalog.Dependents(rel.ID) {
+		if err := s.dropCascade(ctx, dep); err != nil {
+			return err
+		}
 	}
-	return s.dropTable(ctx, rel)
+	switch rel.Kind {
+	case catalog.KindTable:
+		return s.dropTable(ctx, rel)
+	case catalog.KindMaterializedView:
+		return s.dropView(ctx, rel)
+	case catalog.KindView:
+		return s.catalog.DropObject(ctx, rel.ID)
+	}
+	return sqlerr.Errorf(sqlerr.FeatureNotSupported, "DROP %s is not supported yet", strings.ToUpper(rel.Kind.String()))
 }
 
 // dropTable stops the table's actor at a barrier, joins it, and only then
@@ -180,7 +195,7 @@ func (s *Server) dropTable(ctx context.Context, rel *catalog.Relation) error {
 	j := s.jobs.tables[rel.ID]
 	s.jobs.mu.Unlock()
 	if j != nil {
-		if err := s.epochs.InjectMutation(ctx, &stream.Mutation{Stop: map[stream.ActorID]bool{j.actor: true}}); err != nil {
+		if err := s.epochs.InjectMutation(ctx, &stream.Mutation{Stop: map[stream.ActorID]bool{j.actor: true}}, nil); err != nil {
 			return fmt.Errorf("drop table %s: stop actor: %w", rel.Name, err)
 		}
 		if err := s.actors.StopActors(ctx, []stream.ActorID{j.actor}); err != nil {
@@ -263,11 +278,12 @@ func (ss *session) dropSchema(ctx context.Context, d *binder.Drop, name string) 
 		return sqlerr.Errorf(sqlerr.DependentObjectsStillExist, "cannot drop schema %s because other objects depend on it", name).
 			WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
 	}
-	for _, r := range rels {
-		if r.Kind != catalog.KindTable {
-			return sqlerr.Errorf(sqlerr.FeatureNotSupported, "DROP SCHEMA CASCADE of a schema holding a %s is not supported yet", r.Kind)
+	for i := len(rels) - 1; i >= 0; i-- {
+		r, ok := ss.s.catalog.Relation(rels[i].ID)
+		if !ok {
+			continue // dropped with a dependency
 		}
-		if err := ss.s.dropTable(ctx, r); err != nil {
+		if err := ss.s.dropCascade(ctx, r); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/runneldb/runnel/internal/catalog"
@@ -18,6 +19,7 @@ import (
 type jobs struct {
 	mu     sync.Mutex
 	tables map[catalog.ObjectID]*tableJob
+	views  map[catalog.ObjectID]*viewJob
 }
 
 // tableJob is a table's actor and the channel its DML goes through.
@@ -70,18 +72,63 @@ func (s *Server) spawnTable(rel *catalog.Relation, curr uint64) *tableJob {
 }
 
 // Rebuild recreates every job's actors at epoch curr after recovery
-// (meta.Rebuilder). Actors have all been joined by then (I3).
+// (meta.Rebuilder). Actors have all been joined by then (I3). Tables come
+// first, then views in creation order (a view's upstreams are older than
+// it). A view that was still being created is dropped: its backfill
+// cannot resume.
 func (s *Server) Rebuild(ctx context.Context, curr uint64) error {
 	s.jobs.mu.Lock()
 	for _, j := range s.jobs.tables {
 		close(j.replaced)
 	}
 	s.jobs.tables = map[catalog.ObjectID]*tableJob{}
+	s.jobs.views = map[catalog.ObjectID]*viewJob{}
 	s.jobs.mu.Unlock()
 	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindTable }) {
 		s.spawnTable(rel, curr)
 	}
+	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindMaterializedView }) {
+		if rel.Creating {
+			s.log.Warn("dropping materialized view whose creation was interrupted", "view", rel.Name)
+			if err := s.purgeRelation(ctx, rel); err != nil {
+				s.log.Error("drop interrupted materialized view", "view", rel.Name, "err", err)
+			}
+			continue
+		}
+		if err := s.rebuildView(ctx, rel, curr); err != nil {
+			// One broken view must not stop the others (I6); it stays
+			// unavailable until dropped.
+			s.log.Error("cannot rebuild materialized view", "view", rel.Name, "err", err)
+		}
+	}
 	return nil
+}
+
+// purgeRelation removes a relation whose actors are not running from the
+// catalog and unregisters its state tables.
+func (s *Server) purgeRelation(ctx context.Context, rel *catalog.Relation) error {
+	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
+		return err
+	}
+	var tids []storage.TableID
+	for _, id := range rel.StateTables {
+		tids = append(tids, storage.TableID(id))
+	}
+	if len(tids) == 0 && rel.StateTable != 0 {
+		tids = append(tids, storage.TableID(rel.StateTable))
+	}
+	if len(tids) == 0 {
+		return nil
+	}
+	return s.store.UnregisterTables(ctx, tids...)
+}
+
+// parallelism is the number of actors of a hash-distributed fragment.
+func (s *Server) parallelism() int {
+	if s.cfg.Parallelism > 0 {
+		return s.cfg.Parallelism
+	}
+	return runtime.NumCPU()
 }
 
 // tableJobFor returns the running job of a table.

@@ -39,7 +39,10 @@ type Config struct {
 	// BlockCacheBytes and WriteBufferBytes bound the storage engine's
 	// memory (defaults 256 MiB and 256 MiB).
 	BlockCacheBytes, WriteBufferBytes int64
-	Logger                            *slog.Logger
+	// Parallelism is the number of actors per hash-distributed fragment of
+	// a materialized view (default: the number of cores).
+	Parallelism int
+	Logger      *slog.Logger
 }
 
 func (c *Config) fill() {
@@ -90,7 +93,7 @@ type Server struct {
 // Serve.
 func Open(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.fill()
-	s := &Server{cfg: cfg, log: cfg.Logger, jobs: jobs{tables: map[catalog.ObjectID]*tableJob{}}}
+	s := &Server{cfg: cfg, log: cfg.Logger, jobs: jobs{tables: map[catalog.ObjectID]*tableJob{}, views: map[catalog.ObjectID]*viewJob{}}}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", cfg.DataDir, err)
 	}

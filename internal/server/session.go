@@ -245,7 +245,7 @@ func (st *statement) showObjects(r *parser.ShowObjects) (pgwire.Result, error) {
 			rows = append(rows, types.Row{types.DVarchar(s.Name)})
 		}
 	case parser.ShowJobs:
-		// No background jobs (backfills) run yet.
+		rows = ss.s.jobRows()
 	default:
 		schemaName := r.Schema
 		if schemaName == "" {

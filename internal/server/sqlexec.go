@@ -31,7 +31,7 @@ func (c *sessionCatalog) ResolveRelation(schema, name string) (*catalog.Relation
 			return nil, sqlerr.Errorf(sqlerr.InvalidSchemaName, "schema %q does not exist", schema)
 		}
 		rel, err := cat.RelationByName(sc.ID, name)
-		if err != nil {
+		if err != nil || rel.Creating {
 			return nil, sqlerr.Errorf(sqlerr.UndefinedTable, "relation \"%s.%s\" does not exist", schema, name)
 		}
 		return rel, nil
@@ -41,7 +41,7 @@ func (c *sessionCatalog) ResolveRelation(schema, name string) (*catalog.Relation
 		if err != nil {
 			continue
 		}
-		if rel, err := cat.RelationByName(sc.ID, name); err == nil {
+		if rel, err := cat.RelationByName(sc.ID, name); err == nil && !rel.Creating {
 			return rel, nil
 		}
 	}
@@ -172,6 +172,8 @@ func (st *statement) executeBound(ctx context.Context, p *sql.Prepared, params [
 	switch b := p.Bound.(type) {
 	case *binder.CreateTable:
 		return ss.createTable(ctx, b)
+	case *binder.CreateView:
+		return ss.createView(ctx, b)
 	case *binder.Drop:
 		return ss.drop(ctx, b)
 	case *binder.CreateDatabase:

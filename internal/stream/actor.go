@@ -149,6 +149,15 @@ func (d *BroadcastDispatcher) Dispatch(ctx context.Context, msg Message) error {
 	return nil
 }
 
+// AddOutput connects a downstream channel directly. It is for rebuilding
+// the graph during recovery, when no barrier is in flight; a running graph
+// adds outputs with an AddOutputs mutation.
+func (d *BroadcastDispatcher) AddOutput(o Output) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.outputs = append(d.outputs, o)
+}
+
 // RemoveOutput drops the output to actor id (used when a downstream job is
 // dropped outside a barrier, during recovery).
 func (d *BroadcastDispatcher) RemoveOutput(id ActorID) {

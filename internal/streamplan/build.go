@@ -456,9 +456,13 @@ func (b *builder) setOp(n *plan.SetOp) (*Node, error) {
 			}
 		}
 		exprs = append(exprs, &expr.Const{Value: types.DInt32(int32(i)), Typ: types.Int32})
-		projected = append(projected, &Node{Op: OpProject, Inputs: []*Node{in}, Schema: schema, Key: key, Dist: Dist{Kind: DistAny}, Exprs: exprs})
+		p := &Node{Op: OpProject, Inputs: []*Node{in}, Schema: schema, Key: key, Dist: Dist{Kind: DistAny}, Exprs: exprs}
+		// Every branch is exchanged by the union's key, so that the union's
+		// actors each merge their share of every branch (branches may run at
+		// different parallelism).
+		projected = append(projected, exchange(p, Dist{Kind: DistHash, Keys: key}))
 	}
-	u := &Node{Op: OpUnionAll, Inputs: projected, Schema: schema, Key: key, Dist: Dist{Kind: DistAny}}
+	u := &Node{Op: OpUnionAll, Inputs: projected, Schema: schema, Key: key, Dist: Dist{Kind: DistHash, Keys: key}}
 	if n.All {
 		return u, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/stream/state"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -102,7 +103,8 @@ type Node struct {
 	Offset    int64
 
 	// StateTables lists the state tables the operator owns, in plan order.
-	StateTables []catalog.TableID
+	StateTables  []catalog.TableID
+	stateSchemas []state.Schema
 }
 
 // Types returns the node's physical column types.

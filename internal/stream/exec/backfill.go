@@ -55,13 +55,17 @@ type Backfill struct {
 	Rows atomic.Int64
 	// Finished is set once the snapshot is exhausted.
 	Finished atomic.Bool
+	finished chan struct{}
 }
+
+// Done is closed once the snapshot is exhausted.
+func (b *Backfill) Done() <-chan struct{} { return b.finished }
 
 // NewBackfill creates a backfill of upstream (a channel from the upstream
 // relation's dispatcher) reading its snapshot with read; keyOf returns an
 // upstream row's storage key.
 func NewBackfill(name string, actor stream.ActorID, schema []types.Type, upstream <-chan stream.Message, read SnapshotReader, keyOf func(types.Row) []byte) *Backfill {
-	return &Backfill{name: name, actor: actor, schema: schema, upstream: upstream, read: read, keyOf: keyOf}
+	return &Backfill{name: name, actor: actor, schema: schema, upstream: upstream, read: read, keyOf: keyOf, finished: make(chan struct{})}
 }
 
 func (b *Backfill) Schema() []types.Type { return b.schema }
@@ -147,6 +151,7 @@ func (b *Backfill) readSnapshot(ctx context.Context) error {
 		b.done = true
 		b.pos = nil
 		b.Finished.Store(true)
+		close(b.finished)
 		b.flushPending()
 	}
 	return nil

@@ -1,0 +1,410 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/pgwire"
+	"github.com/runneldb/runnel/internal/sql"
+	"github.com/runneldb/runnel/internal/sql/binder"
+	"github.com/runneldb/runnel/internal/sql/parser"
+	"github.com/runneldb/runnel/internal/sql/plan"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/storage"
+	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/stream/exec"
+	"github.com/runneldb/runnel/internal/stream/state"
+	"github.com/runneldb/runnel/internal/streamplan"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// viewJob is a running materialized view.
+type viewJob struct {
+	rel         *catalog.Relation
+	actors      []stream.ActorID
+	outputs     []streamplan.UpstreamActor
+	dispatchers map[stream.ActorID]*stream.BroadcastDispatcher
+	backfills   []*exec.Backfill
+	started     time.Time
+	definition  string
+}
+
+// upstreamOf describes a relation that a new or rebuilt job reads.
+func (s *Server) upstreamOf(id catalog.ObjectID) (*streamplan.Upstream, error) {
+	s.jobs.mu.Lock()
+	defer s.jobs.mu.Unlock()
+	if t := s.jobs.tables[id]; t != nil {
+		return &streamplan.Upstream{
+			Rel:    t.rel,
+			Actors: []streamplan.UpstreamActor{{ID: t.actor, Owns: func(uint16) bool { return true }}},
+			State:  tableStateSchema(t.rel),
+		}, nil
+	}
+	if v := s.jobs.views[id]; v != nil {
+		return &streamplan.Upstream{Rel: v.rel, Actors: v.outputs, State: viewStateSchema(v.rel)}, nil
+	}
+	return nil, sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "relation %d is not running", id)
+}
+
+// dispatcherOf returns the dispatcher of an upstream actor.
+func (s *Server) dispatcherOf(actor stream.ActorID) *stream.BroadcastDispatcher {
+	s.jobs.mu.Lock()
+	defer s.jobs.mu.Unlock()
+	for _, t := range s.jobs.tables {
+		if t.actor == actor {
+			return t.dispatcher
+		}
+	}
+	for _, v := range s.jobs.views {
+		if d := v.dispatchers[actor]; d != nil {
+			return d
+		}
+	}
+	return nil
+}
+
+// viewStateSchema is the state-table schema of a materialized view's rows.
+func viewStateSchema(rel *catalog.Relation) state.Schema {
+	st := tableStateSchema(rel)
+	st.Name = fmt.Sprintf("materialized view %s (state table %d)", rel.Name, rel.StateTable)
+	return st
+}
+
+// dependencies lists the relations a plan scans.
+func dependencies(n plan.Node) []catalog.ObjectID {
+	var out []catalog.ObjectID
+	var walk func(n plan.Node)
+	walk = func(n plan.Node) {
+		if sc, ok := n.(*plan.Scan); ok && !slices.Contains(out, sc.Rel.ID) {
+			out = append(out, sc.Rel.ID)
+		}
+		for _, c := range n.Children() {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+// createView runs CREATE [MATERIALIZED] VIEW.
+func (ss *session) createView(ctx context.Context, cv *binder.CreateView) (pgwire.Result, error) {
+	s := ss.s
+	sc, err := ss.resolveSchema(cv.Schema)
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	tag := "CREATE VIEW"
+	if cv.Materialized {
+		tag = "CREATE MATERIALIZED VIEW"
+	}
+	old, _ := s.catalog.RelationByName(sc.ID, cv.Name)
+	if old != nil {
+		if cv.IfNotExists {
+			ss.client.Notice(pgwire.Notice{Code: sqlerr.DuplicateTable, Message: fmt.Sprintf("relation %q already exists, skipping", cv.Name)})
+			return pgwire.Result{Tag: tag}, nil
+		}
+		if !(cv.OrReplace && old.Kind == catalog.KindView && !cv.Materialized) {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateTable, "relation %q already exists", cv.Name)
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range cv.Columns {
+		if seen[c.Name] {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateColumn, "column %q specified more than once", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	rel := &catalog.Relation{DatabaseID: ss.db.ID, SchemaID: sc.ID, Name: cv.Name, Owner: ss.user.Name,
+		Definition: cv.Query, DependsOn: dependencies(cv.Plan)}
+	if !cv.Materialized {
+		rel.Kind = catalog.KindView
+		for _, c := range cv.Columns {
+			rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type})
+		}
+		if old != nil {
+			rel.ID = old.ID
+			return pgwire.Result{Tag: tag}, s.catalog.UpdateRelation(ctx, rel)
+		}
+		if _, err := s.catalog.CreateRelation(ctx, rel, 0); err != nil {
+			return pgwire.Result{}, err
+		}
+		return pgwire.Result{Tag: tag}, nil
+	}
+	root, err := streamplan.Build(cv.Plan)
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	rel.Kind = catalog.KindMaterializedView
+	if err := s.createMaterializedView(ctx, rel, cv, root); err != nil {
+		return pgwire.Result{}, err
+	}
+	return pgwire.Result{Tag: tag}, nil
+}
+
+// createMaterializedView registers the view's state tables, starts its
+// actors connected to its upstreams at one barrier, waits for the backfill
+// and for the epoch that completes it to commit, and only then makes the
+// view visible.
+func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relation, cv *binder.CreateView, root *streamplan.Node) error {
+	n := 0
+	if err := streamplan.AssignStateTables(root, rel.Name, func() (catalog.TableID, error) { n++; return 0, nil }); err != nil {
+		return err
+	}
+	ids, err := s.catalog.AllocateTableIDs(ctx, n)
+	if err != nil {
+		return err
+	}
+	next := 0
+	if err := streamplan.AssignStateTables(root, rel.Name, func() (catalog.TableID, error) { next++; return ids[next-1], nil }); err != nil {
+		return err
+	}
+	mat := streamplan.MaterializeSchema(root)
+	rel.PK = root.Key
+	rel.DistKey = mat.DistKey
+	rel.StateTable = root.StateTables[0]
+	rel.StateTables = ids
+	rel.Creating = true
+	visible := 0
+	for i, c := range root.Schema {
+		col := catalog.Column{Type: c.Type, Hidden: c.Hidden}
+		if !c.Hidden && visible < len(cv.Columns) {
+			col.Name = cv.Columns[visible].Name
+			visible++
+		} else {
+			col.Hidden = true
+			col.Name = fmt.Sprintf("_%s_%d", c.Name, i)
+		}
+		rel.Columns = append(rel.Columns, col)
+	}
+	tids := make([]storage.TableID, len(ids))
+	for i, id := range ids {
+		tids[i] = storage.TableID(id)
+	}
+	if err := s.store.RegisterTables(ctx, tids...); err != nil {
+		return fmt.Errorf("create materialized view %s: register state tables: %w", rel.Name, err)
+	}
+	if _, err := s.catalog.CreateRelation(ctx, rel, 0); err != nil {
+		s.store.UnregisterTables(context.Background(), tids...)
+		return err
+	}
+	job, err := s.startView(ctx, rel, root)
+	if err != nil {
+		s.dropView(context.Background(), rel)
+		return err
+	}
+	for _, bf := range job.backfills {
+		select {
+		case <-bf.Done():
+		case <-ctx.Done():
+			// The creation was cancelled: nothing of the view may remain.
+			s.dropView(context.Background(), rel)
+			return ctx.Err()
+		}
+	}
+	// The view is complete once the epoch holding the end of its backfill
+	// is committed.
+	if err := s.epochs.Flush(ctx); err != nil {
+		s.dropView(context.Background(), rel)
+		return err
+	}
+	done := *rel
+	done.Creating = false
+	if err := s.catalog.UpdateRelation(ctx, &done); err != nil {
+		return err
+	}
+	s.jobs.mu.Lock()
+	if v := s.jobs.views[rel.ID]; v != nil {
+		v.rel = &done
+	}
+	s.jobs.mu.Unlock()
+	return nil
+}
+
+func (s *Server) viewEnv(rel *catalog.Relation, backfill bool, curr uint64) *streamplan.Env {
+	return &streamplan.Env{
+		Name:        "materialized view " + rel.Name,
+		Store:       s.store,
+		Actors:      s.actors,
+		Parallelism: s.parallelism(),
+		Epoch:       curr,
+		Location:    time.UTC,
+		Log:         s.log,
+		Strict:      true,
+		Upstream:    s.upstreamOf,
+		Backfill:    backfill,
+	}
+}
+
+// startView instantiates a new view's actors and connects them to their
+// upstreams with one barrier (they take part in every barrier from that
+// one on).
+func (s *Server) startView(ctx context.Context, rel *catalog.Relation, root *streamplan.Node) (*viewJob, error) {
+	var vj *viewJob
+	mut := &stream.Mutation{}
+	err := s.epochs.InjectMutation(ctx, mut, func(curr uint64) error {
+		job, err := streamplan.Instantiate(root, s.viewEnv(rel, true, curr))
+		if err != nil {
+			return err
+		}
+		mut.AddOutputs = job.Connect
+		vj = s.registerView(rel, job)
+		return nil
+	})
+	return vj, err
+}
+
+// registerView spawns an instantiated job's actors and records it.
+func (s *Server) registerView(rel *catalog.Relation, job *streamplan.Job) *viewJob {
+	vj := &viewJob{rel: rel, outputs: job.Outputs, dispatchers: job.Dispatcher, backfills: job.Backfills, started: time.Now()}
+	for _, a := range job.Actors {
+		vj.actors = append(vj.actors, a.ID)
+		s.actors.Spawn(a, nil)
+	}
+	s.jobs.mu.Lock()
+	s.jobs.views[rel.ID] = vj
+	s.jobs.mu.Unlock()
+	return vj
+}
+
+// rebuildView recreates a view's actors after recovery from its stored
+// definition and state tables, connecting them directly (no barrier is in
+// flight during a rebuild).
+func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr uint64) error {
+	ss := s.internalSession(rel)
+	root, _, err := s.planView(ss, rel, "CREATE MATERIALIZED VIEW "+quoteIdent(rel.Name)+" AS "+rel.Definition)
+	if err != nil {
+		return fmt.Errorf("rebuild materialized view %s: %w", rel.Name, err)
+	}
+	next := 0
+	err = streamplan.AssignStateTables(root, rel.Name, func() (catalog.TableID, error) {
+		if next >= len(rel.StateTables) {
+			return 0, fmt.Errorf("rebuild materialized view %s: its plan needs more state tables than it has (%d)", rel.Name, len(rel.StateTables))
+		}
+		next++
+		return rel.StateTables[next-1], nil
+	})
+	if err != nil {
+		return err
+	}
+	job, err := streamplan.Instantiate(root, s.viewEnv(rel, false, curr))
+	if err != nil {
+		return fmt.Errorf("rebuild materialized view %s: %w", rel.Name, err)
+	}
+	for up, outs := range job.Connect {
+		d := s.dispatcherOf(up)
+		if d == nil {
+			return fmt.Errorf("rebuild materialized view %s: upstream actor %d is not running", rel.Name, up)
+		}
+		for _, o := range outs {
+			d.AddOutput(o)
+		}
+	}
+	s.registerView(rel, job)
+	return nil
+}
+
+// dropView stops a view's actors at a barrier, joins them, and only then
+// removes it from the catalog and unregisters its state tables (I3).
+func (s *Server) dropView(ctx context.Context, rel *catalog.Relation) error {
+	s.jobs.mu.Lock()
+	vj := s.jobs.views[rel.ID]
+	s.jobs.mu.Unlock()
+	if vj != nil {
+		stop := map[stream.ActorID]bool{}
+		for _, a := range vj.actors {
+			stop[a] = true
+		}
+		if err := s.epochs.InjectMutation(ctx, &stream.Mutation{Stop: stop}, nil); err != nil {
+			return fmt.Errorf("drop materialized view %s: stop actors: %w", rel.Name, err)
+		}
+		if err := s.actors.StopActors(ctx, vj.actors); err != nil {
+			return fmt.Errorf("drop materialized view %s: join actors: %w", rel.Name, err)
+		}
+		s.jobs.mu.Lock()
+		delete(s.jobs.views, rel.ID)
+		s.jobs.mu.Unlock()
+	}
+	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
+		return err
+	}
+	tids := make([]storage.TableID, len(rel.StateTables))
+	for i, id := range rel.StateTables {
+		tids[i] = storage.TableID(id)
+	}
+	if err := s.store.UnregisterTables(ctx, tids...); err != nil {
+		return fmt.Errorf("drop materialized view %s: unregister state tables: %w", rel.Name, err)
+	}
+	return nil
+}
+
+// internalSession is a session used to re-plan a stored definition: the
+// view's own schema first on the search path.
+func (s *Server) internalSession(rel *catalog.Relation) *session {
+	ss := &session{s: s, settings: map[string]string{}}
+	for k, v := range settingDefaults {
+		ss.settings[k] = v
+	}
+	for _, db := range s.catalog.Databases() {
+		if db.ID == rel.DatabaseID {
+			ss.db = db
+		}
+	}
+	for _, sc := range s.catalog.Schemas(rel.DatabaseID) {
+		if sc.ID == rel.SchemaID {
+			ss.settings["search_path"] = quoteIdent(sc.Name) + ", public"
+		}
+	}
+	ss.user = &catalog.User{Name: rel.Owner, Superuser: true}
+	return ss
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// jobRows answers SHOW JOBS: views being created, with backfill progress.
+func (s *Server) jobRows() []types.Row {
+	s.jobs.mu.Lock()
+	defer s.jobs.mu.Unlock()
+	var rows []types.Row
+	for _, v := range s.jobs.views {
+		if !v.rel.Creating {
+			continue
+		}
+		var n int64
+		done := 0
+		for _, bf := range v.backfills {
+			n += bf.Rows.Load()
+			if bf.Finished.Load() {
+				done++
+			}
+		}
+		progress := fmt.Sprintf("%d rows backfilled, %d/%d upstream actors done, %s", n, done, len(v.backfills), time.Since(v.started).Round(time.Millisecond))
+		rows = append(rows, types.Row{types.DInt64(int64(v.rel.ID)), types.DVarchar("CREATE MATERIALIZED VIEW " + v.rel.Name), types.DVarchar(progress)})
+	}
+	return rows
+}
+
+// planView binds and plans a stored view definition (a CREATE
+// MATERIALIZED VIEW statement) in ss's context.
+func (s *Server) planView(ss *session, rel *catalog.Relation, stmt string) (*streamplan.Node, *binder.CreateView, error) {
+	st, err := parser.ParseOne(stmt)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := sql.Prepare(&sessionCatalog{ss: ss}, st, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	cv, ok := p.Bound.(*binder.CreateView)
+	if !ok {
+		return nil, nil, fmt.Errorf("definition of %s is not a view", rel.Name)
+	}
+	root, err := streamplan.Build(cv.Plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	return root, cv, nil
+}
