@@ -345,6 +345,29 @@ func init() {
 		regUnop("-", &overload{args: []types.Type{t}, ret: t, fn1: floatNeg(f32)})
 		regUnop("+", &overload{args: []types.Type{t}, ret: t, fn1: func(a types.Datum) (types.Datum, error) { return a, nil }})
 	}
+	// Cross-width integer operators, as PostgreSQL has them (int48pl,
+	// int24lt, ...): the result is the wider type, and no cast is
+	// evaluated per row.
+	ints := []types.Type{types.Int16, types.Int32, types.Int64}
+	for _, a := range ints {
+		for _, b := range ints {
+			if a.Kind == b.Kind {
+				continue
+			}
+			wide := a
+			if b.Kind > a.Kind {
+				wide = b
+			}
+			two := []types.Type{a, b}
+			regBinop("+", &overload{args: two, ret: wide, fn2: intAdd(wide.Kind)})
+			regBinop("-", &overload{args: two, ret: wide, fn2: intSub(wide.Kind)})
+			regBinop("*", &overload{args: two, ret: wide, fn2: intMul(wide.Kind)})
+			regBinop("/", &overload{args: two, ret: wide, fn2: intDiv(wide.Kind)})
+			for _, op := range comparisonOps {
+				regBinop(op, &overload{args: two, ret: types.Bool, fn2: intCmpOp(op)})
+			}
+		}
+	}
 	regBinop("^", &overload{args: []types.Type{types.Float64, types.Float64}, ret: types.Float64, fn2: dpow})
 	for _, t := range comparableTypes {
 		two := []types.Type{t, t}

@@ -540,7 +540,7 @@ func ourOutcome(n gnode) (outcome, string) {
 	if err != nil {
 		return outcome{code: sqlerr.Code(err)}, err.Error()
 	}
-	ctx := &EvalContext{Ctx: context.Background(), Location: time.UTC, StatementTime: time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)}
+	ctx := &EvalContext{Ctx: context.Background(), Location: diffLocation, StatementTime: time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)}
 	v, err := te.Eval(ctx, nil)
 	if err != nil {
 		return outcome{code: sqlerr.Code(err)}, err.Error()
@@ -576,7 +576,17 @@ func TestDifferentialExpressions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	for _, s := range []string{"SET TimeZone = 'UTC'", "SET extra_float_digits = 1", "SET DateStyle = 'ISO, MDY'", "SET IntervalStyle = 'postgres'"} {
+	zones := []string{"UTC", "America/New_York", "Asia/Kolkata", "Europe/Berlin"}
+	zone := zones[seed%uint64(len(zones))]
+	if z := os.Getenv("EXPR_DIFF_TZ"); z != "" {
+		zone = z
+	}
+	loc, err := types.LoadTimeZone(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffLocation = loc
+	for _, s := range []string{"SET TimeZone = '" + zone + "'", "SET extra_float_digits = 1", "SET DateStyle = 'ISO, MDY'", "SET IntervalStyle = 'postgres'"} {
 		if _, err := conn.Exec(ctx, s); err != nil {
 			t.Fatal(err)
 		}
@@ -591,7 +601,7 @@ func TestDifferentialExpressions(t *testing.T) {
 		got, detail := ourOutcome(node)
 		if want != got && !floatClose(want, got) {
 			fails++
-			t.Errorf("seed %d #%d: %s\n  postgres: %v\n  runnel:   %v (%s)", seed, i, node.sql, want, got, detail)
+			t.Errorf("seed %d zone %s #%d: %s\n  postgres: %v\n  runnel:   %v (%s)", seed, zone, i, node.sql, want, got, detail)
 			if fails > 40 {
 				t.Fatalf("too many mismatches (seed %d)", seed)
 			}
@@ -636,3 +646,6 @@ func floatClose(a, b outcome) bool {
 	d := math.Abs(x - y)
 	return d <= 4*math.Abs(math.Nextafter(x, math.Inf(1))-x) || d <= 1e-6*math.Abs(x) && a.typ == "real"
 }
+
+// diffLocation is the session time zone of the running differential test.
+var diffLocation = time.UTC
