@@ -2,7 +2,6 @@ package batch
 
 import (
 	"context"
-	"slices"
 
 	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/sql/plan"
@@ -114,7 +113,7 @@ func (h *hashAggExec) consume(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				acc.sorted = append(acc.sorted, keyedRow{key: sk, row: args})
+				acc.sorted = append(acc.sorted, keyedRow{key: sk, row: args, seq: len(acc.sorted)})
 				continue
 			}
 			if err := acc.state.Add(args); err != nil {
@@ -133,7 +132,7 @@ func (h *hashAggExec) consume(ctx context.Context) error {
 			acc := &g.accs[i]
 			if acc.sorted != nil {
 				keys := h.node.Aggs[i].OrderBy
-				slices.SortStableFunc(acc.sorted, func(a, b keyedRow) int { return compareKeys(keys, a.key, b.key) })
+				sortKeyed(keys, acc.sorted)
 				for _, it := range acc.sorted {
 					if err := acc.state.Add(it.row); err != nil {
 						return err

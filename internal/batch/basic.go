@@ -273,6 +273,18 @@ type sortExec struct {
 type keyedRow struct {
 	key []types.Datum
 	row types.Row
+	seq int // input position: ties keep input order (stable sort)
+}
+
+// sortKeyed sorts items by key, ties by input order. An unstable sort
+// with the position as the last key is faster than a stable merge sort.
+func sortKeyed(keys []plan.SortKey, items []keyedRow) {
+	slices.SortFunc(items, func(a, b keyedRow) int {
+		if c := compareKeys(keys, a.key, b.key); c != 0 {
+			return c
+		}
+		return a.seq - b.seq
+	})
 }
 
 func (s *sortExec) Next(ctx context.Context) (types.Row, error) {
@@ -300,9 +312,9 @@ func (s *sortExec) Next(ctx context.Context) (types.Row, error) {
 				}
 				key[i] = d
 			}
-			items = append(items, keyedRow{key, row})
+			items = append(items, keyedRow{key: key, row: row, seq: len(items)})
 		}
-		slices.SortStableFunc(items, func(a, b keyedRow) int { return compareKeys(s.keys, a.key, b.key) })
+		sortKeyed(s.keys, items)
 		s.rows = make([]types.Row, len(items))
 		for i, it := range items {
 			s.rows[i] = it.row

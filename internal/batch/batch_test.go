@@ -3,7 +3,9 @@ package batch
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/expr"
@@ -157,5 +159,33 @@ func TestCancellation(t *testing.T) {
 	_, err := Collect(ctx, &Env{Data: memSource{"a": rows}}, &plan.Sort{Input: &plan.Scan{Rel: a, Out: as}, Keys: []plan.SortKey{{Expr: col(0)}}})
 	if err == nil {
 		t.Fatal("canceled sort finished")
+	}
+}
+
+// TopN must return exactly what a stable sort followed by LIMIT/OFFSET
+// returns, ties in input order included.
+func TestTopNMatchesSortLimit(t *testing.T) {
+	seed := time.Now().UnixNano()
+	r := rand.New(rand.NewSource(seed))
+	a, as := rel("a", 2)
+	for iter := 0; iter < 200; iter++ {
+		n := r.Intn(40)
+		rows := make([]types.Row, n)
+		for i := range rows {
+			var k any = r.Intn(5)
+			if r.Intn(5) == 0 {
+				k = nil
+			}
+			rows[i] = ints(k, i)
+		}
+		keys := []plan.SortKey{{Expr: col(0), Desc: r.Intn(2) == 0, NullsFirst: r.Intn(2) == 0}}
+		lim := &expr.Const{Value: types.DInt64(int64(r.Intn(8))), Typ: types.Int64}
+		off := &expr.Const{Value: types.DInt64(int64(r.Intn(4))), Typ: types.Int64}
+		src := memSource{"a": rows}
+		want := collect(t, src, &plan.Limit{Input: &plan.Sort{Input: &plan.Scan{Rel: a, Out: as}, Keys: keys}, Limit: lim, Offset: off})
+		got := collect(t, src, &plan.TopN{Input: &plan.Scan{Rel: a, Out: as}, Keys: keys, Limit: lim, Offset: off})
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("seed %d iter %d: topN %v; sort+limit %v", seed, iter, got, want)
+		}
 	}
 }

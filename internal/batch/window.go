@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/runneldb/runnel/internal/expr"
 	"slices"
+	"sort"
 
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -302,19 +303,12 @@ func (w *windowExec) computePartition(ctx context.Context, call *plan.WindowCall
 			return int(min(max(t, 0), int64(n)))
 		case plan.FrameGroups:
 			tg := int64(group[k]) + sign*off
+			// Groups are numbered in order, so bounds are binary searches.
 			if isEnd {
 				// one past the last row of group tg
-				pos := 0
-				for pos < n && int64(group[pos]) <= tg {
-					pos++
-				}
-				return pos
+				return sort.Search(n, func(pos int) bool { return int64(group[pos]) > tg })
 			}
-			pos := 0
-			for pos < n && int64(group[pos]) < tg {
-				pos++
-			}
-			return pos
+			return sort.Search(n, func(pos int) bool { return int64(group[pos]) >= tg })
 		default: // RANGE with offset: compare the single ORDER BY key
 			desc := len(call.OrderBy) > 0 && call.OrderBy[0].Desc
 			cur := p.keys[k][0]
@@ -337,17 +331,11 @@ func (w *windowExec) computePartition(ctx context.Context, call *plan.WindowCall
 				}
 				return x >= target
 			}
-			pos := 0
+			// Rows are sorted by the key, so both predicates are monotone.
 			if isEnd {
-				for pos < n && !afterTarget(p, pos, target, desc, call) {
-					pos++
-				}
-				return pos
+				return sort.Search(n, func(pos int) bool { return afterTarget(p, pos, target, desc, call) })
 			}
-			for pos < n && !inFrameFromStart(pos) {
-				pos++
-			}
-			return pos
+			return sort.Search(n, inFrameFromStart)
 		}
 	}
 	exclude := func(k, pos int) bool {
@@ -407,10 +395,25 @@ func (w *windowExec) computePartition(ctx context.Context, call *plan.WindowCall
 		if call.Agg == nil {
 			return sqlerr.Errorf(sqlerr.UndefinedFunction, "window function %s is not supported", call.Name)
 		}
-		// Incremental when the frame only grows at its end; otherwise
-		// recompute (O(frame) per row).
-		if fr.Exclude != 0 || state == nil || s != curStart || e < curEnd {
-			state = call.Agg.NewState()
+		// Frames move forward: add rows entering at the end, retract rows
+		// leaving at the start (retractable states make that O(1) for
+		// sum/count/avg). Exclusion or a frame moving backwards
+		// recomputes.
+		if state != nil && fr.Exclude == 0 && s >= curStart && e >= curEnd && s <= curEnd {
+			for pos := curStart; pos < s; pos++ {
+				if err := w.c.check(ctx); err != nil {
+					return err
+				}
+				if pass != nil && !pass[pos] {
+					continue
+				}
+				if err := state.Retract(args[pos]); err != nil {
+					return err
+				}
+			}
+			curStart = s
+		} else {
+			state = call.Agg.NewRetractableState()
 			curStart, curEnd = s, s
 		}
 		for pos := curEnd; pos < e; pos++ {
