@@ -101,7 +101,7 @@ type aggGroup struct {
 
 // maxDirtyGroups bounds the groups buffered in an epoch: past it the
 // executor emits early (still exact, just less coalesced).
-const maxDirtyGroups = 4096
+var maxDirtyGroups = 4096 // a var so tests can force early flushes
 
 // HashAggStateSchemas returns the schemas of the state tables a HashAgg
 // (or SimpleAgg, with groupKey empty) needs: the result table, and per

@@ -75,6 +75,7 @@ type joinSide struct {
 	JoinSide
 	outer bool
 	width int
+	cache *joinCache
 }
 
 // HashJoinStateSchema returns the schema of one side's state table:
@@ -150,7 +151,7 @@ func NewHashJoin(actor stream.ActorID, kind JoinType, left, right JoinSide, null
 		if len(s.State.Schema().Types) != want {
 			return nil, fmt.Errorf("hash join: state table %d has %d columns; want %d (see HashJoinStateSchema)", s.State.ID(), len(s.State.Schema().Types), want)
 		}
-		j.sides[i] = joinSide{JoinSide: s, outer: outer, width: len(ts)}
+		j.sides[i] = joinSide{JoinSide: s, outer: outer, width: len(ts), cache: newJoinCache()}
 		j.schema = append(j.schema, ts...)
 	}
 	lt, rt := left.Input.Schema(), right.Input.Schema()
@@ -256,24 +257,72 @@ func (j *HashJoin) probeKey(side int, row types.Row) types.Row {
 	return key
 }
 
-// forMatches calls fn for every row of the other side matching row.
+// cacheKey encodes row's join key (side's key columns) for the caches;
+// false when a NULL key means the row is never probed for.
+func (j *HashJoin) cacheKey(side int, row types.Row) (string, bool) {
+	s := &j.sides[side]
+	var buf []byte
+	for i, k := range s.Keys {
+		if row[k].IsNull() && !j.nullSafe[i] {
+			return "", false
+		}
+		buf = types.AppendKey(buf, row[k], types.Type{}, false, false)
+	}
+	return string(buf), true
+}
+
+// write stores row in side's state table (and cache).
+func (j *HashJoin) write(side int, row types.Row) {
+	s := &j.sides[side]
+	s.State.Insert(row)
+	if ck, ok := j.cacheKey(side, row); ok {
+		s.cache.put(ck, string(s.State.EncodeKey(nil, row)), row)
+	}
+}
+
+// remove deletes row from side's state table (and cache).
+func (j *HashJoin) remove(side int, row types.Row) {
+	s := &j.sides[side]
+	s.State.Delete(row)
+	if ck, ok := j.cacheKey(side, row); ok {
+		s.cache.remove(ck, string(s.State.EncodeKey(nil, row)))
+	}
+}
+
+// stored returns side's stored row with row's state key.
+func (j *HashJoin) stored(ctx context.Context, side int, row types.Row) (types.Row, bool, error) {
+	s := &j.sides[side]
+	probe := row
+	if s.outer {
+		probe = append(row[:s.width:s.width], types.NullDatum)
+	}
+	if ck, ok := j.cacheKey(side, row); ok {
+		if e, ok := s.cache.get(ck); ok {
+			r, found := e.lookup(string(s.State.EncodeKey(nil, probe)))
+			return r, found, nil
+		}
+	}
+	r, found, err := s.State.GetRow(ctx, probe)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", j.Identity(), err)
+	}
+	return r, found, nil
+}
+
+// forMatches calls fn for every row of the other side matching row, in
+// state-key order, from the other side's cache or its state table (then
+// caching the key's rows).
 func (j *HashJoin) forMatches(ctx context.Context, side int, row types.Row, tk *ticker, fn func(other types.Row) error) error {
-	key := j.probeKey(side, row)
-	if key == nil {
+	ck, ok := j.cacheKey(side, row)
+	if !ok {
 		return nil
 	}
 	o := &j.sides[1-side]
-	it, err := o.State.Iter(ctx, key)
-	if err != nil {
-		return fmt.Errorf("%s: %w", j.Identity(), err)
-	}
-	defer it.Close()
 	var ec *expr.EvalContext
-	for it.Next() {
+	visit := func(other types.Row) error {
 		if err := tk.tick(ctx); err != nil {
 			return err
 		}
-		other := it.Row()
 		if j.cond != nil {
 			if ec == nil {
 				ec = newEvalContext(ctx, j.loc)
@@ -283,18 +332,55 @@ func (j *HashJoin) forMatches(ctx context.Context, side int, row types.Row, tk *
 				return fmt.Errorf("%s: %w", j.Identity(), err)
 			}
 			if d.IsNull() || !d.Bool() {
-				continue
+				return nil
 			}
 		}
-		if err := fn(other); err != nil {
+		if joinProbeHook != nil {
+			joinProbeHook()
+		}
+		return fn(other)
+	}
+	if e, ok := o.cache.get(ck); ok {
+		for _, other := range e.rows {
+			if err := visit(other); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	it, err := o.State.Iter(ctx, j.probeKey(side, row))
+	if err != nil {
+		return fmt.Errorf("%s: %w", j.Identity(), err)
+	}
+	defer it.Close()
+	var skeys []string
+	var rows []types.Row
+	collect := true
+	for it.Next() {
+		other := it.Row()
+		if collect {
+			if len(rows) >= o.cache.maxRows/4 {
+				collect, skeys, rows = false, nil, nil
+			} else {
+				skeys = append(skeys, string(o.State.EncodeKey(nil, other)))
+				rows = append(rows, other)
+			}
+		}
+		if err := visit(other); err != nil {
 			return err
 		}
 	}
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("%s: %w", j.Identity(), err)
 	}
+	if collect {
+		o.cache.fill(ck, skeys, rows)
+	}
 	return nil
 }
+
+// joinProbeHook, when set by a test, runs for every matched row.
+var joinProbeHook func()
 
 func (j *HashJoin) insert(ctx context.Context, side int, row types.Row, tk *ticker) error {
 	s, o := &j.sides[side], &j.sides[1-side]
@@ -317,7 +403,7 @@ func (j *HashJoin) insert(ctx context.Context, side int, row types.Row, tk *tick
 		return err
 	}
 	for _, u := range updates {
-		o.State.Insert(u)
+		j.write(1-side, u)
 	}
 	stored := row
 	if s.outer {
@@ -326,19 +412,15 @@ func (j *HashJoin) insert(ctx context.Context, side int, row types.Row, tk *tick
 		}
 		stored = append(row[:s.width:s.width], types.DInt64(degree))
 	}
-	s.State.Insert(stored)
+	j.write(side, stored)
 	return nil
 }
 
 func (j *HashJoin) delete(ctx context.Context, side int, row types.Row, tk *ticker) error {
 	s, o := &j.sides[side], &j.sides[1-side]
-	probe := row
-	if s.outer {
-		probe = append(row[:s.width:s.width], types.NullDatum)
-	}
-	stored, found, err := s.State.GetRow(ctx, probe)
+	stored, found, err := j.stored(ctx, side, row)
 	if err != nil {
-		return fmt.Errorf("%s: %w", j.Identity(), err)
+		return err
 	}
 	if !found {
 		return inconsistent(j.Identity(), s.State, project(row, s.State.Schema().PK), "delete of a %s row that was never inserted", [2]string{"left", "right"}[side])
@@ -362,11 +444,11 @@ func (j *HashJoin) delete(ctx context.Context, side int, row types.Row, tk *tick
 		return err
 	}
 	for _, u := range updates {
-		o.State.Insert(u)
+		j.write(1-side, u)
 	}
 	if s.outer && stored[s.width].Int() == 0 {
 		j.out.emit(types.OpDelete, j.joined(side, stored, nil))
 	}
-	s.State.Delete(stored)
+	j.remove(side, stored)
 	return nil
 }
