@@ -13,17 +13,19 @@ import (
 // PostgreSQL's jsonb_out prints: object keys ordered by length and then
 // bytewise, duplicate keys dropped keeping the last, numbers as numeric
 // prints them (1e2 becomes 100, 1.50 stays 1.50), and ", " / ": " spacing.
-// Errors are 22P02 invalid_text_representation (22P05 for \u0000).
+// Errors are 22P02 invalid_text_representation with PostgreSQL's detail
+// text (22P05 for \u0000).
 func ParseJsonb(s string) (string, error) {
 	p := jsonParser{s: s}
-	p.skipSpace()
+	if err := p.advance(); err != nil {
+		return "", err
+	}
 	v, err := p.value(0)
 	if err != nil {
 		return "", err
 	}
-	p.skipSpace()
-	if p.i != len(p.s) {
-		return "", p.tokenError()
+	if p.tok != tokEnd {
+		return "", p.expected("end of input")
 	}
 	out := make([]byte, 0, len(s)+8)
 	return string(appendJSON(out, v)), nil
@@ -51,106 +53,135 @@ type jsonValue struct {
 	elems []jsonValue // array elements, or alternating key (string), value
 }
 
-type jsonParser struct {
-	s string
-	i int
-}
+type jsonToken uint8
 
-func (p *jsonParser) skipSpace() {
-	for p.i < len(p.s) {
-		switch p.s[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
+const (
+	tokEnd   jsonToken = iota
+	tokPunct           // one of { } [ ] , :
+	tokString
+	tokNumber
+	tokTrue
+	tokFalse
+	tokNull
+)
+
+// jsonParser is a lexer plus recursive-descent parser shaped like
+// PostgreSQL's (src/common/jsonapi.c), so that errors name the same token
+// and expectation.
+type jsonParser struct {
+	s     string
+	i     int
+	tok   jsonToken
+	start int    // start of the current token
+	text  string // current token's source text
+	str   string // decoded string for tokString
 }
 
 func jsonSyntax(detail string) *sqlerr.Error {
 	return sqlerr.New(sqlerr.InvalidTextRepresentation, "invalid input syntax for type json").WithDetail("%s", detail)
 }
 
-// tokenError reports the token at the current position as PostgreSQL does.
-func (p *jsonParser) tokenError() *sqlerr.Error {
-	if p.i >= len(p.s) {
+func jsonInvalidToken(tok string) *sqlerr.Error {
+	return jsonSyntax("Token \"" + tok + "\" is invalid.")
+}
+
+// jsonAlnum is PostgreSQL's JSON_ALPHANUMERIC_CHAR: the characters that
+// extend a bad token.
+func jsonAlnum(c byte) bool { return isAlpha(c) || isDigit(c) || c == '_' || c >= 0x80 }
+
+func (p *jsonParser) expected(what string) *sqlerr.Error {
+	if p.tok == tokEnd {
 		return jsonSyntax("The input string ended unexpectedly.")
 	}
-	j := p.i
-	for j < len(p.s) {
-		c := p.s[j]
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == ':' || c == '[' || c == ']' || c == '{' || c == '}' || c == '"' {
+	return jsonSyntax("Expected " + what + ", but found \"" + p.text + "\".")
+}
+
+// advance lexes the next token.
+func (p *jsonParser) advance() error {
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			break
 		}
-		j++
+		p.i++
 	}
-	if j == p.i {
-		j++
-	}
-	return jsonSyntax("Token \"" + p.s[p.i:j] + "\" is invalid.")
-}
-
-func (p *jsonParser) value(depth int) (jsonValue, error) {
-	if depth > maxJSONDepth {
-		return jsonValue{}, sqlerr.New(sqlerr.ProgramLimitExceeded, "stack depth limit exceeded")
-	}
+	p.start = p.i
 	if p.i >= len(p.s) {
-		return jsonValue{}, jsonSyntax("The input string ended unexpectedly.")
+		p.tok, p.text = tokEnd, ""
+		return nil
 	}
-	switch c := p.s[p.i]; {
-	case c == '{':
-		return p.object(depth)
-	case c == '[':
-		return p.array(depth)
+	c := p.s[p.i]
+	switch {
+	case c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':':
+		p.i++
+		p.tok = tokPunct
 	case c == '"':
-		str, err := p.str()
-		return jsonValue{kind: jsonString, text: str}, err
-	case c == '-' || (c >= '0' && c <= '9'):
-		return p.number()
-	case c == 't' || c == 'f' || c == 'n':
+		str, err := p.lexString()
+		if err != nil {
+			return err
+		}
+		p.tok, p.str = tokString, str
+	case c == '-' || isDigit(c):
+		if err := p.lexNumber(); err != nil {
+			return err
+		}
+		p.tok = tokNumber
+	default:
 		j := p.i
-		for j < len(p.s) && isAlpha(p.s[j]) || j < len(p.s) && isDigit(p.s[j]) || j < len(p.s) && p.s[j] == '_' {
+		for j < len(p.s) && jsonAlnum(p.s[j]) {
 			j++
 		}
-		switch p.s[p.i:j] {
+		if j == p.i {
+			j++ // a lone non-alphanumeric character
+		}
+		word := p.s[p.i:j]
+		p.i = j
+		switch word {
 		case "true":
-			p.i = j
-			return jsonValue{kind: jsonTrue}, nil
+			p.tok = tokTrue
 		case "false":
-			p.i = j
-			return jsonValue{kind: jsonFalse}, nil
+			p.tok = tokFalse
 		case "null":
-			p.i = j
-			return jsonValue{kind: jsonNull}, nil
+			p.tok = tokNull
+		default:
+			return jsonInvalidToken(word)
 		}
 	}
-	return jsonValue{}, p.tokenError()
+	p.text = p.s[p.start:p.i]
+	return nil
 }
 
-func (p *jsonParser) number() (jsonValue, error) {
-	start := p.i
+// lexNumber follows json_lex_number: the JSON number grammar, and on any
+// error (or letters glued to the number) the bad token runs to the end of
+// the alphanumeric characters at the failure point.
+func (p *jsonParser) lexNumber() error {
 	j := p.i
+	fail := func() error {
+		for j < len(p.s) && jsonAlnum(p.s[j]) {
+			j++
+		}
+		return jsonInvalidToken(p.s[p.start:j])
+	}
 	if p.s[j] == '-' {
 		j++
 	}
-	digits := func() int {
-		k := j
+	switch {
+	case j < len(p.s) && p.s[j] == '0':
+		j++
+	case j < len(p.s) && p.s[j] >= '1' && p.s[j] <= '9':
 		for j < len(p.s) && isDigit(p.s[j]) {
 			j++
 		}
-		return j - k
-	}
-	if j < len(p.s) && p.s[j] == '0' {
-		j++
-	} else if digits() == 0 {
-		p.i = start
-		return jsonValue{}, p.tokenError()
+	default:
+		return fail()
 	}
 	if j < len(p.s) && p.s[j] == '.' {
 		j++
-		if digits() == 0 {
-			p.i = start
-			return jsonValue{}, p.tokenError()
+		if j >= len(p.s) || !isDigit(p.s[j]) {
+			return fail()
+		}
+		for j < len(p.s) && isDigit(p.s[j]) {
+			j++
 		}
 	}
 	if j < len(p.s) && (p.s[j] == 'e' || p.s[j] == 'E') {
@@ -158,26 +189,23 @@ func (p *jsonParser) number() (jsonValue, error) {
 		if j < len(p.s) && (p.s[j] == '+' || p.s[j] == '-') {
 			j++
 		}
-		if digits() == 0 {
-			p.i = start
-			return jsonValue{}, p.tokenError()
+		if j >= len(p.s) || !isDigit(p.s[j]) {
+			return fail()
+		}
+		for j < len(p.s) && isDigit(p.s[j]) {
+			j++
 		}
 	}
-	// A number glued to letters or digits (01, 1x) is one bad token.
-	if j < len(p.s) && (isAlpha(p.s[j]) || isDigit(p.s[j]) || p.s[j] == '.') {
-		p.i = start
-		return jsonValue{}, p.tokenError()
-	}
-	d, err := parseNumeric(p.s[start:j])
-	if err != nil {
-		return jsonValue{}, err
+	if j < len(p.s) && jsonAlnum(p.s[j]) {
+		return fail()
 	}
 	p.i = j
-	return jsonValue{kind: jsonNumber, text: string(appendNumeric(nil, d))}, nil
+	return nil
 }
 
-func (p *jsonParser) str() (string, error) {
-	p.i++ // opening quote
+// lexString decodes a string token starting at the opening quote.
+func (p *jsonParser) lexString() (string, error) {
+	p.i++
 	start := p.i
 	// fast path: no escapes
 	for p.i < len(p.s) {
@@ -191,7 +219,7 @@ func (p *jsonParser) str() (string, error) {
 			break
 		}
 		if c < 0x20 {
-			return "", jsonSyntax("Character with value 0x" + strconv.FormatUint(uint64(c)|0x100, 16)[1:] + " must be escaped.")
+			return "", jsonControlChar(c)
 		}
 		p.i++
 	}
@@ -203,7 +231,7 @@ func (p *jsonParser) str() (string, error) {
 			p.i++
 			return string(buf), nil
 		case c < 0x20:
-			return "", jsonSyntax("Character with value 0x" + strconv.FormatUint(uint64(c)|0x100, 16)[1:] + " must be escaped.")
+			return "", jsonControlChar(c)
 		case c != '\\':
 			buf = append(buf, c)
 			p.i++
@@ -246,8 +274,11 @@ func (p *jsonParser) str() (string, error) {
 					if !ok {
 						return "", jsonSyntax("\"\\u\" must be followed by four hexadecimal digits.")
 					}
-					if r2 < 0xdc00 || r2 > 0xdfff {
+					if r2 >= 0xd800 && r2 < 0xdc00 {
 						return "", jsonSyntax("Unicode high surrogate must not follow a high surrogate.")
+					}
+					if r2 < 0xdc00 || r2 > 0xdfff {
+						return "", jsonSyntax("Unicode low surrogate must follow a high surrogate.")
 					}
 					r = utf16.DecodeRune(r, r2)
 				} else {
@@ -256,10 +287,16 @@ func (p *jsonParser) str() (string, error) {
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
-			return "", jsonSyntax("Escape sequence \"\\" + string(e) + "\" is invalid.")
+			n := utf8Len(p.s[p.i-1:])
+			return "", jsonSyntax("Escape sequence \"\\" + p.s[p.i-1:p.i-1+n] + "\" is invalid.")
 		}
 	}
-	return "", jsonSyntax("The input string ended unexpectedly.")
+	// unterminated: the bad token is everything from the quote on
+	return "", jsonInvalidToken(p.s[p.start:])
+}
+
+func jsonControlChar(c byte) *sqlerr.Error {
+	return jsonSyntax("Character with value 0x" + strconv.FormatUint(uint64(c)|0x100, 16)[1:] + " must be escaped.")
 }
 
 func (p *jsonParser) hex4() (rune, bool) {
@@ -278,84 +315,110 @@ func (p *jsonParser) hex4() (rune, bool) {
 	return r, true
 }
 
+func (p *jsonParser) isPunct(c byte) bool { return p.tok == tokPunct && p.text[0] == c }
+
+// value parses the value starting at the current token and advances past it.
+func (p *jsonParser) value(depth int) (jsonValue, error) {
+	if depth > maxJSONDepth {
+		return jsonValue{}, sqlerr.New(sqlerr.ProgramLimitExceeded, "stack depth limit exceeded")
+	}
+	var v jsonValue
+	switch p.tok {
+	case tokString:
+		v = jsonValue{kind: jsonString, text: p.str}
+	case tokNumber:
+		d, err := parseNumeric(p.text)
+		if err != nil {
+			return v, err
+		}
+		v = jsonValue{kind: jsonNumber, text: string(appendNumeric(nil, d))}
+	case tokTrue:
+		v = jsonValue{kind: jsonTrue}
+	case tokFalse:
+		v = jsonValue{kind: jsonFalse}
+	case tokNull:
+		v = jsonValue{kind: jsonNull}
+	case tokPunct:
+		switch p.text[0] {
+		case '[':
+			return p.array(depth)
+		case '{':
+			return p.object(depth)
+		}
+		return v, p.expected("JSON value")
+	default:
+		return v, p.expected("JSON value")
+	}
+	return v, p.advance()
+}
+
 func (p *jsonParser) array(depth int) (jsonValue, error) {
-	p.i++
 	v := jsonValue{kind: jsonArray}
-	p.skipSpace()
-	if p.i < len(p.s) && p.s[p.i] == ']' {
-		p.i++
-		return v, nil
+	if err := p.advance(); err != nil {
+		return v, err
+	}
+	if p.isPunct(']') {
+		return v, p.advance()
 	}
 	for {
-		p.skipSpace()
 		e, err := p.value(depth + 1)
 		if err != nil {
 			return v, err
 		}
 		v.elems = append(v.elems, e)
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return v, jsonSyntax("The input string ended unexpectedly.")
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return v, nil
+		switch {
+		case p.isPunct(','):
+			if err := p.advance(); err != nil {
+				return v, err
+			}
+		case p.isPunct(']'):
+			return v, p.advance()
 		default:
-			return v, jsonSyntax("Expected \",\" or \"]\", but found \"" + p.s[p.i:p.i+1] + "\".")
+			return v, p.expected("\",\" or \"]\"")
 		}
 	}
 }
 
 func (p *jsonParser) object(depth int) (jsonValue, error) {
-	p.i++
 	v := jsonValue{kind: jsonObject}
-	p.skipSpace()
-	if p.i < len(p.s) && p.s[p.i] == '}' {
-		p.i++
-		return v, nil
+	if err := p.advance(); err != nil {
+		return v, err
+	}
+	if p.isPunct('}') {
+		return v, p.advance()
+	}
+	if p.tok != tokString {
+		return v, p.expected("string or \"}\"")
 	}
 	for {
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return v, jsonSyntax("The input string ended unexpectedly.")
-		}
-		if p.s[p.i] != '"' {
-			return v, jsonSyntax("Expected string, but found \"" + p.s[p.i:p.i+1] + "\".")
-		}
-		k, err := p.str()
-		if err != nil {
+		key := p.str
+		if err := p.advance(); err != nil {
 			return v, err
 		}
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return v, jsonSyntax("The input string ended unexpectedly.")
+		if !p.isPunct(':') {
+			return v, p.expected("\":\"")
 		}
-		if p.s[p.i] != ':' {
-			return v, jsonSyntax("Expected \":\", but found \"" + p.s[p.i:p.i+1] + "\".")
+		if err := p.advance(); err != nil {
+			return v, err
 		}
-		p.i++
-		p.skipSpace()
 		e, err := p.value(depth + 1)
 		if err != nil {
 			return v, err
 		}
-		v.elems = append(v.elems, jsonValue{kind: jsonString, text: k}, e)
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return v, jsonSyntax("The input string ended unexpectedly.")
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
+		v.elems = append(v.elems, jsonValue{kind: jsonString, text: key}, e)
+		switch {
+		case p.isPunct(','):
+			if err := p.advance(); err != nil {
+				return v, err
+			}
+			if p.tok != tokString {
+				return v, p.expected("string")
+			}
+		case p.isPunct('}'):
 			canonicalizeObject(&v)
-			return v, nil
+			return v, p.advance()
 		default:
-			return v, jsonSyntax("Expected \",\" or \"}\", but found \"" + p.s[p.i:p.i+1] + "\".")
+			return v, p.expected("\",\" or \"}\"")
 		}
 	}
 }
