@@ -51,7 +51,7 @@ type BarrierLoop struct {
 }
 
 type barrierRequest struct {
-	mutation      *stream.Mutation
+	mutation *stream.Mutation
 	// prepare runs under the graph lock just before the barrier is
 	// injected (it spawns the actors the mutation connects, so that they
 	// take part in exactly the barriers from this one on).
