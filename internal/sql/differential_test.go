@@ -321,7 +321,16 @@ func (g *diffGen) derived() (string, bool) {
 
 func (g *diffGen) misc() (string, bool) {
 	t := g.table()
-	switch g.r.Intn(4) {
+	switch g.r.Intn(7) {
+	case 4:
+		u := g.table()
+		return "select a.v, count(*), (select count(*) from " + u.name + " b where b.v = a.v) from " + t.name + " a group by a.v order by 1", true
+	case 5:
+		u := g.table()
+		return "select a.s, sum(a.v) from " + t.name + " a group by a.s having sum(a.v) > (select min(b.v) from " + u.name + " b) order by 1", true
+	case 6:
+		u := g.table()
+		return "select a.k from " + t.name + " a where a.v " + g.pick("<", ">", "=", "<>") + g.pick(" any", " all") + " (select b.v from " + u.name + " b where " + g.pred(u, "b", 1) + ") order by 1", true
 	case 0:
 		return fmt.Sprintf("select g, a.k from generate_series(%d, %d) g left join %s a on a.v = g order by 1, 2", g.r.Intn(3)-1, g.r.Intn(5), t.name), true
 	case 1:

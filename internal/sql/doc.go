@@ -17,6 +17,17 @@
 //	                                                 // struct from binder (binder.CreateTable,
 //	                                                 // binder.Insert, ...) that the lead executes
 //
+// Runnel-only statements come back as *binder.Runnel wrapping the parser's
+// struct (parser.Flush, parser.ShowObjects, parser.Describe, ...), except
+// CREATE SOURCE and RisingWave's CREATE TABLE clauses (WATERMARK FOR,
+// APPEND ONLY, FORMAT/ENCODE), which bind into *binder.CreateTable.
+//
+// DML contract (see binder/dml.go): Insert.Source yields complete rows in
+// catalog column order (defaults filled, assignment casts applied, NOT NULL
+// checked when rows are produced; hidden _row_id NULL for the write path
+// to assign); Update.Plan yields old row ++ new row; Delete.Plan yields old
+// rows; RETURNING expressions are bound against one stored row.
+//
 // Parameter types: the client's declared types win; unspecified ones are
 // inferred from context (comparison with a typed operand, assignment
 // target, CAST) and default to text, as PostgreSQL does.

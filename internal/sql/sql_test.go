@@ -62,6 +62,7 @@ func TestQueries(t *testing.T) {
 		{"select a from t order by a fetch first 1 rows only", "1"},
 		{"select b, sum(a) filter (where a > 1) from t group by b order by b", "x|3;y|2;z|NULL"},
 		{"select count(distinct b) from t", "3"},
+		{"select count(*) from t group by ()", "4"},
 		{"select string_agg(b, ',' order by b) from t", "x,x,y,z"},
 		{"select x.a from t as x cross join u where x.a = u.a and u.d = 'three'", "3"},
 		{"select sum(c) over (), a from t where a = 1", "10|1"},
@@ -97,7 +98,8 @@ func TestErrors(t *testing.T) {
 		{"select a from t order by 5", sqlerr.InvalidColumnReference, "ORDER BY position 5 is not in select list"},
 		{"select z.a from t", sqlerr.UndefinedTable, `missing FROM-clause entry for table "z"`},
 		{"select t.nope from t", sqlerr.UndefinedColumn, "column t.nope does not exist"},
-		{"create index i on t (a)", sqlerr.FeatureNotSupported, "INDEX is not supported"},
+		{"create index i on t (a)", sqlerr.FeatureNotSupported, "CREATE INDEX is not supported"},
+		{"truncate t", sqlerr.FeatureNotSupported, "TRUNCATE is not supported"},
 	}
 	for _, c := range cases {
 		_, _, err := f.query(context.Background(), c.q)

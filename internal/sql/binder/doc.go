@@ -1,6 +1,8 @@
 // Package binder resolves names and types in parsed statements and builds
 // logical plans (internal/sql/plan) for queries, plus bound forms of DML
-// and DDL statements that the session layer executes.
+// and DDL statements that the session layer executes (CreateTable, Drop,
+// CreateView, Insert, Update, Delete, Copy, SetVar, ...; see stmt.go,
+// ddl.go, dml.go).
 //
 // Design:
 //   - A scope lists the columns visible at a point of a query, with the
@@ -16,8 +18,22 @@
 //     (internal/expr does the coercion); an output column still unknown at
 //     the end becomes text, as in PostgreSQL.
 //   - Parameters $n take their type from the client when given, else from
-//     their context (comparison with a typed operand, assignment target,
-//     CAST), else text.
+//     their context (comparison with a typed operand, IN list, BETWEEN,
+//     assignment target, LIMIT, CAST), else text.
+//
+// Optimisation happens here, while the syntax trees and scopes of each
+// side are at hand (bound expressions from internal/expr are opaque, so a
+// later pass could not move or split them):
+//   - WHERE conjuncts are pushed down through inner joins and into the
+//     preserved side of outer joins, ending as Scan filters where possible
+//     (build.go: pushDown);
+//   - join conditions col = col across the two sides become hash-join keys,
+//     cast to one type so that equal values hash equally (tryEquiKey);
+//   - WHERE [NOT] EXISTS / IN / uncorrelated NOT IN subqueries become
+//     semi / anti / null-aware anti joins (decorrelate.go); other
+//     subqueries stay plan.Subquery expressions, which are always correct;
+//   - session-independent numeric/boolean constant expressions are folded
+//     (fold.go); ORDER BY + LIMIT becomes TopN.
 //
 // The binder reads the catalog only through the Catalog interface.
 // Invariants: none of ARCHITECTURE.md §3 are guarded here.

@@ -671,7 +671,10 @@ func (b *Binder) bindGroupBy(sel *pg.SelectStmt, targets []selItem, ac *aggCtx) 
 		ac.group = append(ac.group, e)
 	}
 	for _, g := range sel.GroupClause {
-		if g.GetGroupingSet() != nil {
+		if gs := g.GetGroupingSet(); gs != nil {
+			if gs.Kind == pg.GroupingSetKind_GROUPING_SET_EMPTY {
+				continue // GROUP BY (): one global group
+			}
 			return unsupported("GROUPING SETS, ROLLUP and CUBE are not supported")
 		}
 		ast := g

@@ -88,6 +88,9 @@ func statementName(n *pg.Node) string {
 		// *pg.Node_CreateStmt -> "CreateStmt"
 		name = strings.TrimPrefix(fmt.Sprintf("%T", m), "*pg_query.Node_")
 	}
+	if n, ok := statementNames[name]; ok {
+		return n
+	}
 	name = strings.TrimSuffix(name, "Stmt")
 	var b strings.Builder
 	for i, r := range name {
@@ -101,4 +104,36 @@ func statementName(n *pg.Node) string {
 		return "this statement"
 	}
 	return s
+}
+
+// statementNames spells common statement kinds as users write them.
+var statementNames = map[string]string{
+	"IndexStmt":           "CREATE INDEX",
+	"AlterTableStmt":      "ALTER TABLE",
+	"RenameStmt":          "ALTER ... RENAME",
+	"CreateFunctionStmt":  "CREATE FUNCTION",
+	"GrantStmt":           "GRANT",
+	"GrantRoleStmt":       "GRANT",
+	"TruncateStmt":        "TRUNCATE",
+	"CreateSeqStmt":       "CREATE SEQUENCE",
+	"CreateTrigStmt":      "CREATE TRIGGER",
+	"CreateExtensionStmt": "CREATE EXTENSION",
+	"VacuumStmt":          "VACUUM",
+	"ExplainStmt":         "EXPLAIN",
+	"PrepareStmt":         "PREPARE",
+	"ExecuteStmt":         "EXECUTE",
+	"DeallocateStmt":      "DEALLOCATE",
+	"ListenStmt":          "LISTEN",
+	"NotifyStmt":          "NOTIFY",
+	"LockStmt":            "LOCK",
+	"DoStmt":              "DO",
+	"CommentStmt":         "COMMENT",
+	"DeclareCursorStmt":   "DECLARE CURSOR",
+	"FetchStmt":           "FETCH",
+	"ClosePortalStmt":     "CLOSE",
+	"CreateDomainStmt":    "CREATE DOMAIN",
+	"CompositeTypeStmt":   "CREATE TYPE",
+	"CreateEnumStmt":      "CREATE TYPE",
+	"MergeStmt":           "MERGE",
+	"RefreshMatViewStmt":  "REFRESH MATERIALIZED VIEW",
 }
