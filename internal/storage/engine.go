@@ -41,7 +41,7 @@ type Options struct {
 	BlockCacheBytes int64
 	// WriteBufferBytes bounds ingested-but-uncommitted data held in memory;
 	// beyond it data is spilled to SSTs owned by upload job records
-	// (default 256 MiB).
+	// (default 128 MiB).
 	WriteBufferBytes int64
 	Clock            func() time.Time
 	Hooks            *Hooks
@@ -128,6 +128,7 @@ type Engine struct {
 	// needReload: an ambiguous version write happened; the in-memory
 	// version may be behind the metastore until reloaded (I2).
 	needReload     bool
+	committing     uint64 // epoch of the Commit in progress (Ingest refuses <= it)
 	ambiguousDelta *VersionDelta
 	// orphanJobs: jobs whose abort could not be recorded yet; retried by GC.
 	orphanJobs map[uint64]struct{}
@@ -164,7 +165,7 @@ func (o *Options) setDefaults() {
 		o.BlockCacheBytes = 64 << 20
 	}
 	if o.WriteBufferBytes <= 0 {
-		o.WriteBufferBytes = 256 << 20
+		o.WriteBufferBytes = 128 << 20
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
@@ -354,9 +355,9 @@ func (e *Engine) Ingest(epoch uint64, table TableID, kvs []KV) error {
 		e.mu.Unlock()
 		return ErrClosed
 	}
-	if epoch <= e.cur.CommittedEpoch {
+	if epoch <= max(e.cur.CommittedEpoch, e.committing) {
 		e.mu.Unlock()
-		return fmt.Errorf("storage: ingest into table %d at epoch %d: epoch %d is already committed", table, epoch, e.cur.CommittedEpoch)
+		return fmt.Errorf("storage: ingest into table %d at epoch %d: epoch %d is already committed or committing", table, epoch, max(e.cur.CommittedEpoch, e.committing))
 	}
 	if !e.cur.hasTable(table) {
 		e.mu.Unlock()
@@ -597,17 +598,23 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 	if err := e.reloadIfNeeded(ctx); err != nil {
 		return err
 	}
-	e.mu.RLock()
+	e.mu.Lock()
 	if e.closed {
-		e.mu.RUnlock()
+		e.mu.Unlock()
 		return ErrClosed
 	}
 	v := e.cur
 	if epoch < v.CommittedEpoch {
-		e.mu.RUnlock()
+		e.mu.Unlock()
 		return fmt.Errorf("storage: commit epoch %d: already at %d", epoch, v.CommittedEpoch)
 	}
 	var runs, spilled []*bufItem
+	e.committing = epoch
+	defer func() {
+		e.mu.Lock()
+		e.committing = 0
+		e.mu.Unlock()
+	}()
 	for _, it := range e.buf {
 		if it.epoch > epoch {
 			continue
@@ -620,7 +627,7 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 			spilled = append(spilled, it)
 		}
 	}
-	e.mu.RUnlock()
+	e.mu.Unlock()
 
 	d := &VersionDelta{ID: v.ID + 1, CommittedEpoch: epoch, SafeEpoch: v.SafeEpoch}
 	var jobs []uint64
@@ -667,7 +674,7 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 	}
 	nb := make([]*bufItem, 0, len(e.buf))
 	for _, it := range e.buf {
-		if committed[it] || (it.epoch <= epoch && it.run != nil) {
+		if committed[it] || (it.run != nil && it.epoch <= epoch && !v.hasTable(it.table)) {
 			if it.run != nil {
 				e.bufBytes -= it.run.bytes
 			}
@@ -1008,6 +1015,9 @@ func (e *Engine) get(ctx context.Context, v *Version, buf []*bufItem, table Tabl
 		}
 		if prefix == nil {
 			prefix = appendPrefix(nil, table, key)
+		}
+		if !sstMayContain(it.sst, prefix, table) {
+			continue
 		}
 		val, ep, ok, err := e.sstLookup(ctx, it.sst, prefix, epoch)
 		if err != nil {
