@@ -257,12 +257,14 @@ func aggFromScratch(t *testing.T, rows []types.Row, groupKey []int, calls []AggC
 }
 
 func TestHashAggRandomized(t *testing.T) {
-	for _, simple := range []bool{false, true} {
-		name := "grouped"
-		if simple {
-			name = "simple"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, mode := range []string{"grouped", "simple", "grouped-early-flush"} {
+		simple := mode == "simple"
+		t.Run(mode, func(t *testing.T) {
+			if mode == "grouped-early-flush" {
+				// Emit whenever 2 groups are dirty: exact at any flush point.
+				defer func(old int) { maxDirtyGroups = old }(maxDirtyGroups)
+				maxDirtyGroups = 2
+			}
 			seed := testSeed(t)
 			rng := rand.New(rand.NewSource(seed))
 			h := newHarness(t)

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"math/rand"
 	"slices"
 	"testing"
@@ -236,5 +237,44 @@ func TestHashJoinSelfJoinNoDeadlock(t *testing.T) {
 	drain(t, ctx, j, v)
 	if n := len(v.sorted()); n != 400 {
 		t.Fatalf("self join of 20 rows with one key: %d rows; want 400", n)
+	}
+}
+
+// I5: a probe over a hot key (3000 x 1000 matches) stops within a few
+// hundred rows of cancellation. The hook cancels at the 1000th match.
+func TestHashJoinProbeCancellation(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j, l, r := newTestJoin(t, h, JoinInner, nil)
+	rc := &types.Chunk{}
+	for i := 0; i < 3000; i++ {
+		rc.Append(types.OpInsert, row(i, 1, 0))
+	}
+	r.push(rc)
+	b := h.barrier()
+	l.pushBarrier(b)
+	r.pushBarrier(b)
+	drain(t, ctx, j, nil)
+
+	matches := 0
+	joinProbeHook = func() {
+		matches++
+		if matches == 1000 {
+			cancel()
+		}
+	}
+	defer func() { joinProbeHook = nil }()
+	lc := &types.Chunk{}
+	for i := 0; i < 1000; i++ {
+		lc.Append(types.OpInsert, row(i, 1, 0))
+	}
+	l.push(lc)
+	_, err := j.Next(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v; want context.Canceled", err)
+	}
+	if matches > 1000+ctxCheckEvery {
+		t.Fatalf("%d matches processed after cancellation at 1000; want at most %d", matches-1000, ctxCheckEvery)
 	}
 }
