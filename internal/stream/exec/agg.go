@@ -350,6 +350,9 @@ func (h *HashAgg) group(ctx context.Context, key types.Row) (*aggGroup, error) {
 	if found {
 		g.prev = prev
 		g.count = prev[k].Int()
+		// Keep the stored representation of the key (1.5 vs 1.50 group
+		// together): the rows already emitted carry it.
+		g.key = prev[:k:k]
 	}
 	for i, c := range h.calls {
 		if c.kind != aggValue && c.kind != aggDistinctValue {

@@ -19,11 +19,18 @@ const (
 	JoinLeftOuter
 	JoinRightOuter
 	JoinFullOuter
+	// JoinLeftSemi outputs each left row that has at least one match
+	// (EXISTS, IN); JoinLeftAnti each left row that has none (NOT EXISTS).
+	// Their output is the left columns only.
+	JoinLeftSemi
+	JoinLeftAnti
 )
 
 func (k JoinType) String() string {
-	return [...]string{"Inner", "LeftOuter", "RightOuter", "FullOuter"}[k]
+	return [...]string{"Inner", "LeftOuter", "RightOuter", "FullOuter", "LeftSemi", "LeftAnti"}[k]
 }
+
+func (k JoinType) semi() bool { return k == JoinLeftSemi || k == JoinLeftAnti }
 
 // JoinSide is one input of a HashJoin.
 type JoinSide struct {
@@ -101,10 +108,11 @@ func HashJoinStateSchema(name string, sideTypes []types.Type, keys, pk []int, ou
 	return s
 }
 
-// OuterSides reports which sides of a join of kind k are preserved
-// (need a degree column in HashJoinStateSchema).
+// OuterSides reports which sides of a join of kind k keep a degree column
+// in HashJoinStateSchema: the preserved sides of outer joins, and the left
+// side of semi and anti joins.
 func (k JoinType) OuterSides() (left, right bool) {
-	return k == JoinLeftOuter || k == JoinFullOuter, k == JoinRightOuter || k == JoinFullOuter
+	return k == JoinLeftOuter || k == JoinFullOuter || k.semi(), k == JoinRightOuter || k == JoinFullOuter
 }
 
 // NewHashJoin returns a join of left and right on Left.Keys = Right.Keys
@@ -152,7 +160,9 @@ func NewHashJoin(actor stream.ActorID, kind JoinType, left, right JoinSide, null
 			return nil, fmt.Errorf("hash join: state table %d has %d columns; want %d (see HashJoinStateSchema)", s.State.ID(), len(s.State.Schema().Types), want)
 		}
 		j.sides[i] = joinSide{JoinSide: s, outer: outer, width: len(ts), cache: newJoinCache()}
-		j.schema = append(j.schema, ts...)
+		if i == 0 || !kind.semi() {
+			j.schema = append(j.schema, ts...)
+		}
 	}
 	lt, rt := left.Input.Schema(), right.Input.Schema()
 	for i := range left.Keys {
@@ -231,9 +241,14 @@ func (j *HashJoin) apply(ctx context.Context, side int, c *types.Chunk) error {
 			return err
 		}
 		var err error
-		if c.Ops[i].IsInsert() {
+		switch {
+		case j.kind.semi() && c.Ops[i].IsInsert():
+			err = j.semiInsert(ctx, side, row, &tk)
+		case j.kind.semi():
+			err = j.semiDelete(ctx, side, row, &tk)
+		case c.Ops[i].IsInsert():
 			err = j.insert(ctx, side, row, &tk)
-		} else {
+		default:
 			err = j.delete(ctx, side, row, &tk)
 		}
 		if err != nil {
@@ -450,5 +465,98 @@ func (j *HashJoin) delete(ctx context.Context, side int, row types.Row, tk *tick
 		j.out.emit(types.OpDelete, j.joined(side, stored, nil))
 	}
 	j.remove(side, stored)
+	return nil
+}
+
+// Semi and anti joins keep a degree for each left row; the left row is
+// in the output while its degree is > 0 (semi) or == 0 (anti). A left
+// change needs no output beyond its own row; a right change moves the
+// degrees of its matching left rows and emits the rows that cross 0.
+//
+//	semi: +L (no match) -> nothing; +R(k) -> +L; -R(k) -> -L
+//	anti: +L (no match) -> +L;      +R(k) -> -L; -R(k) -> +L
+func (j *HashJoin) semiVisible(degree int64) bool {
+	if j.kind == JoinLeftSemi {
+		return degree > 0
+	}
+	return degree == 0
+}
+
+func (j *HashJoin) semiInsert(ctx context.Context, side int, row types.Row, tk *ticker) error {
+	l := &j.sides[0]
+	if side == 0 {
+		var degree int64
+		if err := j.forMatches(ctx, 0, row, tk, func(types.Row) error { degree++; return nil }); err != nil {
+			return err
+		}
+		if j.semiVisible(degree) {
+			j.out.emit(types.OpInsert, row[:l.width:l.width])
+		}
+		j.write(0, append(row[:l.width:l.width], types.DInt64(degree)))
+		return nil
+	}
+	var updates []types.Row
+	err := j.forMatches(ctx, 1, row, tk, func(left types.Row) error {
+		d := left[l.width].Int()
+		if j.semiVisible(d) != j.semiVisible(d+1) {
+			op := types.OpInsert
+			if j.semiVisible(d) {
+				op = types.OpDelete
+			}
+			j.out.emit(op, left[:l.width:l.width])
+		}
+		updates = append(updates, append(left[:l.width:l.width], types.DInt64(d+1)))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, u := range updates {
+		j.write(0, u)
+	}
+	j.write(1, row)
+	return nil
+}
+
+func (j *HashJoin) semiDelete(ctx context.Context, side int, row types.Row, tk *ticker) error {
+	l := &j.sides[0]
+	stored, found, err := j.stored(ctx, side, row)
+	if err != nil {
+		return err
+	}
+	if !found {
+		s := &j.sides[side]
+		return inconsistent(j.Identity(), s.State, project(row, s.State.Schema().PK), "delete of a %s row that was never inserted", [2]string{"left", "right"}[side])
+	}
+	if side == 0 {
+		if j.semiVisible(stored[l.width].Int()) {
+			j.out.emit(types.OpDelete, stored[:l.width:l.width])
+		}
+		j.remove(0, stored)
+		return nil
+	}
+	var updates []types.Row
+	err = j.forMatches(ctx, 1, stored, tk, func(left types.Row) error {
+		d := left[l.width].Int()
+		if d <= 0 {
+			return inconsistent(j.Identity(), l.State, project(left, l.State.Schema().PK), "join degree would become negative")
+		}
+		if j.semiVisible(d) != j.semiVisible(d-1) {
+			op := types.OpInsert
+			if j.semiVisible(d) {
+				op = types.OpDelete
+			}
+			j.out.emit(op, left[:l.width:l.width])
+		}
+		updates = append(updates, append(left[:l.width:l.width], types.DInt64(d-1)))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, u := range updates {
+		j.write(0, u)
+	}
+	j.remove(1, stored)
 	return nil
 }

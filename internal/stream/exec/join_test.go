@@ -103,6 +103,20 @@ func TestHashJoinLeftOuterDegrees(t *testing.T) {
 func joinFromScratch(left, right []types.Row, kind JoinType, cond func(l, r types.Row) bool) []types.Row {
 	lo, ro := kind.OuterSides()
 	var out []types.Row
+	if kind.semi() {
+		for _, l := range left {
+			n := 0
+			for _, r := range right {
+				if !l[1].IsNull() && !r[1].IsNull() && types.Equal(l[1], r[1]) && (cond == nil || cond(l, r)) {
+					n++
+				}
+			}
+			if (n > 0) == (kind == JoinLeftSemi) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
 	rMatched := make([]bool, len(right))
 	for _, l := range left {
 		matched := false
@@ -129,7 +143,7 @@ func joinFromScratch(left, right []types.Row, kind JoinType, cond func(l, r type
 }
 
 func TestHashJoinRandomized(t *testing.T) {
-	for _, kind := range []JoinType{JoinInner, JoinLeftOuter, JoinRightOuter, JoinFullOuter} {
+	for _, kind := range []JoinType{JoinInner, JoinLeftOuter, JoinRightOuter, JoinFullOuter, JoinLeftSemi, JoinLeftAnti} {
 		for _, withCond := range []bool{false, true} {
 			name := kind.String()
 			if withCond {
