@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runneldb/runnel/internal/batch"
+	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -156,5 +158,39 @@ func TestExplainShowsRewrites(t *testing.T) {
 		if !strings.Contains(strings.Join(got, "\n"), c.want) {
 			t.Errorf("%s:\n%s\nwant it to contain %q", c.q, strings.Join(got, "\n"), c.want)
 		}
+	}
+}
+
+func TestLiteralErrorPosition(t *testing.T) {
+	f := smallDB()
+	// PostgreSQL: ERROR: invalid input syntax for type integer: "x", at the literal.
+	_, _, err := f.query(context.Background(), "select a from t where a = 'x'")
+	if e := sqlerr.From(err); e == nil || e.Code != sqlerr.InvalidTextRepresentation || e.Position != 27 {
+		t.Fatalf("got %+v", err)
+	}
+	if _, _, err := f.query(context.Background(), "select b from t where b = 'x' collate pg_catalog.default"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type funcCatalog struct{ *fakeDB }
+
+func (funcCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Expr, bool, error) {
+	if name == "current_user" {
+		return &expr.Const{Value: types.DVarchar("root"), Typ: types.Text}, true, nil
+	}
+	return nil, false, nil
+}
+
+func TestFunctionCatalog(t *testing.T) {
+	f := smallDB()
+	st := mustParse(t, "select current_user, upper(current_user)")
+	p, err := Prepare(funcCatalog{f}, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := batch.Collect(context.Background(), f.env(), p.Plan)
+	if err != nil || len(rows) != 1 || rows[0][0].Str() != "root" || rows[0][1].Str() != "ROOT" {
+		t.Fatalf("got %v %v", rows, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/sql/parser"
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -20,6 +21,16 @@ type Catalog interface {
 	// name (search_path applies). A missing relation is 42P01
 	// `relation "name" does not exist`.
 	ResolveRelation(schema, name string) (*catalog.Relation, error)
+}
+
+// FunctionCatalog is optionally implemented by a Catalog to provide
+// functions that need the session or the catalog (current_user,
+// current_database, pg_table_is_visible, pg_get_userbyid, format_type,
+// ...). The binder asks it before internal/expr's built-in functions;
+// handled is false to fall through to them. name is lower-case without a
+// pg_catalog qualifier.
+type FunctionCatalog interface {
+	ResolveFunction(name string, args []expr.Expr) (e expr.Expr, handled bool, err error)
 }
 
 // Binder binds one statement. It is not safe for concurrent use.
@@ -70,6 +81,18 @@ func (b *Binder) ParamTypes() []types.Type {
 
 // errAt attaches the position of AST location loc to err if it is a
 // *sqlerr.Error without one.
+// callFunction builds a scalar function call, consulting the catalog's
+// session functions first.
+func (b *Binder) callFunction(name string, args []expr.Expr) (expr.Expr, error) {
+	if fc, ok := b.cat.(FunctionCatalog); ok {
+		e, handled, err := fc.ResolveFunction(name, args)
+		if handled || err != nil {
+			return e, err
+		}
+	}
+	return expr.NewFuncCall(name, args)
+}
+
 func (b *Binder) errAt(err error, loc int32) error {
 	e := sqlerr.From(err)
 	if e == nil || e.Position != 0 || b.stmt == nil || loc < 0 {

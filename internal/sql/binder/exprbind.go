@@ -196,7 +196,7 @@ func (b *Binder) bindExprInner(n *pg.Node, ec *exprCtx) (expr.Expr, error) {
 		return nil, unsupported("row constructors are not supported")
 	case n.GetCollateClause() != nil:
 		cc := n.GetCollateClause()
-		coll := strings.Join(strs(cc.Collname), ".")
+		coll := strings.TrimPrefix(strings.Join(strs(cc.Collname), "."), "pg_catalog.")
 		if coll != "C" && coll != "default" && coll != "POSIX" {
 			return nil, sqlerr.Errorf(sqlerr.UndefinedObject, "collation \"%s\" for encoding \"UTF8\" does not exist", coll)
 		}
@@ -316,7 +316,16 @@ func (b *Binder) bindBinary(op string, ln, rn *pg.Node, ec *exprCtx) (expr.Expr,
 	}
 	l = b.retypeParam(l, r.Type())
 	r = b.retypeParam(r, l.Type())
-	return expr.NewBinaryOp(op, l, r)
+	e, err := expr.NewBinaryOp(op, l, r)
+	if err != nil && strings.HasPrefix(sqlerr.Code(err), "22") {
+		// A literal that does not convert: PostgreSQL points at it.
+		for _, n := range []*pg.Node{rn, ln} {
+			if c := n.GetAConst(); c != nil && c.GetSval() != nil {
+				return nil, b.errAt(err, c.Location)
+			}
+		}
+	}
+	return e, err
 }
 
 // bindRowCompare binds (a, b) = (x, y) as a = x AND b = y, and <> as the
@@ -491,7 +500,7 @@ func (b *Binder) bindSQLValueFunction(f *pg.SQLValueFunction) (expr.Expr, error)
 	default:
 		return nil, unsupported("%s is not supported", f.Op)
 	}
-	return expr.NewFuncCall(name, nil)
+	return b.callFunction(name, nil)
 }
 
 func (b *Binder) bindFuncCall(fc *pg.FuncCall, ec *exprCtx) (expr.Expr, error) {
@@ -529,7 +538,7 @@ func (b *Binder) bindFuncCall(fc *pg.FuncCall, ec *exprCtx) (expr.Expr, error) {
 	if name == "generate_series" || name == "unnest" {
 		return nil, unsupported("set-returning functions are only supported in FROM")
 	}
-	return expr.NewFuncCall(name, args)
+	return b.callFunction(name, args)
 }
 
 // bindAggCall binds an aggregate call's arguments (against the input of
