@@ -313,10 +313,8 @@ func splitDateTime(s string, fields []dtField) ([]dtField, bool) {
 				fields = append(fields, dtField{dtTime, s[i:j]})
 			} else if j < len(s) && (s[j] == '-' || s[j] == '/' || (s[j] == '.' && strings.Count(nextWordish(s[j:]), ".") > 1)) {
 				sep := s[j]
-				for j < len(s) && (isDigit(s[j]) || isAlpha(s[j]) || s[j] == sep) {
-					if (s[j] == 'T' || s[j] == 't') && j > i && isDigit(s[j-1]) && j+1 < len(s) && isDigit(s[j+1]) {
-						break
-					}
+				textMonth := j+1 < len(s) && isAlpha(s[j+1])
+				for j < len(s) && (isDigit(s[j]) || s[j] == sep || textMonth && isAlpha(s[j])) {
 					j++
 				}
 				fields = append(fields, dtField{dtDate, s[i:j]})
@@ -348,21 +346,25 @@ func splitDateTime(s string, fields []dtField) ([]dtField, bool) {
 				i = k
 				continue
 			}
-			if j < len(s) && (s[j] == '/' || s[j] == '_' || s[j] == '+' || s[j] == '-' || s[j] == ':' || isDigit(s[j])) &&
-				!(s[j] == '-' && j+1 < len(s) && isDigit(s[j+1]) && monthNumber(strings.ToLower(s[i:j])) > 0) {
-				// a zone name such as America/New_York, Etc/GMT+5, PST8PDT
-				// or a POSIX-style UTC+3
-				for j < len(s) && (isAlpha(s[j]) || isDigit(s[j]) || s[j] == '/' || s[j] == '_' || s[j] == '+' || s[j] == '-' || s[j] == ':') {
-					j++
+			// As in PostgreSQL's ParseDateTime: letters followed by - / .
+			// start a date (Jan-02-2024) or a zone name
+			// (America/New_York); followed by a digit or '+' they start a
+			// zone (PST8PDT, UTC+3) unless they are a keyword (pm+00,
+			// bc+05:30).
+			zoneish := func(k int) int {
+				for k < len(s) && (isAlpha(s[k]) || isDigit(s[k]) || s[k] == '/' || s[k] == '_' || s[k] == '+' || s[k] == '-' || s[k] == '.' || s[k] == ':') {
+					k++
 				}
-				fields = append(fields, dtField{dtZone, s[i:j]})
-			} else if j < len(s) && (s[j] == '-' || s[j] == '/' || s[j] == '.') && j+1 < len(s) && isDigit(s[j+1]) && monthNumber(strings.ToLower(s[i:j])) > 0 {
-				// Jan-02-2024
-				sep := s[j]
-				for j < len(s) && (isDigit(s[j]) || isAlpha(s[j]) || s[j] == sep) {
-					j++
-				}
-				fields = append(fields, dtField{dtDate, s[i:j]})
+				return k
+			}
+			if j < len(s) && (s[j] == '-' || s[j] == '/' || s[j] == '.') {
+				k := zoneish(j)
+				fields = append(fields, dtField{dtDate, s[i:k]})
+				j = k
+			} else if j < len(s) && (s[j] == '+' || isDigit(s[j])) && !isDateKeyword(strings.ToLower(s[i:j])) {
+				k := zoneish(j)
+				fields = append(fields, dtField{dtZone, s[i:k]})
+				j = k
 			} else {
 				fields = append(fields, dtField{dtString, s[i:j]})
 			}
@@ -403,6 +405,19 @@ func splitDateTime(s string, fields []dtField) ([]dtField, bool) {
 		}
 	}
 	return fields, true
+}
+
+// isDateKeyword reports whether a word is one of the non-zone keywords of
+// datetime input.
+func isDateKeyword(w string) bool {
+	if monthNumber(w) > 0 || isWeekday(w) {
+		return true
+	}
+	switch w {
+	case "am", "pm", "bc", "ad", "t", "j", "infinity", "epoch", "now", "today", "tomorrow", "yesterday", "allballs":
+		return true
+	}
+	return false
 }
 
 // nextWordish returns s up to the next separator, for deciding whether a
@@ -473,8 +488,13 @@ type dtParse struct {
 	loc             *time.Location
 	special         string
 	timeOnly        bool // decoding a time: undelimited numbers are hhmmss
-	fieldOverflow   bool
+	fieldOverflow   bool // a date field out of range (reported after all fields)
 	mdFieldOverflow bool
+	timeOverflow    bool // a time field out of range (reported at once)
+	// nonDateSeen: a field other than a time zone came before a delimited
+	// date; PostgreSQL's DecodeDate then rejects the input.
+	nonDateSeen bool
+	doy         int // ISO ordinal day, resolved once BC is known
 }
 
 func dtBadFormat(typ, s string) *sqlerr.Error {
@@ -494,9 +514,48 @@ func decodeDateTime(s, typ string) (*dtParse, error) {
 	}
 	p := &dtParse{timeOnly: typ == "time"}
 	bad := func() (*dtParse, error) { return nil, dtBadFormat(typ, s) }
-	for _, f := range fields {
+	for fi, f := range fields {
+		if p.timeOverflow {
+			return nil, dtFieldOverflow(s)
+		}
+		if f.kind != dtDate && f.kind != dtTZ && f.kind != dtZone {
+			if _, isZone := zoneAbbrevs[strings.ToLower(f.text)]; f.kind != dtString || !isZone {
+				p.nonDateSeen = true
+			}
+		}
 		switch f.kind {
 		case dtDate:
+			if p.timeOnly || p.haveMon && p.haveDay {
+				// PostgreSQL reads a date-like field after a complete
+				// month and day as a zone name, or as a run-together time
+				// with a zone (hhmmss-zz).
+				if isAlpha(f.text[0]) {
+					if p.haveTZ {
+						return bad()
+					}
+					loc, err := loadZone(f.text)
+					if err != nil {
+						return nil, err
+					}
+					p.loc, p.haveTZ = loc, true
+					continue
+				}
+				if !p.timeOnly {
+					k := strings.IndexByte(f.text, '-')
+					if k <= 0 || p.haveTime || p.haveTZ {
+						return bad()
+					}
+					off, ok := parseTZOffset(true, f.text[k+1:])
+					if !ok || !p.decodeNumber(f.text[:k]) || !p.haveTime {
+						return bad()
+					}
+					if off < -maxTzDisplaceS || off > maxTzDisplaceS {
+						return nil, sqlerr.Errorf(sqlerr.InvalidTimeZoneDisplacement, "time zone displacement out of range: %s", pgQuote(s))
+					}
+					p.tz, p.haveTZ = off, true
+					continue
+				}
+			}
 			if p.haveDate {
 				return bad()
 			}
@@ -556,10 +615,10 @@ func decodeDateTime(s, typ string) (*dtParse, error) {
 				continue
 			}
 			switch w {
-			case "am", "a.m.":
+			case "am":
 				p.ampm = 1
 				continue
-			case "pm", "p.m.":
+			case "pm":
 				p.ampm = 2
 				continue
 			case "bc":
@@ -568,6 +627,9 @@ func decodeDateTime(s, typ string) (*dtParse, error) {
 			case "ad":
 				continue
 			case "t":
+				if fi == len(fields)-1 {
+					return bad() // ISO "T" with no time after it
+				}
 				continue
 			case "allballs":
 				if p.haveTime {
@@ -596,6 +658,9 @@ func decodeDateTime(s, typ string) (*dtParse, error) {
 		default:
 			return bad()
 		}
+	}
+	if p.timeOverflow {
+		return nil, dtFieldOverflow(s)
 	}
 	if p.ampm != 0 {
 		if !p.haveTime && !p.haveDate {
@@ -822,6 +887,9 @@ func (p *dtParse) decodeDate(text string) bool {
 			break
 		}
 	}
+	if p.nonDateSeen {
+		return false
+	}
 	var pb [4]string
 	parts, ok := splitParts(text, sep, &pb)
 	if !ok || len(parts) < 2 || len(parts) > 3 {
@@ -860,14 +928,8 @@ func (p *dtParse) decodeDate(text string) bool {
 			p.fieldOverflow = true
 			return true
 		}
-		y := p.year
-		days := daysFromCivil(y, 1, 1) + doy - 1
-		yy, m, d := civilFromDays(days)
-		if yy != y {
-			p.fieldOverflow = true
-			return true
-		}
-		p.mon, p.day, p.haveMon, p.haveDay = m, d, true, true
+		p.doy = int(doy)
+		p.mon, p.day, p.haveMon, p.haveDay = 1, 1, true, true
 		return true
 	case p.haveMon && len(nums) == 2:
 		// Month name plus two numbers: the long one (or the last) is the year.
@@ -963,8 +1025,8 @@ func (p *dtParse) decodeTime(text string) bool {
 		h = 0
 		_ = m
 		p.hour, p.min, p.usec = 0, m, us
-		if m >= 60 || us >= 60*microsPerSecond {
-			p.fieldOverflow = true
+		if m >= 60 || us >= 61*microsPerSecond {
+			p.timeOverflow = true
 		}
 		p.haveTime = true
 		return true
@@ -981,8 +1043,8 @@ func (p *dtParse) decodeTime(text string) bool {
 		us = secs + frac
 	}
 	p.hour, p.min, p.usec, p.haveTime = h, m, us, true
-	if h > 24 || m >= 60 || us > 60*microsPerSecond || (h == 24 && (m != 0 || us != 0)) {
-		p.fieldOverflow = true
+	if h > 24 || m >= 60 || us >= 61*microsPerSecond || (h == 24 && (m != 0 || us != 0)) {
+		p.timeOverflow = true
 	}
 	return true
 }
@@ -1097,8 +1159,10 @@ func (p *dtParse) setClockDigits(whole, frac string, hasFrac bool) bool {
 		us += f
 	}
 	p.hour, p.min, p.usec, p.haveTime = h, m, us, true
-	if h > 24 || m >= 60 || us > 60*microsPerSecond || (h == 24 && (m != 0 || us != 0)) {
-		p.fieldOverflow = true
+	// PostgreSQL range-checks a run-together hhmmss only for time input;
+	// in a timestamp 24:54:25 simply rolls into the next day.
+	if p.timeOnly && (h > 24 || m >= 60 || us >= 61*microsPerSecond || (h == 24 && (m != 0 || us != 0))) {
+		p.timeOverflow = true
 	}
 	return true
 }
@@ -1123,6 +1187,15 @@ func (p *dtParse) resolveDate(s string) (int64, error) {
 		}
 	} else if y == 0 {
 		return 0, dtFieldOverflow(s)
+	}
+	if p.doy > 0 {
+		// PostgreSQL adds the day count to January 1st without checking
+		// the year's length: 0091-366 is 0092-01-01.
+		days := daysFromCivil(y, 1, 1) + int64(p.doy) - 1
+		if y > 6000000 {
+			return 0, sqlerr.Errorf(sqlerr.DatetimeFieldOverflow, "date out of range: %s", pgQuote(s))
+		}
+		return days, nil
 	}
 	if p.mon < 1 || p.mon > 12 || p.day < 1 || p.day > daysInMonth(y, p.mon) {
 		return 0, dtFieldOverflow(s)
@@ -1184,7 +1257,7 @@ func parseTime(s string) (int64, error) {
 	if p.special != "" {
 		return 0, dtBadFormat("time", s)
 	}
-	if !p.haveTime {
+	if !p.haveTime || p.loc != nil && !p.haveDate {
 		return 0, dtBadFormat("time", s)
 	}
 	if p.haveDate {

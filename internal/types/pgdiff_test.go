@@ -351,38 +351,40 @@ func diffCases() []diffCase {
 		{
 			name: "date", sqlType: "date", typ: types.Date,
 			edge: []string{"2024-01-02", "2024-1-2", "01/02/2024", "1/2/24", "1/2/99", "Jan 8 1999", "January 8, 1999", "8 January 1999", "1999-Jan-08", "08-Jan-1999", "Jan-08-1999", "19990108", "990108", "1999.01.08", "0044-03-15 BC", "0001-01-01", "0001-12-31 BC", "infinity", "-infinity", "epoch", "2023-02-29", "2024-02-29", "13/01/2024", "2024-13-01", "2024-00-10", "2024-01-32", "4714-11-24 BC", "4714-11-23 BC", "5874897-12-31", "5874898-01-01", "", "abc", "2024-01-02 12:34:56", "2024-01-02T12:34:56Z", "Mon Jan 8 1999", "0000-01-01", "10000-01-01", "January 8, 99 BC", "99-Jan-08", "1999-008", "J2451187", "2024-01-02 allballs", "Wed Jan 08 04:05:06 1999 PST", "1999-01-08 04:05:06.789-08", "19990108T040506", "2024/01/02", "2024.01.02", "1.2.2024", "Jan 32 2024", "feb 29 2023", "FEBRUARY 3 2020", "3 feb 20", "2020 feb 3", "1/2", "2024", "2024-01", "-2024-01-01", "2024-01-02 ad", " 2024-01-02 ", "2024-01-02x", "Sept 3 2021", "Sep 3, 2021", "12-25-2024", "25-12-2024", "2024-Dec-25", "tomorrow x", "epoch 2020-01-01"},
-			gen: func(r *rand.Rand) string {
-				y, m, d := 1+r.Intn(3000), 1+r.Intn(12), 1+r.Intn(31)
-				switch r.Intn(4) {
-				case 0:
-					return fmt.Sprintf("%04d-%02d-%02d", y, m, d)
-				case 1:
-					return fmt.Sprintf("%d/%d/%d", m, d, y)
-				case 2:
-					return fmt.Sprintf("%s %d, %d", time.Month(m).String()[:3], d, y)
-				}
-				return fmt.Sprintf("%04d-%02d-%02d BC", y, m, d)
-			},
+			gen: randDateText,
 		},
 		{
 			name: "time", sqlType: "time", typ: types.Time,
 			edge: []string{"00:00", "04:05:06.789", "04:05:06.7891234", "23:59:59.9999995", "24:00:00", "24:00:01", "25:00", "12:60", "04:05 PM", "12:00 AM", "12:00 PM", "allballs", "2024-01-02 03:04:05", "03:04:05+02", "040506", "", "abc", "1:2:3", "3:04pm", "3:04 am", "13:00 pm", "0:00 am", "12:34:56.5 PST", "12:34:56 Europe/Berlin", "T12:34:56", "12:34:56.123456789", "12:34", "1234", "12:34:56:78", "23:59:60", "23:59:59.9999999", "-1:00", "12.5", "now x"},
 			gen: func(r *rand.Rand) string {
-				return fmt.Sprintf("%02d:%02d:%02d.%s", r.Intn(25), r.Intn(60), r.Intn(60), randDigits(r, 1+r.Intn(8)))
+				if r.Intn(4) == 0 {
+					return fmt.Sprintf("%02d:%02d:%02d.%s", r.Intn(25), r.Intn(60), r.Intn(60), randDigits(r, 1+r.Intn(8)))
+				}
+				s := randTimeText(r)
+				if r.Intn(4) == 0 {
+					s += " " + pick(r, "+02", "-05:30", "UTC", "PST", "z")
+				}
+				return s
 			},
 		},
 		{
 			name: "timestamp", sqlType: "timestamp", typ: types.Timestamp,
 			edge: []string{"2024-01-02 03:04:05", "2024-01-02T03:04:05", "2024-01-02 03:04:05.123456789", "2024-01-02 03:04:05+02", "2024-01-02 03:04:05 America/Chicago", "1999-01-08 04:05:06 PM", "infinity", "-infinity", "epoch", "0001-01-01 00:00:00 BC", "4714-11-24 00:00:00 BC", "4714-11-23 23:59:59 BC", "294246-12-31 23:59:59.999999", "2024-01-02", "2024-01-02 24:00:00", "2024-01-02 25:00:00", "Jan 8 1999 04:05:06", "abc", "", "20240102 030405", "2024-01-02 03:04", "2024-01-02 3:4:5", "Wed Jan 08 04:05:06 1999", "1999-01-08T04:05:06.789+01:00", "19990108T040506", "2024-01-02 03:04:05 ago", "2024-01-02T", "2024-01-02 T 03:04", "2024-01-02 03:04:05 BC", "Jan 2 2024 3:04pm", "2024-01-02 12:00 AM", "2024-01-02 24:00", "2024-02-30 00:00", "2024-01-02 03:04:05.", "2024-01-02 03:04:05.5.5"},
 			gen: func(r *rand.Rand) string {
-				return fmt.Sprintf("%04d-%02d-%02d %02d:%02d:%02d.%s%s", 1+r.Intn(9999), 1+r.Intn(12), 1+r.Intn(28), r.Intn(24), r.Intn(60), r.Intn(60), randDigits(r, 1+r.Intn(6)), pick(r, "", "", " BC"))
+				if r.Intn(3) == 0 {
+					return fmt.Sprintf("%04d-%02d-%02d %02d:%02d:%02d.%s%s", 1+r.Intn(9999), 1+r.Intn(12), 1+r.Intn(28), r.Intn(24), r.Intn(60), r.Intn(60), randDigits(r, 1+r.Intn(6)), pick(r, "", "", " BC"))
+				}
+				return randTimestampText(r)
 			},
 		},
 		{
 			name: "timestamptz", sqlType: "timestamptz", typ: types.Timestamptz,
 			edge: []string{"2024-01-02 03:04:05", "2024-07-02 03:04:05", "2024-01-02 03:04:05+02", "2024-01-02 03:04:05-07:30", "2024-01-02 03:04:05+05:45:30", "2024-01-02 03:04:05Z", "2024-01-02T03:04:05.5Z", "2024-01-02 03:04:05 UTC", "2024-01-02 03:04:05 EST", "2024-07-02 03:04:05 PDT", "2024-01-02 03:04:05 Europe/Berlin", "2024-01-02 03:04:05 Asia/Kolkata", "2024-03-10 02:30:00", "2024-11-03 01:30:00", "1883-11-18 12:00:00", "1800-01-01 00:00:00", "infinity", "-infinity", "epoch", "0001-01-01 00:00:00 BC", "2024-01-02 03:04:05+16", "2024-01-02 03:04:05 Mars/Olympus", "abc", "2024-01-02 03:04:05 +0530", "0044-03-15 12:00:00+00 BC", "4714-11-24 00:00:00+00 BC", "294246-12-31 23:00:00+00", "1999-01-08 04:05:06 PST8PDT", "Wed Jan 08 04:05:06 1999 PST", "2024-01-02 03:04:05 z", "2024-01-02 03:04:05 GMT", "2024-01-02 03:04:05 utc+3", "2024-01-02 03:04:05+00:00:30", "2024-01-02 03:04:05 +15:59", "2024-01-02 03:04:05 -15:59:59", "2024-01-02 03:04:05 america/chicago", "2024-01-02 03:04:05 Etc/GMT+5", "2024-01-02 03:04:05 CET", "2024-01-02 03:04:05 MSK", "2024-03-31 02:30:00 Europe/Berlin", "2024-10-27 02:30:00 Europe/Berlin", "1901-12-13 20:45:52", "1900-01-01 00:00:00 Europe/Amsterdam", "2100-07-01 12:00:00", "50000-01-01 00:00:00", "0100-01-01 00:00:00 Asia/Kolkata"},
 			gen: func(r *rand.Rand) string {
-				return fmt.Sprintf("%04d-%02d-%02d %02d:%02d:%02d%s", 1800+r.Intn(400), 1+r.Intn(12), 1+r.Intn(28), r.Intn(24), r.Intn(60), r.Intn(60), pick(r, "", "+00", "-05", "+05:30", " UTC", " Europe/London", " Asia/Tokyo", " America/Los_Angeles", ".25"))
+				if r.Intn(3) == 0 {
+					return fmt.Sprintf("%04d-%02d-%02d %02d:%02d:%02d%s", 1800+r.Intn(400), 1+r.Intn(12), 1+r.Intn(28), r.Intn(24), r.Intn(60), r.Intn(60), pick(r, "", "+00", "-05", "+05:30", " UTC", " Europe/London", " Asia/Tokyo", " America/Los_Angeles", ".25"))
+				}
+				return randTimestampText(r)
 			},
 		},
 		{
@@ -413,6 +415,102 @@ func diffCases() []diffCase {
 			checkDetail: true,
 		},
 	}
+}
+
+// randDateText composes a date in one of PostgreSQL's many spellings,
+// sometimes with deliberate damage.
+func randDateText(r *rand.Rand) string {
+	y, m, d := 1+r.Intn(2500), 1+r.Intn(12), 1+r.Intn(31)
+	if r.Intn(10) == 0 {
+		y = r.Intn(100) // two-digit years
+	}
+	mon := time.Month(m).String()
+	if r.Intn(2) == 0 {
+		mon = mon[:3]
+	}
+	if r.Intn(3) == 0 {
+		mon = strings.ToUpper(mon)
+	}
+	var s string
+	switch r.Intn(11) {
+	case 0:
+		s = fmt.Sprintf("%04d-%02d-%02d", y, m, d)
+	case 1:
+		s = fmt.Sprintf("%d-%d-%d", y, m, d)
+	case 2:
+		s = fmt.Sprintf("%d/%d/%d", m, d, y)
+	case 3:
+		s = fmt.Sprintf("%s %d, %d", mon, d, y)
+	case 4:
+		s = fmt.Sprintf("%d %s %d", d, mon, y)
+	case 5:
+		s = fmt.Sprintf("%d-%s-%02d", y, mon, d)
+	case 6:
+		s = fmt.Sprintf("%02d-%s-%d", d, mon, y)
+	case 7:
+		s = fmt.Sprintf("%04d%02d%02d", y, m, d)
+	case 8:
+		s = fmt.Sprintf("%04d.%02d.%02d", y, m, d)
+	case 9:
+		s = fmt.Sprintf("%s %d %d", mon, d, y)
+	default:
+		s = fmt.Sprintf("%04d-%03d", y, 1+r.Intn(366))
+	}
+	if r.Intn(8) == 0 {
+		s += pick(r, " BC", " AD", " bc")
+	}
+	if r.Intn(10) == 0 {
+		s = pick(r, "Mon ", "Tuesday ", "wed ") + s
+	}
+	return s
+}
+
+func randTimeText(r *rand.Rand) string {
+	h, mi, sec := r.Intn(25), r.Intn(61), r.Intn(61)
+	var s string
+	switch r.Intn(6) {
+	case 0:
+		s = fmt.Sprintf("%02d:%02d", h, mi)
+	case 1:
+		s = fmt.Sprintf("%d:%d:%d", h, mi, sec)
+	case 2:
+		s = fmt.Sprintf("%02d:%02d:%02d.%s", h, mi, sec, randDigits(r, 1+r.Intn(9)))
+	case 3:
+		s = fmt.Sprintf("%d:%02d %s", 1+r.Intn(13), mi, pick(r, "am", "PM", "a.m.", "pm"))
+	case 4:
+		s = fmt.Sprintf("%02d%02d%02d", h, mi, sec)
+	default:
+		s = fmt.Sprintf("%02d:%02d:%02d", h%24, mi%60, sec%60)
+	}
+	return s
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' }
+
+func randZoneText(r *rand.Rand) string {
+	return pick(r, "Z", "+00", "-05", "+05:30", "-0800", "+1", "UTC", "utc", "GMT", "EST", "PDT", "CET", "MSK", "JST", "Europe/Paris", "asia/tokyo", "America/Los_Angeles", "Etc/GMT-14", "UTC+3", "+15:00", "-16", "Nowhere/City", "z")
+}
+
+func randTimestampText(r *rand.Rand) string {
+	// Separators are chosen so that words do not run together ("bcT10",
+	// "a.m.UTC"): PostgreSQL's reading of such run-together text is a
+	// maze of special cases that real clients never produce.
+	s := randDateText(r)
+	if r.Intn(8) > 0 {
+		sep := pick(r, " ", "T", "  ")
+		if isLetter(s[len(s)-1]) {
+			sep = " "
+		}
+		s += sep + randTimeText(r)
+	}
+	if r.Intn(3) == 0 {
+		sep := pick(r, " ", "", " ")
+		if isLetter(s[len(s)-1]) || !strings.Contains(s, ":") {
+			sep = " " // only a clock may carry a glued-on zone (12:00Z)
+		}
+		s += sep + randZoneText(r)
+	}
+	return s
 }
 
 func randJSON(r *rand.Rand, depth int) string {
