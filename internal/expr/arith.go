@@ -3,6 +3,9 @@ package expr
 import (
 	"math"
 	"math/big"
+	"strconv"
+
+	"github.com/cockroachdb/apd/v3"
 
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -401,5 +404,31 @@ func powFloat(x, y float64) float64 {
 		r, _ := acc.Float64()
 		return r
 	}
+	if x > 0 && !math.IsInf(x, 0) && !math.IsInf(y, 0) && !math.IsNaN(y) && !math.IsNaN(x) {
+		return powDecimal(x, y)
+	}
 	return math.Pow(x, y)
+}
+
+// powDecimal computes x^y for x > 0 in 40-digit decimal arithmetic and
+// rounds once: Go's math.Pow loses up to hundreds of ulps for large |y*ln x|,
+// where glibc's pow (used by PostgreSQL) is correctly rounded.
+func powDecimal(x, y float64) float64 {
+	var a, b, d apd.Decimal
+	if _, err := a.SetFloat64(x); err != nil {
+		return math.Pow(x, y)
+	}
+	if _, err := b.SetFloat64(y); err != nil {
+		return math.Pow(x, y)
+	}
+	c := apd.BaseContext.WithPrecision(40)
+	if _, err := c.Pow(&d, &a, &b); err != nil {
+		return math.Pow(x, y)
+	}
+	r, err := strconv.ParseFloat(d.Text('g'), 64)
+	if err != nil {
+		// out of float64 range: let the caller's overflow/underflow checks see it
+		return math.Pow(x, y)
+	}
+	return r
 }

@@ -326,7 +326,7 @@ func init() {
 		case v == 0:
 			return types.NullDatum, sqlError(sqlerr.ProgramLimitExceeded, "null character not permitted")
 		case v < 0:
-			return types.NullDatum, sqlError(sqlerr.ProgramLimitExceeded, "character number must be positive")
+			return types.NullDatum, sqlError(codeInvalidParameterValue, "character number must be positive")
 		case v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF):
 			return types.NullDatum, sqlError(sqlerr.ProgramLimitExceeded, "requested character too large for encoding: %d", v)
 		}
@@ -351,10 +351,10 @@ func init() {
 	regFunc("strpos", &overload{args: T(X, X), ret: I, fn2: func(a, b types.Datum) (types.Datum, error) {
 		return types.DInt32(int32(strpos(a.Str(), b.Str()))), nil
 	}})
-	// position(sub IN s) is position(s, sub) in the parse tree's order:
-	// the binder passes (sub, s) as SQL writes it.
+	// position(sub IN s): PostgreSQL's grammar passes (s, sub), the
+	// argument order of the position(text, text) function.
 	regFunc("position", &overload{args: T(X, X), ret: I, fn2: func(a, b types.Datum) (types.Datum, error) {
-		return types.DInt32(int32(strpos(b.Str(), a.Str()))), nil
+		return types.DInt32(int32(strpos(a.Str(), b.Str()))), nil
 	}})
 	regFunc("replace", &overload{args: T(X, X, X), ret: X, fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		if a[1].Str() == "" {
