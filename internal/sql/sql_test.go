@@ -4,9 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runneldb/runnel/internal/batch"
 	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/sql/binder"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -191,6 +193,39 @@ func TestFunctionCatalog(t *testing.T) {
 	}
 	rows, err := batch.Collect(context.Background(), f.env(), p.Plan)
 	if err != nil || len(rows) != 1 || rows[0][0].Str() != "root" || rows[0][1].Str() != "ROOT" {
+		t.Fatalf("got %v %v", rows, err)
+	}
+}
+
+// I5: a long query stops promptly when its context is canceled, whether it
+// is generating rows, aggregating, sorting or probing a join.
+func TestCancellationIsPrompt(t *testing.T) {
+	f := smallDB()
+	for _, q := range []string{
+		"select count(*) from generate_series(1, 1000000000) g",
+		"select g from generate_series(1, 1000000000) g order by g desc limit 1",
+		"select count(*) from generate_series(1, 100000) a join generate_series(1, 100000) b on a.a < b.b",
+		"select count(*) from generate_series(1, 1000000000) g where exists (select 1 from t where t.a = g.g)",
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		start := time.Now()
+		_, _, err := f.query(ctx, q)
+		cancel()
+		if sqlerr.Code(err) != sqlerr.QueryCanceled {
+			t.Errorf("%s: got %v; want 57014", q, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("%s: returned %v after the deadline", q, d)
+		}
+	}
+}
+
+func TestInsertDefaultValues(t *testing.T) {
+	f := dmlDB()
+	f.rels["t"].Columns[2].NotNull = false
+	ins := prepare(t, f, "insert into t default values").Bound.(*binder.Insert)
+	rows, err := runPlan(f, ins.Source)
+	if err != nil || fmtRows(rows, []types.Type{types.Int32, types.Text, types.Int32}) != "NULL|dflt|NULL" {
 		t.Fatalf("got %v %v", rows, err)
 	}
 }
