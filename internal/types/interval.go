@@ -157,17 +157,26 @@ func (a *ivAcc) addScaled(dst *int64, whole int64, scale int64) {
 	a.add(dst, v)
 }
 
-// addFracMicros adds frac (a fraction of `scale` microseconds), rounded.
+// addFracMicros adds frac (a fraction of `scale` microseconds) as
+// PostgreSQL's AdjustFractMicroseconds does: truncate, then round the
+// leftover with ties toward zero (1.5 us is 1 us, 1.7 us is 2 us).
 func (a *ivAcc) addFracMicros(frac float64, scale int64) {
 	if frac == 0 {
 		return
 	}
-	v := math.RoundToEven(frac * float64(scale))
+	v := frac * float64(scale)
 	if math.Abs(v) > 9e18 {
 		a.overflow = true
 		return
 	}
-	a.add(&a.micros, int64(v))
+	w := math.Trunc(v)
+	switch r := v - w; {
+	case r > 0.5:
+		w++
+	case r < -0.5:
+		w--
+	}
+	a.add(&a.micros, int64(w))
 }
 
 // addFracDays handles a fractional count of `scale` days: whole days go to
@@ -305,6 +314,11 @@ func splitNumber(t string) (int64, float64, bool) {
 // unitSet is a set of interval units.
 type unitSet uint32
 
+const (
+	allSecondUnits = unitSet(1)<<unitSecond | unitSet(1)<<unitMillisecond | unitSet(1)<<unitMicrosecond
+	clockUnits     = allSecondUnits | unitSet(1)<<unitHour | unitSet(1)<<unitMinute
+)
+
 func (s unitSet) has(u intervalUnit) bool { return s&(1<<u) != 0 }
 func (s *unitSet) add(u intervalUnit)     { *s |= 1 << u }
 
@@ -410,16 +424,18 @@ func parseInterval(s string) (IntervalValue, error) {
 			}
 			unit = u
 		case 't':
-			if timeSeen || seen.has(unitHour) || seen.has(unitMinute) || seen.has(unitSecond) {
+			// A clock covers hours, minutes and all of the second units.
+			if timeSeen || seen&clockUnits != 0 {
 				return bad()
 			}
 			timeSeen = true
+			seen |= clockUnits
 			us, ok, overflow := parseIntervalClock(t.text)
-			if overflow {
+			if overflow && t.text[0] != '+' && t.text[0] != '-' {
 				return IntervalValue{}, sqlerr.Errorf(sqlerr.IntervalFieldOverflow, "interval field value out of range: %s", pgQuote(s))
 			}
 			if !ok {
-				return bad()
+				return bad() // (a signed clock out of range is a syntax error in PostgreSQL)
 			}
 			acc.add(&acc.micros, us)
 			unit = unitDay
@@ -448,10 +464,6 @@ func parseInterval(s string) (IntervalValue, error) {
 			if u == unitNone {
 				u = unitSecond
 			}
-			// PostgreSQL computes (and range-checks) a field before it
-			// rejects a repeated unit, so overflow wins over duplication.
-			dup := seen.has(u) || (timeSeen && (u == unitHour || u == unitMinute || u == unitSecond))
-			seen.add(u)
 			whole, frac, ok := splitNumber(t.text)
 			if !ok {
 				if numberOverflows(t.text) {
@@ -459,6 +471,16 @@ func parseInterval(s string) (IntervalValue, error) {
 				}
 				return bad()
 			}
+			// PostgreSQL computes (and range-checks) a field before it
+			// rejects a repeated unit, so overflow wins over duplication.
+			// Fractional seconds claim the millisecond and microsecond
+			// units too.
+			mask := unitSet(1) << u
+			if u == unitSecond && frac != 0 {
+				mask = allSecondUnits
+			}
+			dup := seen&mask != 0
+			seen |= mask
 			acc.apply(u, whole, frac)
 			if acc.overflow {
 				return acc.overflowError(s)
@@ -467,6 +489,9 @@ func parseInterval(s string) (IntervalValue, error) {
 				return bad()
 			}
 			unit = u
+			if u == unitHour {
+				unit = unitDay // as after a clock: a bare number left of hours is days
+			}
 		}
 	}
 	if seen == 0 && !timeSeen {
@@ -553,20 +578,28 @@ func parseISOInterval(s string) (iv IntervalValue, ok bool, overflow bool) {
 			s = s[1:]
 			continue
 		}
+		// PostgreSQL's ParseISO8601Number: a number starting with a
+		// digit, '-' or '.', read by strtod; the fraction is val - (int)val
+		// in floating point, rounding quirks included.
 		j := 0
-		if s[0] == '+' || s[0] == '-' {
+		if s[0] == '-' {
 			j++
 		}
 		for j < len(s) && (isDigit(s[j]) || s[j] == '.') {
 			j++
 		}
-		if j == len(s) {
+		if j == len(s) || j == 0 {
 			return iv, false, false
 		}
-		whole, frac, good := splitNumber(s[:j])
-		if !good {
+		if _, _, good := splitNumber(s[:j]); !good {
 			return iv, false, false
 		}
+		val, err := strconv.ParseFloat(s[:j], 64)
+		if err != nil || math.Abs(val) >= 9.2e18 {
+			return iv, false, true
+		}
+		whole := int64(val)
+		frac := val - float64(whole)
 		var u intervalUnit
 		switch s[j] {
 		case 'Y', 'y':

@@ -389,8 +389,11 @@ func diffCases() []diffCase {
 		},
 		{
 			name: "interval", sqlType: "interval", typ: types.Interval,
-			edge: []string{"0", "00:00:00", "1 year 2 mons 3 days 04:05:06.5", "-1 days +02:03:00", "1 day -02:03:00", "@ 1 hour ago", "@ 1 year 2 mons ago", "P1Y2M3DT4H5M6.5S", "PT1.5S", "P1W", "P-1Y", "1.5 days", "1.5 months", "1.5 years", "0.1 year", "2 weeks", "1 decade", "1 century", "1 millennium", "10", "1.5", "1 2:03:04", "1-2", "-1-2", "1:30", "1:30.5", "100:00:00", "-00:00:01", "1 day 2 days", "3 mons 4 mons", "1 hour 30 minutes", "1h 30m", "90 min", "5 secs", "1 ms", "1 microsecond", "abc", "", "1 fortnight", "178000000 years", "2147483647 days", "2147483648 days", "-2147483648 months", "1 day ago ago", "ago", "P", "PT", "1 year -1 mons", "-1 mons 1 day", "2562047788:00:54.775807", "2562047789:00:00", "1 day 01:00:00 ago", "-1 day -01:00:00", "+1 day", "1 year 1 year", "1.25 hours", "0.5 weeks", "-1.5 days", "1 mon 1.5 days", "P1Y2M3W4DT5H6M7S", "P1.5Y", "P0.5M", "PT36H", "P1D", "p1d", "@1 minute", "1:2:3", "10:00 ago", "1 day 10:00:00.123456789", "5 hours 1 hour", "1 day 1", "1 2", "1 day 2 hours 3", "3 4:05", "1 yr 2 mon 3 d 4 h 5 min 6 s", "7 us 8 ms", "1 second 1 ms", "1.5 seconds", "0.0000001 seconds", "1e3 seconds", "- 1 day", "1 day -", "@", "1 day @", "2 decades 3 centuries", "1.5 millennia", "P1Y-2M", "PT-1H30M", "P1Y2", "P1H", "PT1D", "P1DT", "1 day T 1 hour", "00:00:60", "00:60:00", "-2147483648 days -2147483648 months", "2147483647 months 1 month", "9223372036854775807 microseconds", "9223372036854775808 microseconds", "106751991 days 04:00:54.775807", "1-13", "1-11", "+1-2", "1 year 2 mons -3 days +04:05:06.7 ago"},
+			edge: []string{"0", "00:00:00", "1 year 2 mons 3 days 04:05:06.5", "-1 days +02:03:00", "1 day -02:03:00", "@ 1 hour ago", "@ 1 year 2 mons ago", "P1Y2M3DT4H5M6.5S", "PT1.5S", "P1W", "P-1Y", "1.5 days", "1.5 months", "1.5 years", "0.1 year", "2 weeks", "1 decade", "1 century", "1 millennium", "10", "1.5", "1 2:03:04", "1-2", "-1-2", "1:30", "1:30.5", "100:00:00", "-00:00:01", "1 day 2 days", "3 mons 4 mons", "1 hour 30 minutes", "1h 30m", "90 min", "5 secs", "1 ms", "1 microsecond", "abc", "", "1 fortnight", "178000000 years", "2147483647 days", "2147483648 days", "-2147483648 months", "1 day ago ago", "ago", "P", "PT", "1 year -1 mons", "-1 mons 1 day", "2562047788:00:54.775807", "2562047789:00:00", "1 day 01:00:00 ago", "-1 day -01:00:00", "+1 day", "1 year 1 year", "1.25 hours", "0.5 weeks", "-1.5 days", "1 mon 1.5 days", "P1Y2M3W4DT5H6M7S", "P1.5Y", "P0.5M", "PT36H", "P1D", "p1d", "@1 minute", "1:2:3", "10:00 ago", "1 day 10:00:00.123456789", "5 hours 1 hour", "1 day 1", "1 2", "1 day 2 hours 3", "3 4:05", "1 yr 2 mon 3 d 4 h 5 min 6 s", "7 us 8 ms", "1 second 1 ms", "1.5 seconds", "0.0000001 seconds", "1e3 seconds", "- 1 day", "1 day -", "@", "1 day @", "2 decades 3 centuries", "1.5 millennia", "P1Y-2M", "PT-1H30M", "P1Y2", "P1H", "PT1D", "P1DT", "1 day T 1 hour", "00:00:60", "00:60:00", "-2147483648 days -2147483648 months", "2147483647 months 1 month", "9223372036854775807 microseconds", "9223372036854775808 microseconds", "106751991 days 04:00:54.775807", "1-13", "1-11", "+1-2", "1 year 2 mons -3 days +04:05:06.7 ago", "0.5 us", "1.5 us", "2.5 us", "-1.5 us", "0.7235 ms", "1.0000006 s", "P-79.6M", "P+1Y", "1.5 sec 3 ms", "1 sec 3 ms", "2 hours 3", "1:00 2 hours", "-12:60:16", "12:60:16"},
 			gen: func(r *rand.Rand) string {
+				if r.Intn(3) == 0 {
+					return randIntervalText(r)
+				}
 				var parts []string
 				for _, u := range []string{"years", "mons", "days", "hours", "minutes", "seconds"} {
 					if r.Intn(3) == 0 {
@@ -511,6 +514,50 @@ func randTimestampText(r *rand.Rand) string {
 		s += sep + randZoneText(r)
 	}
 	return s
+}
+
+// randIntervalText mixes units, spellings, signs, fractions, clock
+// fields, '@'/'ago' and ISO 8601 designators.
+func randIntervalText(r *rand.Rand) string {
+	num := func() string {
+		n := pick(r, "", "-", "+") + strconv.Itoa(r.Intn(100))
+		if r.Intn(3) == 0 {
+			n += "." + randDigits(r, 1+r.Intn(4))
+		}
+		return n
+	}
+	if r.Intn(4) == 0 {
+		s := "P"
+		for _, d := range []string{"Y", "M", "W", "D"} {
+			if r.Intn(2) == 0 {
+				s += num() + d
+			}
+		}
+		if r.Intn(2) == 0 {
+			s += "T"
+			for _, d := range []string{"H", "M", "S"} {
+				if r.Intn(2) == 0 {
+					s += num() + d
+				}
+			}
+		}
+		return s
+	}
+	units := []string{"year", "years", "y", "yr", "mon", "mons", "month", "months", "week", "weeks", "w", "day", "days", "d", "hour", "hours", "h", "hr", "minute", "min", "mins", "m", "second", "sec", "secs", "s", "millisecond", "ms", "microsecond", "us", "decade", "century", "millennium", "fortnight"}
+	var parts []string
+	if r.Intn(5) == 0 {
+		parts = append(parts, "@")
+	}
+	for i := 1 + r.Intn(4); i > 0; i-- {
+		parts = append(parts, num()+pick(r, " ", "")+units[r.Intn(len(units))])
+	}
+	if r.Intn(4) == 0 {
+		parts = append(parts, fmt.Sprintf("%s%d:%02d:%02d", pick(r, "", "-", "+"), r.Intn(30), r.Intn(61), r.Intn(61)))
+	}
+	if r.Intn(5) == 0 {
+		parts = append(parts, "ago")
+	}
+	return strings.Join(parts, " ")
 }
 
 func randJSON(r *rand.Rand, depth int) string {
