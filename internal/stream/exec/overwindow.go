@@ -1,0 +1,1343 @@
+package exec
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/stream/state"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// OverWindow maintains window functions (f(...) OVER (PARTITION BY p ORDER
+// BY o frame)) incrementally. One executor serves one (PARTITION BY, ORDER
+// BY) pair; the planner stacks several for several window specs.
+//
+// State: one table keyed by partition | order key | input stream key; the
+// stored row is the input row, the NULLS FIRST flags of the order key (see
+// sortKey) and the current output of every call. Storing the outputs lets
+// the executor emit only rows whose outputs changed, without recomputing
+// the old values.
+//
+// Changes are buffered per partition during an epoch and applied at the
+// barrier (or when too many are buffered). For one partition:
+//
+//  1. Load the rows the changes need (the cache policy decides: the whole
+//     partition, kept in an LRU cache across epochs; or a bounded range
+//     around each change when every call's reach is bounded).
+//
+//  2. Apply the net effect of the buffered changes (I6: a delete of a row
+//     the partition does not hold, or an insert of a key it holds, is an
+//     error naming the state table, the partition and the row key).
+//
+//  3. Per call, find the positions whose outputs can change, from the
+//     positions of the changes and the frame:
+//
+//     change at position c, frame ROWS BETWEEN 2 PRECEDING AND CURRENT ROW
+//     rows whose frame holds c: c .. c+2      (plus one row of slack each
+//     side, for the shift a deletion causes)
+//     RANGE UNBOUNDED PRECEDING (the default): the peers of c .. the end
+//     row_number / rank / dense_rank: the peers of c .. the end
+//     percent_rank / cume_dist / ntile: the whole partition (size changed)
+//     lag / lead with a constant offset k: c-k-1 .. c+k+1
+//
+//  4. Recompute those positions with expr.ComputeWindow over the smallest
+//     slice of the partition that holds their frames, and emit: deletes
+//     for removed rows, inserts for added ones, update pairs for rows
+//     whose input or outputs changed. Rows are keyed downstream by
+//     partition | input key, so a row moving between partitions is a
+//     delete in one and an insert in the other.
+//
+// An update touching no partition, order or argument column changes no
+// window input: it only replaces the stored input and is emitted as an
+// update of the output row.
+//
+// Without PARTITION BY, the whole input is one partition in one actor:
+// every change recomputes its affected range there (with the default frame
+// that is every row after it), and the full cache policy holds the whole
+// input in memory.
+//
+// Cancellation (I5): every loop over rows checks ctx every ctxCheckEvery
+// rows (the kernels in expr do the same).
+type OverWindow struct {
+	input     stream.Executor
+	partition []int // deduplicated PARTITION BY columns
+	order     []ColumnOrder
+	sort      sortKey
+	pk        []int
+	calls     []overWindowCall
+	table     *state.Table
+	inTypes   []types.Type
+	nIn       int
+	nStored   int // input columns + NULLS FIRST flags
+	schema    []types.Type
+	opts      OverWindowOptions
+	log       *slog.Logger
+	ec        *expr.EvalContext
+
+	pending   map[string]*owPending
+	porder    []string
+	nPending  int
+	cache     map[string]*list.Element // full policy: partition -> *owCached
+	lru       *list.List
+	cacheRows int
+	bounded   bool // every call's reach is bounded (recent policy can load ranges)
+	reach     int  // bound on rows/peer groups to load each side of a change
+
+	dels output
+	out  output
+	q    queue
+	buf  []byte
+}
+
+// OverWindowCall is one window function call over input columns.
+type OverWindowCall struct {
+	Func *expr.WindowFunc
+	// Args are input columns holding the arguments (of Func.ArgTypes).
+	Args []int
+	// Filter is a boolean input column (FILTER (WHERE ...)), or NoColumn.
+	Filter int
+	// Frame has its offsets evaluated; for RANGE offsets of the type
+	// expr.RangeOffsetType gives for the ORDER BY column.
+	Frame expr.Frame
+	// ConstOffset is the offset of lag/lead when it is the same for every
+	// row (1 when omitted); OffsetConst reports whether it is. A varying
+	// offset makes every change recompute the whole partition.
+	ConstOffset int64
+	OffsetConst bool
+}
+
+// OverWindowCachePolicy chooses what the executor loads and keeps of a
+// partition.
+type OverWindowCachePolicy uint8
+
+const (
+	// CacheFull loads whole partitions and keeps them in an LRU cache
+	// bounded by OverWindowOptions.CacheRows.
+	CacheFull OverWindowCachePolicy = iota
+	// CacheRecent loads only a bounded range of rows around each change
+	// (when every call's reach is bounded; otherwise the whole partition)
+	// and keeps nothing between flushes: memory stays bounded by the
+	// changes, at the price of reading state for every flush.
+	CacheRecent
+)
+
+// ParseOverWindowCachePolicy parses the over_window_cache_policy setting
+// ("full" or "recent").
+func ParseOverWindowCachePolicy(s string) (OverWindowCachePolicy, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "full":
+		return CacheFull, nil
+	case "recent":
+		return CacheRecent, nil
+	}
+	return 0, fmt.Errorf("invalid over_window_cache_policy %q (want full or recent)", s)
+}
+
+func (p OverWindowCachePolicy) String() string {
+	if p == CacheRecent {
+		return "recent"
+	}
+	return "full"
+}
+
+// OverWindowStats counts the executor's work (read concurrently by tests
+// and metrics).
+type OverWindowStats struct {
+	// RowsRecomputed counts positions whose outputs were recomputed (a row
+	// recomputed for several calls in one flush counts once).
+	RowsRecomputed atomic.Int64
+	// RowsLoaded counts rows read from the state table.
+	RowsLoaded atomic.Int64
+	// RowsEmitted counts output changes (an update pair counts once).
+	RowsEmitted atomic.Int64
+	// Inconsistencies counts tolerated I6 violations (non-strict mode).
+	Inconsistencies atomic.Int64
+}
+
+// OverWindowOptions configures NewOverWindow.
+type OverWindowOptions struct {
+	Cache OverWindowCachePolicy
+	// CacheRows bounds the rows the full policy keeps cached (default
+	// 1<<20); partitions are evicted least recently used first.
+	CacheRows int
+	// Strict fails the actor on input that contradicts state (I6);
+	// otherwise the violation is logged and the input repaired (a
+	// duplicate insert replaces, a delete of a missing row is ignored).
+	Strict bool
+	Log    *slog.Logger
+	// Stats, when set, receives the executor's counters.
+	Stats *OverWindowStats
+	// Location is the session time zone for RANGE offsets over timestamptz.
+	Location *time.Location
+	// TestHook, when set, is called at named points: "load" every
+	// ctxCheckEvery*64 rows loaded, "compute" before each kernel call
+	// (with the rows of the slice).
+	TestHook func(point string, rows int)
+}
+
+// maxPendingChanges bounds the changes buffered in an epoch before the
+// executor applies them early (still exact, just less coalesced).
+var maxPendingChanges = 1 << 16
+
+type overWindowCall struct {
+	OverWindowCall
+	kind owReach
+	// frame reach in rows (ROWS) or peer groups (RANGE without offset,
+	// GROUPS): the frame of row j is [j+fs, j+fe]; unbounded ends are
+	// flagged.
+	fs, fe       int64
+	unbS, unbE   bool
+	groupsFrame  bool
+	usesPeerEdge bool // frame edges or exclusion depend on peer groups
+}
+
+type owReach uint8
+
+const (
+	reachFrame   owReach = iota // aggregates, first/last/nth_value
+	reachToEnd                  // row_number, rank, dense_rank
+	reachAll                    // percent_rank, cume_dist, ntile, RANGE offsets, varying lag/lead
+	reachLagLead                // lag/lead with a constant offset
+)
+
+type owRow struct {
+	key  string        // state key
+	okey string        // ORDER BY key encoding (equal: peers)
+	in   types.Row     // input row
+	out  []types.Datum // outputs, one per call
+}
+
+type owOp struct {
+	insert bool
+	row    types.Row
+	key    string
+}
+
+type owPending struct {
+	prefix types.Row // deduplicated partition values (PK prefix)
+	ops    []owOp
+}
+
+// owSegment is a contiguous run of a partition's rows in key order;
+// atStart/atEnd: it reaches the partition's first/last row.
+type owSegment struct {
+	rows           []*owRow
+	atStart, atEnd bool
+}
+
+type owCached struct {
+	pkey string
+	seg  *owSegment
+}
+
+// OverWindowStateSchema returns the state table schema of an OverWindow.
+func OverWindowStateSchema(name string, inTypes []types.Type, partition []int, order []ColumnOrder, pk []int, calls []OverWindowCall) state.Schema {
+	s := TopNStateSchema(name, inTypes, dedup(partition), order, pk)
+	for _, c := range calls {
+		if c.Func != nil {
+			s.Types = append(s.Types, c.Func.ResultType)
+		}
+	}
+	return s
+}
+
+func dedup(cols []int) []int {
+	var out []int
+	for _, c := range cols {
+		dup := false
+		for _, o := range out {
+			if o == c {
+				dup = true
+			}
+		}
+		if !dup {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// NewOverWindow returns the executor computing calls over windows
+// PARTITION BY partition ORDER BY order of input, whose stream key is pk.
+// Output rows are the input row followed by one column per call. table
+// comes from OverWindowStateSchema.
+func NewOverWindow(input stream.Executor, partition []int, order []ColumnOrder, pk []int, calls []OverWindowCall, table *state.Table, opts OverWindowOptions) (*OverWindow, error) {
+	ts := input.Schema()
+	if err := checkCols("OverWindow partition", partition, len(ts)); err != nil {
+		return nil, err
+	}
+	if err := checkCols("OverWindow pk", pk, len(ts)); err != nil {
+		return nil, err
+	}
+	if len(pk) == 0 {
+		return nil, fmt.Errorf("OverWindow: the input has no stream key")
+	}
+	for _, o := range order {
+		if err := checkCols("OverWindow order", []int{o.Col}, len(ts)); err != nil {
+			return nil, err
+		}
+	}
+	sk := sortKey{orders: order}
+	w := &OverWindow{input: input, partition: dedup(partition), order: order, sort: sk, pk: pk, table: table,
+		inTypes: ts, nIn: len(ts), nStored: len(ts) + sk.width() - len(order), opts: opts,
+		pending: map[string]*owPending{}, cache: map[string]*list.Element{}, lru: list.New(), bounded: true}
+	if w.opts.CacheRows <= 0 {
+		w.opts.CacheRows = 1 << 20
+	}
+	w.log = opts.Log
+	if w.log == nil {
+		w.log = slog.Default()
+	}
+	if w.opts.Stats == nil {
+		w.opts.Stats = &OverWindowStats{}
+	}
+	w.schema = append([]types.Type(nil), ts...)
+	var orderTypes []types.Type
+	for _, o := range order {
+		orderTypes = append(orderTypes, ts[o.Col])
+	}
+	for i, c := range calls {
+		if c.Func == nil {
+			return nil, fmt.Errorf("OverWindow: call %d has no resolved window function", i)
+		}
+		if err := checkCols("window function arguments", c.Args, len(ts)); err != nil {
+			return nil, err
+		}
+		if len(c.Args) != len(c.Func.ArgTypes) {
+			return nil, fmt.Errorf("OverWindow: %s takes %d arguments, got %d columns", c.Func.Name, len(c.Func.ArgTypes), len(c.Args))
+		}
+		if c.Filter != NoColumn {
+			if c.Filter < 0 || c.Filter >= len(ts) || ts[c.Filter].Kind != types.KindBool {
+				return nil, fmt.Errorf("OverWindow: FILTER column %d of %s is not a boolean input column", c.Filter, c.Func.Name)
+			}
+		}
+		if c.Func.UsesFrame() {
+			if err := expr.ValidateFrame(c.Frame, orderTypes); err != nil {
+				return nil, err
+			}
+		} else {
+			c.Frame = expr.DefaultFrame() // not read by ranking functions and lag/lead
+		}
+		rt, err := classifyWindowCall(c, len(order))
+		if err != nil {
+			return nil, err
+		}
+		w.calls = append(w.calls, rt)
+		w.schema = append(w.schema, c.Func.ResultType)
+		switch rt.kind {
+		case reachAll, reachToEnd:
+			w.bounded = false
+		case reachLagLead:
+			w.reach = max(w.reach, int(2*abs64(rt.ConstOffset)+2))
+		case reachFrame:
+			if rt.unbS || rt.unbE {
+				w.bounded = false
+			} else {
+				// the affected rows' frames reach at most this far from a
+				// change (rows, or peer groups)
+				w.reach = max(w.reach, int(2*max(abs64(rt.fs), abs64(rt.fe))+2))
+			}
+		}
+	}
+	if want := w.nStored + len(calls); len(table.Schema().Types) != want {
+		return nil, fmt.Errorf("OverWindow: state table %d has %d columns; want %d (see OverWindowStateSchema)", table.ID(), len(table.Schema().Types), want)
+	}
+	w.ec = &expr.EvalContext{Location: opts.Location}
+	if w.ec.Location == nil {
+		w.ec.Location = time.UTC
+	}
+	return w, nil
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// frameOffset returns a ROWS/GROUPS bound as a signed offset from the
+// current row (preceding negative).
+func frameOffset(b expr.FrameBound) (int64, bool, error) {
+	switch b.Kind {
+	case expr.UnboundedPreceding, expr.UnboundedFollowing:
+		return 0, true, nil
+	case expr.CurrentRow:
+		return 0, false, nil
+	}
+	if b.Offset.IsNull() {
+		return 0, false, fmt.Errorf("frame offset must not be null")
+	}
+	v := b.Offset.Int()
+	if v < 0 {
+		return 0, false, fmt.Errorf("frame offset must not be negative")
+	}
+	if v > 1<<40 {
+		v = 1 << 40 // beyond any partition: keep arithmetic from overflowing
+	}
+	if b.Kind == expr.OffsetPreceding {
+		v = -v
+	}
+	return v, false, nil
+}
+
+func classifyWindowCall(c OverWindowCall, nOrder int) (overWindowCall, error) {
+	rt := overWindowCall{OverWindowCall: c}
+	switch c.Func.Name {
+	case "row_number", "rank", "dense_rank":
+		rt.kind = reachToEnd
+		return rt, nil
+	case "percent_rank", "cume_dist", "ntile":
+		rt.kind = reachAll
+		return rt, nil
+	case "lag", "lead":
+		rt.kind = reachAll
+		if c.OffsetConst {
+			rt.kind = reachLagLead
+		}
+		return rt, nil
+	}
+	rt.kind = reachFrame
+	f := c.Frame
+	hasOffset := f.Start.Kind == expr.OffsetPreceding || f.Start.Kind == expr.OffsetFollowing ||
+		f.End.Kind == expr.OffsetPreceding || f.End.Kind == expr.OffsetFollowing
+	if f.Mode == expr.FrameRange && hasOffset {
+		// The reach of a RANGE offset depends on the key values.
+		rt.kind = reachAll
+		return rt, nil
+	}
+	var err error
+	if rt.fs, rt.unbS, err = frameOffset(f.Start); err != nil {
+		return rt, err
+	}
+	if rt.fe, rt.unbE, err = frameOffset(f.End); err != nil {
+		return rt, err
+	}
+	if f.Start.Kind == expr.UnboundedFollowing || f.End.Kind == expr.UnboundedPreceding {
+		return rt, fmt.Errorf("invalid frame")
+	}
+	rt.groupsFrame = f.Mode != expr.FrameRows
+	rt.usesPeerEdge = rt.groupsFrame || f.Exclude == expr.ExcludeGroup || f.Exclude == expr.ExcludeTies
+	return rt, nil
+}
+
+func (w *OverWindow) Schema() []types.Type { return w.schema }
+
+func (w *OverWindow) Identity() string {
+	names := make([]string, len(w.calls))
+	for i, c := range w.calls {
+		names[i] = fmt.Sprintf("%s(%s)", c.Func.Name, colList(c.Args))
+	}
+	ord := make([]string, len(w.order))
+	for i, o := range w.order {
+		ord[i] = fmt.Sprintf("$%d", o.Col)
+		if o.Desc {
+			ord[i] += " DESC"
+		}
+	}
+	return fmt.Sprintf("OverWindow(partition [%s], order [%s], %s; state table %d)", colList(w.partition), strings.Join(ord, ", "), strings.Join(names, ", "), w.table.ID())
+}
+
+// Stats returns the executor's counters.
+func (w *OverWindow) Stats() *OverWindowStats { return w.opts.Stats }
+
+func (w *OverWindow) Next(ctx context.Context) (stream.Message, error) {
+	for {
+		if msg, ok := w.q.pop(); ok {
+			return msg, nil
+		}
+		msg, err := w.input.Next(ctx)
+		if err != nil {
+			return msg, err
+		}
+		if b := msg.Barrier; b != nil {
+			if err := w.flush(ctx); err != nil {
+				return stream.Message{}, err
+			}
+			if err := commitAll(w.Identity(), b.Curr, w.table); err != nil {
+				return stream.Message{}, err
+			}
+			w.q.push(msg)
+			continue
+		}
+		if err := w.buffer(ctx, msg.Chunk); err != nil {
+			return stream.Message{}, err
+		}
+		if w.nPending >= maxPendingChanges {
+			if err := w.flush(ctx); err != nil {
+				return stream.Message{}, err
+			}
+		}
+	}
+}
+
+// stored extends an input row with its NULLS FIRST flags.
+func (w *OverWindow) stored(row types.Row) types.Row {
+	out := make(types.Row, w.nIn, w.nStored+len(w.calls))
+	copy(out, row[:w.nIn])
+	for _, o := range w.order {
+		if o.NullsFirst {
+			out = append(out, types.DBool(row[o.Col].IsNull()))
+		}
+	}
+	return out
+}
+
+func (w *OverWindow) orderKey(row types.Row) string {
+	w.buf = w.buf[:0]
+	for _, o := range w.order {
+		w.buf = types.AppendKey(w.buf, row[o.Col], w.inTypes[o.Col], false, false)
+	}
+	return string(w.buf)
+}
+
+// buffer records a chunk's changes per partition.
+func (w *OverWindow) buffer(ctx context.Context, c *types.Chunk) error {
+	var tk ticker
+	for i, row := range c.Rows {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		if len(row) < w.nIn {
+			return fmt.Errorf("%s: input row has %d columns; want %d", w.Identity(), len(row), w.nIn)
+		}
+		w.buf = appendKeyCols(w.buf[:0], row, w.partition, w.inTypes)
+		p := w.pending[string(w.buf)]
+		if p == nil {
+			ks := string(w.buf)
+			p = &owPending{prefix: project(row, w.partition)}
+			w.pending[ks] = p
+			w.porder = append(w.porder, ks)
+		}
+		key := string(w.table.EncodeKey(nil, w.stored(row)))
+		p.ops = append(p.ops, owOp{insert: c.Ops[i].IsInsert(), row: row[:w.nIn:w.nIn], key: key})
+		w.nPending++
+	}
+	return nil
+}
+
+// flush applies every buffered change. Deletes are emitted before inserts
+// and updates, so that a downstream keyed by the input key never sees a
+// key twice.
+func (w *OverWindow) flush(ctx context.Context) error {
+	for _, pk := range w.porder {
+		if err := w.flushPartition(ctx, pk, w.pending[pk]); err != nil {
+			return err
+		}
+	}
+	clear(w.pending)
+	w.porder = w.porder[:0]
+	w.nPending = 0
+	w.q.pushChunks(&w.dels)
+	w.q.pushChunks(&w.out)
+	w.evict()
+	return nil
+}
+
+// effect is the net change of one key in a flush.
+type owEffect struct {
+	key    string
+	old    *owRow    // the stored row before; nil if absent
+	newIn  types.Row // the input row after; nil if absent
+	seg    int       // index of the segment holding key's position
+	oldPos int       // position of old in its segment, or of the key's insertion point
+}
+
+func (w *OverWindow) flushPartition(ctx context.Context, pkey string, p *owPending) error {
+	keys := make([]string, 0, len(p.ops))
+	seen := map[string]bool{}
+	for _, op := range p.ops {
+		if !seen[op.key] {
+			seen[op.key] = true
+			keys = append(keys, op.key)
+		}
+	}
+	sort.Strings(keys)
+	segs, err := w.load(ctx, pkey, p, keys)
+	if err != nil {
+		return err
+	}
+	// Locate every key in its segment.
+	effects := make(map[string]*owEffect, len(keys))
+	for _, k := range keys {
+		e := &owEffect{key: k, seg: -1}
+		for si, s := range segs {
+			pos := sort.Search(len(s.rows), func(i int) bool { return s.rows[i].key >= k })
+			inside := (pos < len(s.rows) || s.atEnd) && (pos > 0 || s.atStart || (len(s.rows) > 0 && s.rows[0].key == k))
+			if pos < len(s.rows) && s.rows[pos].key == k {
+				e.old, inside = s.rows[pos], true
+			}
+			if inside {
+				e.seg, e.oldPos = si, pos
+				break
+			}
+		}
+		if e.seg < 0 {
+			return fmt.Errorf("%s: internal error: key of partition %s not covered by the loaded rows", w.Identity(), p.prefix)
+		}
+		effects[k] = e
+	}
+	// Net effect of the ops, in arrival order (I6 checks).
+	present := make(map[string]types.Row, len(keys))
+	for _, k := range keys {
+		if e := effects[k]; e.old != nil {
+			present[k] = e.old.in
+		}
+	}
+	for _, op := range p.ops {
+		_, ok := present[op.key]
+		if op.insert {
+			if ok {
+				if err := w.violation(p.prefix, op.row, "insert of a row key the partition already holds"); err != nil {
+					return err
+				}
+				// non-strict: the new row replaces the old one
+			}
+			present[op.key] = op.row
+			continue
+		}
+		if !ok {
+			if err := w.violation(p.prefix, op.row, "delete of a row the partition does not hold"); err != nil {
+				return err
+			}
+			continue
+		}
+		delete(present, op.key)
+	}
+	bySeg := make([][]*owEffect, len(segs))
+	for _, k := range keys {
+		e := effects[k]
+		e.newIn = present[k]
+		if e.old == nil && e.newIn == nil {
+			continue
+		}
+		bySeg[e.seg] = append(bySeg[e.seg], e)
+	}
+	for si, s := range segs {
+		if len(bySeg[si]) == 0 {
+			continue
+		}
+		ns, err := w.applySegment(ctx, p, s, bySeg[si])
+		if err != nil {
+			return err
+		}
+		segs[si] = ns
+	}
+	if w.opts.Cache == CacheFull && len(segs) == 1 && segs[0].atStart && segs[0].atEnd {
+		w.cachePut(pkey, segs[0])
+	}
+	return nil
+}
+
+func (w *OverWindow) violation(partition, row types.Row, what string) error {
+	key := project(w.stored(row), w.table.Schema().PK)
+	err := inconsistent(w.Identity(), w.table, key, "partition %s: %s", partition.String(), what)
+	if w.opts.Strict {
+		return err
+	}
+	w.opts.Stats.Inconsistencies.Add(1)
+	w.log.Warn("tolerating inconsistent input (non-strict mode)", "executor", w.Identity(), "error", err)
+	return nil
+}
+
+// applySegment merges the effects (sorted by key) into the segment,
+// recomputes what they affect, emits the changes and writes the state.
+func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegment, effs []*owEffect) (*owSegment, error) {
+	var tk ticker
+	n := len(s.rows)
+	for _, e := range effs {
+		if e.old == nil {
+			n++
+		} else if e.newIn == nil {
+			n--
+		}
+	}
+	rows := make([]*owRow, 0, n)
+	type change struct {
+		pos int
+		old *owRow // nil: inserted
+	}
+	var changed []change // positions of inserted/replaced rows, ascending
+	var marks []int      // positions whose window inputs changed (gaps: both neighbours)
+	ei := 0
+	for i := 0; i <= len(s.rows); i++ {
+		// effects whose key sorts before s.rows[i]
+		for ei < len(effs) && (i == len(s.rows) || effs[ei].key <= s.rows[i].key) {
+			e := effs[ei]
+			ei++
+			if e.old != nil {
+				// e.old is s.rows[i]
+				if e.newIn == nil {
+					w.dels.emit(types.OpDelete, w.outRow(e.old.in, e.old.out))
+					w.opts.Stats.RowsEmitted.Add(1)
+					w.table.DeleteKey(e.key)
+					marks = append(marks, len(rows)-1, len(rows))
+				} else {
+					nr := &owRow{key: e.key, okey: w.orderKey(e.newIn), in: e.newIn, out: e.old.out}
+					changed = append(changed, change{pos: len(rows), old: e.old})
+					if w.windowInputsDiffer(e.old.in, e.newIn) {
+						marks = append(marks, len(rows))
+					}
+					rows = append(rows, nr)
+				}
+				i++ // s.rows[i] consumed
+				continue
+			}
+			nr := &owRow{key: e.key, okey: w.orderKey(e.newIn), in: e.newIn}
+			changed = append(changed, change{pos: len(rows)})
+			marks = append(marks, len(rows))
+			rows = append(rows, nr)
+		}
+		if i < len(s.rows) {
+			if err := tk.tick(ctx); err != nil {
+				return nil, err
+			}
+			rows = append(rows, s.rows[i])
+		}
+	}
+	ns := &owSegment{rows: rows, atStart: s.atStart, atEnd: s.atEnd}
+	n = len(rows)
+	// Normalize marks to valid positions.
+	cm := marks[:0]
+	for _, m := range marks {
+		if m >= 0 && m < n {
+			cm = append(cm, m)
+		}
+	}
+	sort.Ints(cm)
+	marks = compactInts(cm)
+	if n == 0 {
+		return ns, nil
+	}
+	pg := &owPeers{rows: rows}
+	for _, c := range w.calls {
+		if c.kind == reachFrame && c.groupsFrame {
+			if err := pg.build(ctx); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	// Per call: the intervals to recompute.
+	perCall := make([][]owInterval, len(w.calls))
+	var union []owInterval
+	for ci := range w.calls {
+		iv := w.affected(ns, pg, &w.calls[ci], marks)
+		perCall[ci] = iv
+		union = append(union, iv...)
+	}
+	for _, c := range changed {
+		union = append(union, owInterval{c.pos, c.pos + 1})
+	}
+	union = mergeIntervals(union)
+	// New outputs of every position in union, starting from the stored ones.
+	newOut := make([][][]types.Datum, len(union))
+	for ui, u := range union {
+		newOut[ui] = make([][]types.Datum, u.hi-u.lo)
+		for j := u.lo; j < u.hi; j++ {
+			o := make([]types.Datum, len(w.calls))
+			copy(o, rows[j].out)
+			newOut[ui][j-u.lo] = o
+		}
+	}
+	for ci := range w.calls {
+		for _, iv := range perCall[ci] {
+			res, err := w.compute(ctx, ns, pg, &w.calls[ci], iv)
+			if err != nil {
+				return nil, err
+			}
+			ui := sort.Search(len(union), func(k int) bool { return union[k].hi > iv.lo })
+			for j := iv.lo; j < iv.hi; j++ {
+				if err := tk.tick(ctx); err != nil {
+					return nil, err
+				}
+				for union[ui].hi <= j {
+					ui++
+				}
+				newOut[ui][j-union[ui].lo][ci] = res[j-iv.lo]
+			}
+		}
+	}
+	// Count distinct recomputed positions.
+	var calls []owInterval
+	for _, iv := range perCall {
+		calls = append(calls, iv...)
+	}
+	var distinct int64
+	for _, iv := range mergeIntervals(calls) {
+		distinct += int64(iv.hi - iv.lo)
+	}
+	w.opts.Stats.RowsRecomputed.Add(distinct)
+	// Emit and write.
+	ci := 0
+	outTypes := w.schema[w.nIn:]
+	for ui, u := range union {
+		for j := u.lo; j < u.hi; j++ {
+			if err := tk.tick(ctx); err != nil {
+				return nil, err
+			}
+			r := rows[j]
+			no := newOut[ui][j-u.lo]
+			var old *owRow
+			isChanged := false
+			for ci < len(changed) && changed[ci].pos < j {
+				ci++
+			}
+			if ci < len(changed) && changed[ci].pos == j {
+				isChanged, old = true, changed[ci].old
+			}
+			switch {
+			case isChanged && old == nil:
+				r.out = no
+				w.out.emit(types.OpInsert, w.outRow(r.in, no))
+			default:
+				prevIn, prevOut := r.in, r.out
+				if old != nil {
+					prevIn, prevOut = old.in, old.out
+				}
+				if sameRow(prevIn, r.in, w.inTypes) && sameRow(prevOut, no, outTypes) {
+					continue
+				}
+				r.out = no
+				w.out.update(w.outRow(prevIn, prevOut), w.outRow(r.in, no))
+			}
+			w.opts.Stats.RowsEmitted.Add(1)
+			st := w.stored(r.in)
+			st = append(st, no...)
+			w.table.InsertKey(r.key, st)
+		}
+	}
+	return ns, nil
+}
+
+// windowInputsDiffer reports whether a replaced row changes anything a
+// window call reads (order key and pk are equal: same state key).
+func (w *OverWindow) windowInputsDiffer(a, b types.Row) bool {
+	for _, c := range w.calls {
+		for _, col := range c.Args {
+			if !sameRow(a[col:col+1], b[col:col+1], w.inTypes[col:col+1]) {
+				return true
+			}
+		}
+		if c.Filter != NoColumn && !sameRow(a[c.Filter:c.Filter+1], b[c.Filter:c.Filter+1], w.inTypes[c.Filter:c.Filter+1]) {
+			return true
+		}
+	}
+	for _, o := range w.order {
+		// equal keys, but a RANGE offset or lag over the key may see the
+		// representation
+		if !sameRow(a[o.Col:o.Col+1], b[o.Col:o.Col+1], w.inTypes[o.Col:o.Col+1]) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *OverWindow) outRow(in types.Row, out []types.Datum) types.Row {
+	r := make(types.Row, 0, len(in)+len(out))
+	r = append(r, in...)
+	return append(r, out...)
+}
+
+func compactInts(s []int) []int {
+	if len(s) == 0 {
+		return s
+	}
+	out := s[:1]
+	for _, v := range s[1:] {
+		if v != out[len(out)-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+type owInterval struct{ lo, hi int }
+
+func mergeIntervals(iv []owInterval) []owInterval {
+	sort.Slice(iv, func(i, j int) bool { return iv[i].lo < iv[j].lo })
+	var out []owInterval
+	for _, x := range iv {
+		if x.lo >= x.hi {
+			continue
+		}
+		if len(out) > 0 && x.lo <= out[len(out)-1].hi {
+			if x.hi > out[len(out)-1].hi {
+				out[len(out)-1].hi = x.hi
+			}
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// owPeers answers peer-group questions over a segment, computing group
+// numbers lazily (one pass) when a call needs them.
+type owPeers struct {
+	rows     []*owRow
+	group    []int // group number of each position
+	groupPos []int // first position of each group, plus len(rows)
+}
+
+func (p *owPeers) build(ctx context.Context) error {
+	if p.group != nil {
+		return nil
+	}
+	n := len(p.rows)
+	p.group = make([]int, n)
+	var tk ticker
+	g := -1
+	for i := 0; i < n; i++ {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		if i == 0 || p.rows[i].okey != p.rows[i-1].okey {
+			g++
+			p.groupPos = append(p.groupPos, i)
+		}
+		p.group[i] = g
+	}
+	p.groupPos = append(p.groupPos, n)
+	return nil
+}
+
+// groupStart returns the first position of group g (clamped).
+func (p *owPeers) groupStart(g int64) int {
+	ng := int64(len(p.groupPos) - 1)
+	if g < 0 {
+		return 0
+	}
+	if g >= ng {
+		return len(p.rows)
+	}
+	return p.groupPos[g]
+}
+
+// groupEnd returns one past the last position of group g (clamped).
+func (p *owPeers) groupEnd(g int64) int {
+	ng := int64(len(p.groupPos) - 1)
+	if g < 0 {
+		return 0
+	}
+	if g >= ng {
+		return len(p.rows)
+	}
+	return p.groupPos[g+1]
+}
+
+// peerStart / peerEnd find a position's peer group by scanning (no group
+// numbers needed).
+func (p *owPeers) peerStart(i int) int {
+	for i > 0 && p.rows[i-1].okey == p.rows[i].okey {
+		i--
+	}
+	return i
+}
+
+func (p *owPeers) peerEnd(i int) int {
+	for i+1 < len(p.rows) && p.rows[i+1].okey == p.rows[i].okey {
+		i++
+	}
+	return i + 1
+}
+
+func clampInt(x int64, lo, hi int) int {
+	if x < int64(lo) {
+		return lo
+	}
+	if x > int64(hi) {
+		return hi
+	}
+	return int(x)
+}
+
+// affected returns the positions of the segment whose outputs of call c
+// can change, given the positions marks whose window inputs changed. For
+// a frame call in group mode the peer groups are built (applySegment).
+func (w *OverWindow) affected(s *owSegment, pg *owPeers, c *overWindowCall, marks []int) []owInterval {
+	n := len(s.rows)
+	if len(marks) == 0 {
+		return nil
+	}
+	switch c.kind {
+	case reachAll:
+		return []owInterval{{0, n}}
+	case reachToEnd:
+		return []owInterval{{pg.peerStart(marks[0]), n}}
+	case reachLagLead:
+		k := abs64(c.ConstOffset)
+		var out []owInterval
+		for _, m := range marks {
+			out = append(out, owInterval{clampInt(int64(m)-k-1, 0, n), clampInt(int64(m)+k+2, 0, n)})
+		}
+		return mergeIntervals(out)
+	}
+	var out []owInterval
+	for _, m := range marks {
+		var lo, hi int
+		if c.groupsFrame {
+			g := int64(pg.group[m])
+			if c.unbE {
+				lo = 0
+			} else {
+				lo = pg.groupStart(g - c.fe - 1)
+			}
+			if c.unbS {
+				hi = n
+			} else {
+				hi = pg.groupEnd(g - c.fs + 1)
+			}
+		} else {
+			if c.unbE {
+				lo = 0
+			} else {
+				lo = clampInt(int64(m)-c.fe-1, 0, n)
+			}
+			if c.unbS {
+				hi = n
+			} else {
+				hi = clampInt(int64(m)-c.fs+2, 0, n)
+			}
+			if c.usesPeerEdge {
+				lo = min(lo, pg.peerStart(m))
+				hi = max(hi, pg.peerEnd(m))
+			}
+		}
+		lo, hi = min(lo, m), max(hi, m+1)
+		out = append(out, owInterval{lo, hi})
+		if hi == n && lo == 0 {
+			break
+		}
+	}
+	return mergeIntervals(out)
+}
+
+// compute runs the kernel for positions iv of the segment over the
+// smallest slice holding their frames.
+func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, c *overWindowCall, iv owInterval) ([]types.Datum, error) {
+	n := len(s.rows)
+	var lo, hi int
+	switch c.kind {
+	case reachAll, reachToEnd:
+		lo, hi = 0, n
+		if !s.atStart || !s.atEnd {
+			return nil, fmt.Errorf("%s: internal error: %s needs the whole partition", w.Identity(), c.Func.Name)
+		}
+	case reachLagLead:
+		k := abs64(c.ConstOffset)
+		lo, hi = clampInt(int64(iv.lo)-k, 0, n), clampInt(int64(iv.hi)+k, 0, n)
+	default:
+		if c.groupsFrame {
+			if err := pg.build(ctx); err != nil {
+				return nil, err
+			}
+			if c.unbS {
+				lo = 0
+			} else {
+				lo = pg.groupStart(int64(pg.group[iv.lo]) + min(c.fs, 0))
+			}
+			if c.unbE {
+				hi = n
+			} else {
+				hi = pg.groupEnd(int64(pg.group[iv.hi-1]) + max(c.fe, 0))
+			}
+		} else {
+			if c.unbS {
+				lo = 0
+			} else {
+				lo = clampInt(int64(iv.lo)+min(c.fs, 0), 0, n)
+			}
+			if c.unbE {
+				hi = n
+			} else {
+				hi = clampInt(int64(iv.hi)+max(c.fe, 0), 0, n)
+			}
+		}
+		// Peer groups at the slice's edges must be whole.
+		lo = pg.peerStart(min(lo, iv.lo))
+		hi = pg.peerEnd(max(hi, iv.hi) - 1)
+	}
+	if w.opts.TestHook != nil {
+		w.opts.TestHook("compute", hi-lo)
+	}
+	in, err := w.windowInput(ctx, s.rows[lo:hi], c)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]types.Datum, iv.hi-iv.lo)
+	ec := *w.ec
+	ec.Ctx = ctx
+	if err := expr.ComputeWindow(&ec, c.Func, c.Frame, in, iv.lo-lo, iv.hi-lo, out); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%s: %s: %w", w.Identity(), c.Func.Name, err)
+	}
+	return out, nil
+}
+
+func (w *OverWindow) windowInput(ctx context.Context, rows []*owRow, c *overWindowCall) (*expr.WindowInput, error) {
+	var tk ticker
+	in := &expr.WindowInput{Args: make([][]types.Datum, len(rows))}
+	flat := make([]types.Datum, len(rows)*len(c.Args))
+	if c.Filter != NoColumn {
+		in.Filter = make([]bool, len(rows))
+	}
+	for i, r := range rows {
+		if err := tk.tick(ctx); err != nil {
+			return nil, err
+		}
+		a := flat[i*len(c.Args) : (i+1)*len(c.Args) : (i+1)*len(c.Args)]
+		for k, col := range c.Args {
+			a[k] = r.in[col]
+		}
+		in.Args[i] = a
+		if in.Filter != nil {
+			f := r.in[c.Filter]
+			in.Filter[i] = !f.IsNull() && f.Bool()
+		}
+	}
+	if len(w.order) > 0 {
+		in.Peers = func(i, j int) bool { return rows[i].okey == rows[j].okey }
+		if len(w.order) == 1 {
+			o := w.order[0]
+			in.OrderKey = make([]types.Datum, len(rows))
+			for i, r := range rows {
+				in.OrderKey[i] = r.in[o.Col]
+			}
+			in.OrderType, in.Desc, in.NullsFirst = w.inTypes[o.Col], o.Desc, o.NullsFirst
+		}
+	}
+	return in, nil
+}
+
+// rowFromStored turns a stored state row into a cached row.
+func (w *OverWindow) rowFromStored(st types.Row) *owRow {
+	in := st[:w.nIn:w.nIn]
+	out := make([]types.Datum, len(w.calls))
+	copy(out, st[w.nStored:])
+	return &owRow{key: string(w.table.EncodeKey(nil, st)), okey: w.orderKey(in), in: in, out: out}
+}
+
+// load returns the segments of the partition that cover keys (sorted).
+func (w *OverWindow) load(ctx context.Context, pkey string, p *owPending, keys []string) ([]*owSegment, error) {
+	if w.opts.Cache == CacheFull || !w.bounded {
+		if w.opts.Cache == CacheFull {
+			if el, ok := w.cache[pkey]; ok {
+				w.lru.MoveToFront(el)
+				return []*owSegment{el.Value.(*owCached).seg}, nil
+			}
+		}
+		seg, err := w.loadAll(ctx, p.prefix)
+		if err != nil {
+			return nil, err
+		}
+		return []*owSegment{seg}, nil
+	}
+	return w.loadRanges(ctx, p, keys)
+}
+
+func (w *OverWindow) loadAll(ctx context.Context, prefix types.Row) (*owSegment, error) {
+	it, err := w.table.Iter(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", w.Identity(), err)
+	}
+	defer it.Close()
+	seg := &owSegment{atStart: true, atEnd: true}
+	var tk ticker
+	for it.Next() {
+		if err := tk.tick(ctx); err != nil {
+			return nil, err
+		}
+		seg.rows = append(seg.rows, w.rowFromStored(it.Row()))
+		if w.opts.TestHook != nil && tk.n%(ctxCheckEvery*64) == 0 {
+			w.opts.TestHook("load", tk.n)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", w.Identity(), err)
+	}
+	w.opts.Stats.RowsLoaded.Add(int64(len(seg.rows)))
+	return seg, nil
+}
+
+// loadRanges loads, around each key, reach+1 peer groups before it and
+// after it (whole groups), and merges overlapping ranges into segments.
+func (w *OverWindow) loadRanges(ctx context.Context, p *owPending, keys []string) ([]*owSegment, error) {
+	rowOf := map[string]types.Row{}
+	for _, op := range p.ops {
+		if _, ok := rowOf[op.key]; !ok {
+			rowOf[op.key] = op.row
+		}
+	}
+	groups := w.reach + 1
+	var segs []*owSegment
+	for _, k := range keys {
+		if len(segs) > 0 {
+			last := segs[len(segs)-1]
+			// a key inside the previous range: it was loaded with margin
+			// only if far enough from the range's end; reload otherwise.
+			if n := len(last.rows); n > 0 && k < last.rows[n-1].key {
+				pos := sort.Search(n, func(i int) bool { return last.rows[i].key >= k })
+				if groupsBetween(last.rows, pos, n) > groups || last.atEnd {
+					continue
+				}
+			}
+		}
+		st := w.stored(rowOf[k])
+		seg := &owSegment{}
+		// backward
+		rit, err := w.table.IterBefore(ctx, p.prefix, st)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Identity(), err)
+		}
+		var back []*owRow
+		seen := 0
+		var tk ticker
+		for rit.Next() {
+			if err := tk.tick(ctx); err != nil {
+				rit.Close()
+				return nil, err
+			}
+			r := w.rowFromStored(rit.Row())
+			if len(back) == 0 || back[len(back)-1].okey != r.okey {
+				seen++
+				if seen > groups {
+					break
+				}
+			}
+			back = append(back, r)
+		}
+		err = rit.Err()
+		rit.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Identity(), err)
+		}
+		seg.atStart = seen <= groups
+		for i := len(back) - 1; i >= 0; i-- {
+			seg.rows = append(seg.rows, back[i])
+		}
+		// forward, from k inclusive
+		fit, err := w.table.IterFrom(ctx, p.prefix, st)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Identity(), err)
+		}
+		seen = 0
+		first := true
+		var prevOkey string
+		for fit.Next() {
+			if err := tk.tick(ctx); err != nil {
+				fit.Close()
+				return nil, err
+			}
+			r := w.rowFromStored(fit.Row())
+			if first || prevOkey != r.okey {
+				seen++
+				if seen > groups+1 {
+					break
+				}
+			}
+			first, prevOkey = false, r.okey
+			seg.rows = append(seg.rows, r)
+		}
+		err = fit.Err()
+		fit.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Identity(), err)
+		}
+		seg.atEnd = seen <= groups+1
+		w.opts.Stats.RowsLoaded.Add(int64(len(seg.rows)))
+		segs = append(segs, seg)
+	}
+	// merge overlapping or adjacent segments (sorted by first key already,
+	// since keys are sorted and each segment contains its key)
+	var out []*owSegment
+	for _, s := range segs {
+		if len(out) > 0 {
+			last := out[len(out)-1]
+			if overlaps(last, s) {
+				last.rows = mergeRows(last.rows, s.rows)
+				last.atEnd = last.atEnd || s.atEnd
+				continue
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// groupsBetween counts peer groups among rows[from:to].
+func groupsBetween(rows []*owRow, from, to int) int {
+	g := 0
+	for i := from; i < to; i++ {
+		if i == from || rows[i].okey != rows[i-1].okey {
+			g++
+		}
+	}
+	return g
+}
+
+// overlaps: b's first row is at or before a's last row, or a reaches the
+// partition end (then b is inside a), or b reaches the start.
+func overlaps(a, b *owSegment) bool {
+	if a.atEnd || b.atStart {
+		return true
+	}
+	if len(a.rows) == 0 || len(b.rows) == 0 {
+		return true
+	}
+	return b.rows[0].key <= a.rows[len(a.rows)-1].key
+}
+
+func mergeRows(a, b []*owRow) []*owRow {
+	out := make([]*owRow, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i].key < b[j].key):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j].key < a[i].key:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+func (w *OverWindow) cachePut(pkey string, seg *owSegment) {
+	if el, ok := w.cache[pkey]; ok {
+		c := el.Value.(*owCached)
+		w.cacheRows += len(seg.rows) - len(c.seg.rows)
+		c.seg = seg
+		w.lru.MoveToFront(el)
+		return
+	}
+	w.cache[pkey] = w.lru.PushFront(&owCached{pkey: pkey, seg: seg})
+	w.cacheRows += len(seg.rows)
+}
+
+// evict drops least recently used partitions while the cache is over its
+// row budget (the most recent one stays even if it alone is over).
+func (w *OverWindow) evict() {
+	for w.cacheRows > w.opts.CacheRows && w.lru.Len() > 1 {
+		el := w.lru.Back()
+		c := el.Value.(*owCached)
+		w.lru.Remove(el)
+		delete(w.cache, c.pkey)
+		w.cacheRows -= len(c.seg.rows)
+	}
+}
