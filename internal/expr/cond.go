@@ -280,23 +280,28 @@ func (t *boolTestExpr) String() string {
 
 // inExpr is e [NOT] IN (list): true if some element equals e, NULL if none
 // does but e or some element is NULL, false otherwise (negated for NOT).
+//
+// When e and the list share a common type PostgreSQL builds an array and a
+// ScalarArrayOpExpr: e and every element are evaluated before any
+// comparison. Otherwise it is an OR of "=" comparisons evaluated left to
+// right. Both are reproduced because they differ in which errors surface.
 type inExpr struct {
-	eqs []*binaryExpr
-	not bool
+	eqs   []*binaryExpr
+	not   bool
+	array bool
 }
 
-// NewIn builds e [NOT] IN (list...). As in PostgreSQL, the list and e are
-// first resolved to a common type (context "IN"); if that fails, each
-// element is compared with its own "=" operator.
+// NewIn builds e [NOT] IN (list...).
 func NewIn(e Expr, list []Expr, not bool) (Expr, error) {
 	if len(list) == 0 {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "IN list must not be empty")
 	}
 	all := append([]Expr{e}, list...)
+	array := false
 	if coerced, _, err := CoerceToCommon(all, "IN"); err == nil && !isUnknown(coerced[0].Type()) {
-		all = coerced
+		all, array = coerced, true
 	}
-	in := &inExpr{not: not}
+	in := &inExpr{not: not, array: array}
 	for _, el := range all[1:] {
 		eq, err := NewBinaryOp("=", all[0], el)
 		if err != nil {
@@ -316,6 +321,9 @@ func NewIn(e Expr, list []Expr, not bool) (Expr, error) {
 
 func (in *inExpr) Type() types.Type { return types.Bool }
 func (in *inExpr) Eval(ctx *EvalContext, row types.Row) (types.Datum, error) {
+	if in.array {
+		return in.evalArray(ctx, row)
+	}
 	sawNull := false
 	for _, eq := range in.eqs {
 		v, err := eq.Eval(ctx, row)
@@ -335,6 +343,44 @@ func (in *inExpr) Eval(ctx *EvalContext, row types.Row) (types.Datum, error) {
 	}
 	return types.DBool(in.not), nil
 }
+
+func (in *inExpr) evalArray(ctx *EvalContext, row types.Row) (types.Datum, error) {
+	l, err := in.eqs[0].l.Eval(ctx, row)
+	if err != nil {
+		return types.NullDatum, err
+	}
+	var buf [8]types.Datum
+	vals := buf[:0]
+	for _, eq := range in.eqs {
+		v, err := eq.r.Eval(ctx, row)
+		if err != nil {
+			return types.NullDatum, err
+		}
+		vals = append(vals, v)
+	}
+	if l.IsNull() {
+		return types.NullDatum, nil
+	}
+	sawNull := false
+	for i, v := range vals {
+		if v.IsNull() {
+			sawNull = true
+			continue
+		}
+		r, err := in.eqs[i].fn(l, v)
+		if err != nil {
+			return types.NullDatum, err
+		}
+		if r.Bool() {
+			return types.DBool(!in.not), nil
+		}
+	}
+	if sawNull {
+		return types.NullDatum, nil
+	}
+	return types.DBool(in.not), nil
+}
+
 func (in *inExpr) String() string {
 	parts := make([]string, len(in.eqs))
 	for i, eq := range in.eqs {

@@ -376,7 +376,7 @@ func (g *gen) expr(t string, depth int) gnode {
 			return g.constant(t)
 		}
 	case "boolean":
-		switch g.r.IntN(16) {
+		switch g.r.IntN(17) {
 		case 0, 1, 2:
 			ct := g.pick([]string{"integer", "bigint", "numeric", "double precision", "text", "date", "timestamp", "interval", "boolean", "smallint", "real", "timestamptz"})
 			return bin(g.pick([]string{"=", "<>", "<", "<=", ">", ">="}), e(ct), g.operand(ct, d))
@@ -454,6 +454,35 @@ func (g *gen) expr(t string, depth int) gnode {
 			}}
 		case 14:
 			return cast(g.unknown(g.pick([]string{"boolean", "text"})), "boolean")
+		case 15:
+			x := e("text")
+			pat := g.pick([]string{"a#%", "#_b%", "%##%", "x_y", "a%", "%#"})
+			sim := g.r.IntN(2) == 0
+			if sim {
+				pat = g.pick([]string{"a%", "(a|b)%", "%[a-c]_", "abc", "_*", "h.llo%"})
+			}
+			kw := " LIKE "
+			if sim {
+				kw = " SIMILAR TO "
+			}
+			return gnode{sql: "(" + x.sql + kw + sqlQuote(pat) + " ESCAPE '#')", build: func() (Expr, error) {
+				xe, err := x.build()
+				if err != nil {
+					return nil, err
+				}
+				if sim {
+					re, err := NewFuncCall("similar_to_escape", []Expr{cu(pat), cu("#")})
+					if err != nil {
+						return nil, err
+					}
+					return NewBinaryOp("~", xe, re)
+				}
+				le, err := NewFuncCall("like_escape", []Expr{cu(pat), cu("#")})
+				if err != nil {
+					return nil, err
+				}
+				return NewBinaryOp("~~", xe, le)
+			}}
 		default:
 			return g.constant(t)
 		}

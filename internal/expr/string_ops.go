@@ -185,3 +185,127 @@ func init() {
 		return types.DBool(strings.HasPrefix(a.Str(), b.Str())), nil
 	}})
 }
+
+// likeEscape rewrites a LIKE pattern that uses esc as its escape character
+// into one that uses backslash (PostgreSQL's like_escape, which the parser
+// inserts for "x LIKE p ESCAPE e"). An empty esc disables escaping.
+func likeEscape(p, esc string) (string, error) {
+	var er rune
+	switch utf8.RuneCountInString(esc) {
+	case 0:
+	case 1:
+		er, _ = utf8.DecodeRuneInString(esc)
+	default:
+		return "", sqlError(codeInvalidEscapeCharacter, "invalid escape string").(*sqlerr.Error).
+			WithHint("Escape string must be empty or one character.")
+	}
+	var b strings.Builder
+	afterEsc := false
+	for _, r := range p {
+		switch {
+		case afterEsc:
+			if r == '\\' {
+				b.WriteString(`\\`)
+			} else {
+				b.WriteByte('\\')
+				b.WriteRune(r)
+			}
+			afterEsc = false
+		case er != 0 && r == er:
+			afterEsc = true
+		case r == '\\':
+			b.WriteString(`\\`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	if afterEsc {
+		return "", sqlError(sqlerr.InvalidEscapeSequence, "LIKE pattern must not end with escape character")
+	}
+	return b.String(), nil
+}
+
+// similarToRegex translates a SQL SIMILAR TO pattern into an anchored
+// regular expression (PostgreSQL's similar_to_escape): % is .*, _ is .,
+// the regex operators | * + ? {} () [] keep their meaning and other
+// regex metacharacters are quoted.
+func similarToRegex(p string, esc rune, hasEsc bool) (string, error) {
+	var b strings.Builder
+	b.WriteString("^(?:")
+	inBracket := false
+	afterEsc := false
+	for _, r := range p {
+		switch {
+		case afterEsc:
+			b.WriteString(regexpQuote(r))
+			afterEsc = false
+		case hasEsc && r == esc:
+			afterEsc = true
+		case inBracket:
+			if r == ']' {
+				inBracket = false
+			}
+			b.WriteRune(r)
+		case r == '[':
+			inBracket = true
+			b.WriteRune(r)
+		case r == '%':
+			b.WriteString(".*")
+		case r == '_':
+			b.WriteByte('.')
+		case strings.ContainsRune("|*+?{}()", r):
+			b.WriteRune(r)
+		case strings.ContainsRune(`.^$\`, r):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	if afterEsc {
+		return "", sqlError(sqlerr.InvalidEscapeSequence, "SIMILAR TO pattern must not end with escape character")
+	}
+	b.WriteString(")$")
+	return b.String(), nil
+}
+
+func regexpQuote(r rune) string {
+	if strings.ContainsRune(`.^$\|*+?{}()[]`, r) {
+		return `\` + string(r)
+	}
+	return string(r)
+}
+
+func init() {
+	X := types.Text
+	regFunc("like_escape", &overload{args: []types.Type{X, X}, ret: X, fn2: func(a, b types.Datum) (types.Datum, error) {
+		s, err := likeEscape(a.Str(), b.Str())
+		if err != nil {
+			return types.NullDatum, err
+		}
+		return types.DVarchar(s), nil
+	}})
+	regFunc("similar_to_escape", &overload{args: []types.Type{X}, ret: X, fn1: func(a types.Datum) (types.Datum, error) {
+		s, err := similarToRegex(a.Str(), '\\', true)
+		if err != nil {
+			return types.NullDatum, err
+		}
+		return types.DVarchar(s), nil
+	}})
+	regFunc("similar_to_escape", &overload{args: []types.Type{X, X}, ret: X, fn2: func(a, b types.Datum) (types.Datum, error) {
+		e := b.Str()
+		var er rune
+		switch utf8.RuneCountInString(e) {
+		case 0:
+		case 1:
+			er, _ = utf8.DecodeRuneInString(e)
+		default:
+			return types.NullDatum, sqlError(codeInvalidEscapeCharacter, "invalid escape string")
+		}
+		s, err := similarToRegex(a.Str(), er, e != "")
+		if err != nil {
+			return types.NullDatum, err
+		}
+		return types.DVarchar(s), nil
+	}})
+}
