@@ -469,6 +469,10 @@ var zoneAbbrevs = map[string]int64{
 	"nzst": 12 * 3600, "nzdt": 13 * 3600,
 }
 
+// dynamicAbbrevs are abbreviations whose offset PostgreSQL takes from a
+// zone's history (MSK was +04 from 2011 to 2014).
+var dynamicAbbrevs = map[string]string{"msk": "Europe/Moscow"}
+
 // dtParse is the state of decoding one datetime input.
 type dtParse struct {
 	year            int64
@@ -494,7 +498,8 @@ type dtParse struct {
 	// nonDateSeen: a field other than a time zone came before a delimited
 	// date; PostgreSQL's DecodeDate then rejects the input.
 	nonDateSeen bool
-	doy         int // ISO ordinal day, resolved once BC is known
+	doy         int    // ISO ordinal day, resolved once BC is known
+	dynAbbrev   string // zone whose history defines the abbreviation's offset
 }
 
 func dtBadFormat(typ, s string) *sqlerr.Error {
@@ -652,6 +657,7 @@ func decodeDateTime(s, typ string) (*dtParse, error) {
 					return bad()
 				}
 				p.tz, p.haveTZ = off, true
+				p.dynAbbrev = dynamicAbbrevs[w]
 				continue
 			}
 			return bad()
@@ -1206,6 +1212,15 @@ func (p *dtParse) resolveDate(s string) (int64, error) {
 	return daysFromCivil(y, p.mon, p.day), nil
 }
 
+func (p *dtParse) dynAbbrevName() string {
+	for k, v := range dynamicAbbrevs {
+		if v == p.dynAbbrev {
+			return k
+		}
+	}
+	return ""
+}
+
 func (p *dtParse) clockMicros() int64 {
 	return p.hour*microsPerHour + p.min*microsPerMinute + p.usec
 }
@@ -1329,6 +1344,16 @@ func parseTimestamp(s string, withTZ bool, opt *FormatOptions) (int64, error) {
 			us = localToUTC(local, p.loc)
 		case p.haveTZ:
 			us = local - p.tz*microsPerSecond
+			if p.dynAbbrev != "" {
+				if zl, ok := lookupZoneName(p.dynAbbrev); ok {
+					// Use the zone's offset when it was calling itself by
+					// this abbreviation at that time.
+					t := time.Unix(floorDiv(local-p.tz*microsPerSecond, microsPerSecond), 0).In(zl)
+					if name, off := t.Zone(); strings.EqualFold(name, p.dynAbbrevName()) {
+						us = local - int64(off)*microsPerSecond
+					}
+				}
+			}
 		default:
 			us = localToUTC(local, loc)
 		}
