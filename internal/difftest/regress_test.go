@@ -1,0 +1,58 @@
+package difftest
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// Confirmed mismatches between Runnel and PostgreSQL, minimised from the
+// randomized differentials. Each test is skipped with "bug: …" until the
+// owning package fixes it; RUNNEL_DIFF_RUN_SKIPPED=1 runs them anyway (they
+// must fail while the bug exists).
+
+// knownBug skips t unless RUNNEL_DIFF_RUN_SKIPPED is set.
+func knownBug(t *testing.T, desc string) {
+	t.Helper()
+	if os.Getenv("RUNNEL_DIFF_RUN_SKIPPED") == "" {
+		t.Skip("bug: " + desc)
+	}
+	t.Logf("known bug (running anyway): %s", desc)
+}
+
+// checkRepro runs setup on both systems (MATERIALIZED VIEW statements go to
+// Runnel as written and to PostgreSQL as plain views), flushes, and
+// compares each query's answer as a multiset.
+func checkRepro(t *testing.T, setup []string, queries ...string) {
+	t.Helper()
+	p := newPair(t)
+	for _, s := range setup {
+		if strings.EqualFold(s, "FLUSH") {
+			p.flush()
+			continue
+		}
+		if strings.HasPrefix(s, "CREATE MATERIALIZED VIEW ") {
+			p.trace = append(p.trace, s+";")
+			if err := execOn(p.rw, s); err != nil {
+				t.Fatalf("runnel: %s: %v", s, err)
+			}
+			pgSQL := "CREATE VIEW " + strings.TrimPrefix(s, "CREATE MATERIALIZED VIEW ")
+			if err := execOn(p.pg, pgSQL); err != nil {
+				t.Fatalf("postgres: %s: %v", pgSQL, err)
+			}
+			continue
+		}
+		p.mustBoth(s)
+	}
+	p.flush()
+	for _, q := range queries {
+		want := query(p.pg, q, canon{})
+		got := query(p.rw, q, canon{})
+		if want.code() != got.code() {
+			t.Fatalf("%s: postgres error %v; runnel error %v", q, want.err, got.err)
+		}
+		if ok, diff := sameMultiset(want.rows, got.rows); !ok {
+			t.Errorf("%s:\n postgres: %q\n runnel:   %q\n%s", q, want.rows, got.rows, diff)
+		}
+	}
+}

@@ -1,0 +1,590 @@
+package difftest
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// defaultViewCases keeps the package's default run within its time budget
+// on a loaded 2-core machine (each case starts its own Runnel server).
+const defaultViewCases = 24
+
+// TestViewDifferential creates random materialized views over random
+// tables, applies random DML batches, and after every FLUSH compares each
+// view with PostgreSQL's plain view over the same tables.
+func TestViewDifferential(t *testing.T) {
+	stats := &viewStats{kinds: map[string]int{}}
+	for _, seed := range seeds(t, defaultViewCases) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Logf("seed %d (replay with RUNNEL_TEST_SEED=%d go test -run 'TestViewDifferential' ./internal/difftest/)", seed, seed)
+			runViewCase(t, seed, stats)
+		})
+	}
+	t.Logf("views created: %v; refused with 0A000: %d; comparisons: %d", stats.kinds, stats.unsupported, stats.compared)
+	for _, u := range stats.unsupportedSQL {
+		t.Logf("0A000: %s", u)
+	}
+}
+
+type viewStats struct {
+	kinds          map[string]int
+	unsupported    int
+	unsupportedSQL []string
+	compared       int
+}
+
+// viewCase is one randomized run: tables, the views built so far and the
+// generator state.
+type viewCase struct {
+	t      *testing.T
+	p      *pair
+	g      *gen
+	tables []*relation
+	views  []*relation
+	nextID map[string]int
+	stats  *viewStats
+}
+
+func runViewCase(t *testing.T, seed int64, stats *viewStats) {
+	c := &viewCase{
+		t:      t,
+		p:      newPair(t),
+		g:      &gen{r: rand.New(rand.NewSource(seed)), noSubquery: true},
+		nextID: map[string]int{},
+		stats:  stats,
+	}
+	g := c.g
+	for i := range 2 + g.intn(2) {
+		tb := g.randomTable(fmt.Sprintf("t%d", i))
+		c.tables = append(c.tables, tb)
+		c.p.mustBoth(tb.createSQL())
+	}
+	// Views created before any data: maintained purely incrementally.
+	for range 1 + g.intn(3) {
+		c.createView()
+	}
+	for _, tb := range c.tables {
+		c.insert(tb, 8+g.intn(20))
+	}
+	c.p.flush()
+	c.compareAll("after initial load")
+	// Views created over existing data: backfill, possibly on views.
+	for range 2 + g.intn(3) {
+		c.createView()
+	}
+	c.p.flush()
+	c.compareAll("after backfilled views")
+	rounds := 4 + g.intn(3)
+	for round := range rounds {
+		for range 1 + g.intn(4) {
+			c.dml()
+		}
+		if g.chance(0.25) {
+			c.createView()
+		}
+		c.p.flush()
+		c.compareAll(fmt.Sprintf("after round %d", round))
+	}
+}
+
+// insert adds n fresh rows to tb on both systems.
+func (c *viewCase) insert(tb *relation, n int) {
+	next := max(c.nextID[tb.name], 1)
+	c.p.mustBoth(c.g.insert(tb, n, &next))
+	c.nextID[tb.name] = next
+}
+
+func (c *viewCase) dml() {
+	g := c.g
+	tb := pick(g, c.tables)
+	switch x := g.intn(10); {
+	case x < 4:
+		c.insert(tb, 1+g.intn(6))
+	case x < 7:
+		c.p.mustBoth(g.update(tb))
+	default:
+		c.p.mustBoth(g.deleteStmt(tb))
+	}
+}
+
+// compareAll checks every view against PostgreSQL.
+func (c *viewCase) compareAll(when string) {
+	c.t.Helper()
+	for _, v := range c.views {
+		q := "SELECT * FROM " + v.name
+		want := query(c.p.pg, q, canon{sortList: v.sortList})
+		got := query(c.p.rw, q, canon{sortList: v.sortList})
+		c.stats.compared++
+		if want.err != nil {
+			c.t.Fatalf("%s: postgres: %s: %v\n%s", when, q, want.err, c.p.replay())
+		}
+		if got.err != nil {
+			c.t.Fatalf("%s: runnel: %s: %v\n%s", when, q, got.err, c.p.replay())
+		}
+		if ok, diff := sameMultiset(want.rows, got.rows); !ok {
+			c.t.Fatalf("%s: view %s differs (%d rows in postgres, %d in runnel)\n%s\n%s", when, v.name, len(want.rows), len(got.rows), diff, c.p.replay())
+		}
+	}
+}
+
+// createView draws a view definition and creates it on both systems.
+func (c *viewCase) createView() {
+	name := fmt.Sprintf("v%d", len(c.views))
+	var kind, body string
+	var rel *relation
+	for range 10 {
+		kind, body, rel = c.drawView(name)
+		if rel != nil {
+			break
+		}
+	}
+	if rel == nil {
+		return
+	}
+	c.p.trace = append(c.p.trace, fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS %s; -- postgres: CREATE VIEW", name, body))
+	rwErr := execOn(c.p.rw, "CREATE MATERIALIZED VIEW "+name+" AS "+body)
+	if sqlstate(rwErr) == "0A000" {
+		c.stats.unsupported++
+		c.stats.unsupportedSQL = append(c.stats.unsupportedSQL, fmt.Sprintf("%v: %s", rwErr, body))
+		c.p.trace = append(c.p.trace, "-- refused by runnel with 0A000")
+		return
+	}
+	pgErr := execOn(c.p.pg, "CREATE VIEW "+name+" AS "+body)
+	if sqlstate(rwErr) != sqlstate(pgErr) {
+		c.t.Fatalf("CREATE VIEW outcome differs:\n  %s\n  postgres: %v\n  runnel:   %v\n%s", body, pgErr, rwErr, c.p.replay())
+	}
+	if pgErr != nil {
+		c.t.Logf("generator made an invalid view (both refuse, %s): %s", sqlstate(pgErr), body)
+		return
+	}
+	c.stats.kinds[kind]++
+	c.views = append(c.views, rel)
+}
+
+// sources are the relations a new view may read: tables and views not too
+// deep.
+func (c *viewCase) sources() []*relation {
+	out := append([]*relation{}, c.tables...)
+	for _, v := range c.views {
+		if v.depth < 3 && len(scopeFor("x", v)) >= 1 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// drawView returns a view kind, its body and its output relation, or a
+// nil relation when the drawn shape does not fit the sources.
+func (c *viewCase) drawView(name string) (string, string, *relation) {
+	g := c.g
+	src := c.sources()
+	switch g.intn(8) {
+	case 0:
+		return c.projectView(name, pick(g, src))
+	case 1, 2:
+		return c.aggView(name, pick(g, src))
+	case 3, 4:
+		return c.joinView(name, src)
+	case 5:
+		return c.topNView(name, src)
+	case 6:
+		return c.distinctView(name, pick(g, src))
+	default:
+		return c.unionView(name, src)
+	}
+}
+
+// out accumulates a view's select list with c0, c1, … aliases.
+type out struct {
+	items []string
+	cols  []column
+	list  map[int]bool
+}
+
+func (o *out) add(e string, t typ, unstable, sortList bool) string {
+	n := fmt.Sprintf("c%d", len(o.cols))
+	o.items = append(o.items, e+" AS "+n)
+	o.cols = append(o.cols, column{name: n, typ: t, unstable: unstable})
+	if sortList {
+		if o.list == nil {
+			o.list = map[int]bool{}
+		}
+		o.list[len(o.cols)-1] = true
+	}
+	return n
+}
+
+func (o *out) rel(name string, depth int) *relation {
+	return &relation{name: name, cols: o.cols, isView: true, sortList: o.list, depth: depth}
+}
+
+func (c *viewCase) where(s scope) string {
+	if c.g.chance(0.5) {
+		return ""
+	}
+	return " WHERE " + c.g.pred(s, 2)
+}
+
+func (c *viewCase) projectView(name string, src *relation) (string, string, *relation) {
+	g := c.g
+	s := scopeFor("a", src)
+	var o out
+	uniq := keepUnique(g, src, "a", &o)
+	for range 1 + g.intn(3) {
+		t := g.someType(s)
+		o.add(g.expr(s, t, 2), t, false, false)
+	}
+	body := fmt.Sprintf("SELECT %s FROM %s a%s", strings.Join(o.items, ", "), src.name, c.where(s))
+	r := o.rel(name, src.depth+1)
+	r.unique = uniq
+	return "project", body, r
+}
+
+// keepUnique adds src's unique columns to the output (most of the time)
+// and returns their output names.
+func keepUnique(g *gen, src *relation, alias string, o *out) []string {
+	if len(src.unique) == 0 || g.chance(0.2) {
+		return nil
+	}
+	var names []string
+	for _, u := range src.unique {
+		t := typOf(src, u)
+		names = append(names, o.add(alias+"."+u, t, false, false))
+	}
+	return names
+}
+
+func typOf(r *relation, col string) typ {
+	for _, c := range r.cols {
+		if c.name == col {
+			return c.typ
+		}
+	}
+	panic("no column " + col + " in " + r.name)
+}
+
+// aggregate draws one aggregate call over s and adds it to o.
+func (c *viewCase) aggregate(s scope, o *out) {
+	g := c.g
+	filter := ""
+	if g.chance(0.15) {
+		filter = " FILTER (WHERE " + g.pred(s, 1) + ")"
+	}
+	for {
+		switch g.intn(11) {
+		case 0:
+			o.add("count(*)"+filter, tBig, false, false)
+			return
+		case 1:
+			t := g.someType(s)
+			o.add("count("+g.expr(s, t, 1)+")"+filter, tBig, false, false)
+			return
+		case 2:
+			t := g.someType(s)
+			o.add("count(DISTINCT "+g.expr(s, t, 1)+")"+filter, tBig, false, false)
+			return
+		case 3:
+			t := pick(g, []typ{tInt, tBig, tNum})
+			if len(s.of(t)) == 0 {
+				continue
+			}
+			out := map[typ]typ{tInt: tBig, tBig: tNum, tNum: tNum}[t]
+			distinct := ""
+			if g.chance(0.2) {
+				distinct = "DISTINCT "
+			}
+			o.add("sum("+distinct+g.expr(s, t, 1)+")"+filter, out, false, false)
+			return
+		case 4, 5:
+			t := g.someType(s)
+			if t == tBool {
+				continue
+			}
+			o.add(pick(g, []string{"min", "max"})+"("+g.expr(s, t, 1)+")"+filter, t, false, false)
+			return
+		case 6:
+			t := pick(g, []typ{tInt, tBig, tNum})
+			if len(s.of(t)) == 0 {
+				continue
+			}
+			o.add("avg("+g.expr(s, t, 1)+")"+filter, tNum, true, false)
+			return
+		case 7:
+			if len(s.of(tText)) == 0 {
+				continue
+			}
+			o.add("string_agg("+g.expr(s, tText, 1)+", ',')"+filter, tText, true, true)
+			return
+		case 8:
+			if len(s.of(tBool)) == 0 {
+				continue
+			}
+			o.add(pick(g, []string{"bool_and", "bool_or"})+"("+g.expr(s, tBool, 1)+")"+filter, tBool, false, false)
+			return
+		default:
+			t := pick(g, []typ{tInt, tNum})
+			if len(s.of(t)) == 0 {
+				continue
+			}
+			o.add(pick(g, []string{"min", "max", "sum"})+"("+pick(g, s.of(t)).ref+")", map[typ]typ{tInt: tBig, tNum: tNum}[t], false, false)
+			if !strings.HasPrefix(o.items[len(o.items)-1], "sum") {
+				o.cols[len(o.cols)-1].typ = t
+			}
+			return
+		}
+	}
+}
+
+// groupedSelect builds "SELECT <groups>, <aggs> FROM <from> [WHERE] GROUP
+// BY … [HAVING …]" over scope s.
+func (c *viewCase) groupedSelect(name, from string, s scope, depth int) (string, *relation) {
+	g := c.g
+	var o out
+	var groups []string
+	var uniq []string
+	if !g.chance(0.2) {
+		for range 1 + g.intn(2) {
+			var e string
+			var t typ
+			if g.chance(0.7) {
+				sc := pick(g, s)
+				e, t = sc.ref, sc.typ
+			} else {
+				t = g.someType(s)
+				e = g.expr(s, t, 1)
+			}
+			groups = append(groups, e)
+			uniq = append(uniq, o.add(e, t, false, false))
+		}
+	}
+	for range 1 + g.intn(4) {
+		c.aggregate(s, &o)
+	}
+	body := fmt.Sprintf("SELECT %s FROM %s%s", strings.Join(o.items, ", "), from, c.where(s))
+	if len(groups) > 0 {
+		body += " GROUP BY " + strings.Join(groups, ", ")
+		if g.chance(0.3) {
+			body += " HAVING " + pick(g, []string{"count(*) > 1", "count(*) < 3", "count(*) <> 2"})
+		}
+	}
+	r := o.rel(name, depth)
+	r.unique = uniq
+	return body, r
+}
+
+func (c *viewCase) aggView(name string, src *relation) (string, string, *relation) {
+	s := scopeFor("a", src)
+	if len(s) == 0 {
+		return "", "", nil
+	}
+	body, r := c.groupedSelect(name, src.name+" a", s, src.depth+1)
+	return "aggregate", body, r
+}
+
+// joinKeys finds a pair of columns of l and r that can be equated.
+func (c *viewCase) joinKeys(l, r scope) (string, string, bool) {
+	g := c.g
+	var pairs [][2]string
+	for _, a := range l {
+		for _, b := range r {
+			ok := a.typ == b.typ || (a.typ.integral() && b.typ.integral())
+			if ok && a.typ != tBool && a.typ != tNum {
+				pairs = append(pairs, [2]string{a.ref, b.ref})
+			}
+		}
+	}
+	// Prefer the k columns, whose small domain makes joins match.
+	var kk [][2]string
+	for _, p := range pairs {
+		if strings.HasSuffix(p[0], ".k") && strings.HasSuffix(p[1], ".k") {
+			kk = append(kk, p)
+		}
+	}
+	if len(kk) > 0 && g.chance(0.7) {
+		p := pick(g, kk)
+		return p[0], p[1], true
+	}
+	if len(pairs) == 0 {
+		return "", "", false
+	}
+	p := pick(g, pairs)
+	return p[0], p[1], true
+}
+
+func (c *viewCase) joinView(name string, src []*relation) (string, string, *relation) {
+	g := c.g
+	n := 2
+	if g.chance(0.35) {
+		n = 3
+	}
+	aliases := []string{"a", "b", "c"}
+	from := ""
+	var s scope
+	var rels []*relation
+	depth := 0
+	for i := range n {
+		r := pick(g, src)
+		rs := scopeFor(aliases[i], r)
+		if len(rs) == 0 {
+			return "", "", nil
+		}
+		if i == 0 {
+			from = r.name + " a"
+		} else {
+			lk, rk, ok := c.joinKeys(s, rs)
+			if !ok {
+				return "", "", nil
+			}
+			on := lk + " = " + rk
+			if g.chance(0.25) {
+				// A second equality or a residual filter on the join.
+				if lk2, rk2, ok := c.joinKeys(s, rs); ok && g.chance(0.5) {
+					on += " AND " + lk2 + " = " + rk2
+				} else {
+					on += " AND " + g.pred(append(append(scope{}, s...), rs...), 0)
+				}
+			}
+			kind := pick(g, []string{"JOIN", "JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"})
+			from += fmt.Sprintf(" %s %s %s ON %s", kind, r.name, aliases[i], on)
+		}
+		s = append(s, rs...)
+		rels = append(rels, r)
+		depth = max(depth, r.depth)
+	}
+	if g.chance(0.3) {
+		body, r := c.groupedSelect(name, from, s, depth+1)
+		return "join+aggregate", body, r
+	}
+	var o out
+	var uniq []string
+	allUnique := true
+	for i, r := range rels {
+		u := keepUnique(g, r, aliases[i], &o)
+		if u == nil {
+			allUnique = false
+		}
+		uniq = append(uniq, u...)
+	}
+	for range 1 + g.intn(3) {
+		t := g.someType(s)
+		o.add(g.expr(s, t, 1), t, false, false)
+	}
+	body := fmt.Sprintf("SELECT %s FROM %s%s", strings.Join(o.items, ", "), from, c.where(s))
+	rel := o.rel(name, depth+1)
+	if allUnique {
+		rel.unique = uniq
+	}
+	return "join", body, rel
+}
+
+// topNView orders by random columns then the source's unique columns (so
+// the chosen rows are determined) and keeps a LIMIT.
+func (c *viewCase) topNView(name string, src []*relation) (string, string, *relation) {
+	g := c.g
+	var cands []*relation
+	for _, r := range src {
+		if len(r.unique) > 0 {
+			cands = append(cands, r)
+		}
+	}
+	if len(cands) == 0 {
+		return "", "", nil
+	}
+	r := pick(g, cands)
+	s := scopeFor("a", r)
+	var o out
+	for _, u := range r.unique {
+		o.add("a."+u, typOf(r, u), false, false)
+	}
+	for range g.intn(3) {
+		t := g.someType(s)
+		o.add(g.expr(s, t, 1), t, false, false)
+	}
+	var keys []string
+	for range g.intn(3) {
+		sc := pick(g, s)
+		if sc.typ == tBool {
+			continue
+		}
+		keys = append(keys, sc.ref+pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST"}))
+	}
+	for _, u := range r.unique {
+		keys = append(keys, "a."+u+pick(g, []string{"", " DESC"}))
+	}
+	body := fmt.Sprintf("SELECT %s FROM %s a%s ORDER BY %s LIMIT %d", strings.Join(o.items, ", "), r.name, c.where(s), strings.Join(keys, ", "), 1+g.intn(8))
+	if g.chance(0.25) {
+		body += fmt.Sprintf(" OFFSET %d", 1+g.intn(3))
+	}
+	rel := o.rel(name, r.depth+1)
+	for i := range r.unique {
+		rel.unique = append(rel.unique, o.cols[i].name)
+	}
+	return "topn", body, rel
+}
+
+func (c *viewCase) distinctView(name string, src *relation) (string, string, *relation) {
+	g := c.g
+	s := scopeFor("a", src)
+	if len(s) == 0 {
+		return "", "", nil
+	}
+	var o out
+	for range 1 + g.intn(3) {
+		if g.chance(0.7) {
+			sc := pick(g, s)
+			o.add(sc.ref, sc.typ, false, false)
+		} else {
+			t := g.someType(s)
+			o.add(g.expr(s, t, 1), t, false, false)
+		}
+	}
+	body := fmt.Sprintf("SELECT DISTINCT %s FROM %s a%s", strings.Join(o.items, ", "), src.name, c.where(s))
+	rel := o.rel(name, src.depth+1)
+	for _, col := range o.cols {
+		rel.unique = append(rel.unique, col.name)
+	}
+	return "distinct", body, rel
+}
+
+// unionView unions 2–3 branches over (possibly different) sources with the
+// same column types.
+func (c *viewCase) unionView(name string, src []*relation) (string, string, *relation) {
+	g := c.g
+	n := 2 + g.intn(2)
+	var types []typ
+	first := scopeFor("a", pick(g, src))
+	if len(first) == 0 {
+		return "", "", nil
+	}
+	for range 1 + g.intn(3) {
+		types = append(types, pick(g, first).typ)
+	}
+	var branches []string
+	depth := 0
+	for i := range n {
+		r := pick(g, src)
+		s := scopeFor("a", r)
+		items := make([]string, len(types))
+		for j, t := range types {
+			items[j] = g.expr(s, t, 1)
+			if j == 0 || t == tText || t == tNum {
+				// Keep the output type fixed whatever the branch
+				// expression's type resolves to.
+				items[j] = "(" + items[j] + ")::" + t.sql()
+			}
+			if i == 0 {
+				// The first branch names the union's columns.
+				items[j] += fmt.Sprintf(" AS c%d", j)
+			}
+		}
+		branches = append(branches, fmt.Sprintf("SELECT %s FROM %s a%s", strings.Join(items, ", "), r.name, c.where(s)))
+		depth = max(depth, r.depth)
+	}
+	var o out
+	for _, t := range types {
+		o.add("", t, false, false)
+	}
+	return "union all", strings.Join(branches, " UNION ALL "), o.rel(name, depth+1)
+}
