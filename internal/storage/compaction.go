@@ -244,8 +244,8 @@ func (e *Engine) StartCompaction(ctx context.Context, force bool) (*CompactionJo
 		return nil, ErrClosed
 	}
 	v := e.cur
-	v.refs++    // pinned for the job's duration
-	e.bg.Add(1) // Close waits for the job
+	v.refs.Add(1) // pinned for the job's duration
+	e.bg.Add(1)   // Close waits for the job
 	horizon := e.horizonLocked()
 	e.mu.RUnlock()
 	p := e.pick(v, force)

@@ -880,7 +880,7 @@ func (e *Engine) rereadVersion(ctx context.Context) (*Version, error) {
 func (e *Engine) installLocked(nv *Version) {
 	old := e.cur
 	e.cur = nv
-	if old != nil && old.refs > 0 {
+	if old != nil && old.refs.Load() > 0 {
 		e.live[old] = struct{}{}
 	}
 }
@@ -933,21 +933,28 @@ func (e *Engine) reloadIfNeeded(ctx context.Context) error {
 	return nil
 }
 
-// pin returns the current version with a reference held, plus the buffer.
-func (e *Engine) pin() (*Version, []*bufItem, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+// pin returns the current version with a reference held, plus the buffer,
+// after checking the table (I4). Readers share the lock: the reference is
+// atomic, and a version can only be replaced under the exclusive lock.
+func (e *Engine) pin(table TableID) (*Version, []*bufItem, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	if e.closed {
 		return nil, nil, ErrClosed
 	}
-	e.cur.refs++
+	if _, dropped := e.dropped[table]; dropped || !e.cur.hasTable(table) {
+		return nil, nil, tableDropped(table)
+	}
+	e.cur.refs.Add(1)
 	return e.cur, e.buf, nil
 }
 
 func (e *Engine) unpin(v *Version) {
+	if v.refs.Add(-1) > 0 {
+		return
+	}
 	e.mu.Lock()
-	v.refs--
-	if v.refs == 0 && v != e.cur {
+	if v.refs.Load() == 0 && v != e.cur {
 		delete(e.live, v)
 	}
 	e.mu.Unlock()
@@ -970,7 +977,7 @@ func (e *Engine) checkTable(v *Version, t TableID) error {
 
 // Get returns the newest value of key <= epoch.
 func (e *Engine) Get(ctx context.Context, table TableID, key []byte, epoch uint64, opt ReadOptions) ([]byte, bool, error) {
-	v, buf, err := e.pin()
+	v, buf, err := e.pin(table)
 	if err != nil {
 		return nil, false, err
 	}
@@ -982,9 +989,6 @@ func (e *Engine) Get(ctx context.Context, table TableID, key []byte, epoch uint6
 }
 
 func (e *Engine) get(ctx context.Context, v *Version, buf []*bufItem, table TableID, key []byte, epoch uint64) ([]byte, bool, error) {
-	if err := e.checkTable(v, table); err != nil {
-		return nil, false, err
-	}
 	if epoch < v.SafeEpoch {
 		return nil, false, fmt.Errorf("storage: read table %d at epoch %d: %w (%d)", table, epoch, ErrEpochTooOld, v.SafeEpoch)
 	}

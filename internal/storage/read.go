@@ -21,7 +21,7 @@ type Iterator interface {
 // Iter returns an iterator over keys in [lower, upper) of table (nil bounds
 // are open) as of epoch.
 func (e *Engine) Iter(ctx context.Context, table TableID, lower, upper []byte, epoch uint64, opt ReadOptions) (Iterator, error) {
-	v, buf, err := e.pin()
+	v, buf, err := e.pin(table)
 	if err != nil {
 		return nil, err
 	}
@@ -402,7 +402,7 @@ func (e *Engine) Snapshot() *Snapshot {
 	if e.closed {
 		return &Snapshot{e: e, err: ErrClosed}
 	}
-	e.cur.refs++
+	e.cur.refs.Add(1)
 	s := &Snapshot{e: e, v: e.cur, epoch: e.cur.CommittedEpoch}
 	e.snaps[s] = struct{}{}
 	return s
@@ -414,6 +414,9 @@ func (s *Snapshot) Epoch() uint64 { return s.epoch }
 // Get reads key at the snapshot's epoch.
 func (s *Snapshot) Get(ctx context.Context, table TableID, key []byte) ([]byte, bool, error) {
 	if err := s.check(); err != nil {
+		return nil, false, err
+	}
+	if err := s.e.checkTable(s.v, table); err != nil {
 		return nil, false, err
 	}
 	return s.e.get(ctx, s.v, nil, table, key, s.epoch)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync/atomic"
 )
 
 // NumLevels is the depth of the LSM: L0 (overlapping, newest first) and
@@ -36,7 +37,7 @@ type Version struct {
 	Tables    map[TableID]struct{}
 	Levels    [NumLevels][]*SSTMeta // L0 newest first; others sorted by Smallest
 
-	refs int // guarded by Engine.mu
+	refs atomic.Int64 // readers pinning this version
 }
 
 // VersionDelta is one atomic change to the version, stored in one
