@@ -32,16 +32,15 @@ const (
 // but end before 294247-01-01 rather than PostgreSQL's 294277-01-01:
 // Datum counts microseconds from 1970 in an int64 (see datum.go), which
 // cannot hold PostgreSQL's last 30 years (PostgreSQL counts from 2000).
-var (
-	MinDate         = daysFromCivil(-4713, 11, 24)
-	MaxDate         = daysFromCivil(5874897, 12, 31)
-	MinTimestamp    = MinDate * microsPerDay
-	EndTimestamp    = daysFromCivil(294247, 1, 1) * microsPerDay // exclusive
-	PosInfinity     = int64(math.MaxInt64)                       // +infinity for Date, Timestamp, Timestamptz
-	NegInfinity     = int64(math.MinInt64)                       // -infinity
-	maxTimeOfDay    = microsPerDay                               // 24:00:00 is a valid time
-	maxTzDisplaceS  = int64(15*3600 + 59*60 + 59)                // PostgreSQL's MAX_TZDISP
-	unixEpochMicros = int64(0)
+const (
+	MinDate        int64 = -2440588                    // 4714-11-24 BC; TestDateLimits checks the numbers
+	MaxDate        int64 = 2145042905                  // 5874897-12-31
+	MinTimestamp         = MinDate * microsPerDay      // 4714-11-24 00:00:00 BC
+	EndTimestamp   int64 = 9223371244800000000         // 294247-01-01 00:00:00, exclusive
+	PosInfinity          = int64(math.MaxInt64)        // +infinity for Date, Timestamp, Timestamptz
+	NegInfinity          = int64(math.MinInt64)        // -infinity
+	maxTimeOfDay         = microsPerDay                // 24:00:00 is a valid time
+	maxTzDisplaceS       = int64(15*3600 + 59*60 + 59) // PostgreSQL's MAX_TZDISP
 )
 
 func floorDiv(a, b int64) int64 {

@@ -101,7 +101,8 @@ func randDatum(r *rand.Rand, t Type) Datum {
 		case 3:
 			v = r.Int63n(4e15) - 2e15 // around 1970, where zone rules vary
 		default:
-			v = int64(uint64(MinTimestamp) + r.Uint64()%(uint64(EndTimestamp)-uint64(MinTimestamp)))
+			lo, hi := MinTimestamp, EndTimestamp // variables: uint64 conversion wraps
+			v = int64(uint64(lo) + r.Uint64()%(uint64(hi)-uint64(lo)))
 		}
 		return Datum{k: t.Kind, i: v}
 	case KindInterval:

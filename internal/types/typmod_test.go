@@ -36,3 +36,22 @@ func TestPGTypmodRoundTrip(t *testing.T) {
 		t.Errorf("varchar(0) accepted")
 	}
 }
+
+func TestDateLimits(t *testing.T) {
+	if got := daysFromCivil(-4713, 11, 24); got != MinDate {
+		t.Errorf("MinDate = %d; calendar says %d", MinDate, got)
+	}
+	if got := daysFromCivil(5874897, 12, 31); got != MaxDate {
+		t.Errorf("MaxDate = %d; calendar says %d", MaxDate, got)
+	}
+	if got := daysFromCivil(294247, 1, 1) * microsPerDay; got != EndTimestamp {
+		t.Errorf("EndTimestamp = %d; calendar says %d", EndTimestamp, got)
+	}
+	// the calendar round-trips over the whole date range
+	for d := MinDate; d <= MaxDate; d += 9973 {
+		y, m, dd := civilFromDays(d)
+		if daysFromCivil(y, m, dd) != d {
+			t.Fatalf("civilFromDays(%d) = %d-%d-%d does not map back", d, y, m, dd)
+		}
+	}
+}
