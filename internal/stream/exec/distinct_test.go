@@ -2,6 +2,8 @@ package exec
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"math/rand"
 	"slices"
 	"testing"
@@ -140,7 +142,7 @@ func TestMaterializeStrictAndLenient(t *testing.T) {
 
 	// Non-strict: tolerate, and forward what the table actually did.
 	src3 := newSource("t", ts...)
-	m3 := NewMaterialize(src3, h.table(schema), false, nil)
+	m3 := NewMaterialize(src3, h.table(schema), false, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	src3.push(chunk(types.OpInsert, row(1, 1), types.OpInsert, row(1, 2), types.OpDelete, row(5, 5), types.OpDelete, row(1, 9)))
 	src3.pushBarrier(h.barrier())
 	got, _ := drain(t, ctx, m3, newView())

@@ -2,6 +2,8 @@ package exec
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"math/rand"
 	"slices"
 	"testing"
@@ -67,7 +69,8 @@ func TestMaterializeLenientRandomized(t *testing.T) {
 	ctx := context.Background()
 	ts := []types.Type{types.Int64, types.Int64}
 	src := newSource("t", ts...)
-	m := NewMaterialize(src, h.table(state.Schema{Name: "mv", Types: ts, PK: []int{0}, DistKey: []int{0}}), false, nil)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := NewMaterialize(src, h.table(state.Schema{Name: "mv", Types: ts, PK: []int{0}, DistKey: []int{0}}), false, quiet)
 	model := map[int64]int64{}
 	v := newView()
 	for step := 0; step < randomSteps(40); step++ {
