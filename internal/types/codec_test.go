@@ -464,3 +464,15 @@ func TestValueSingleRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodeCoercesNumberKinds(t *testing.T) {
+	// A datum of another number kind is encoded as the column's type.
+	k := AppendKey(nil, DInt32(7), Int64, false, false)
+	if d, _, err := DecodeKey(k, Int64, false, false); err != nil || d.Kind() != KindInt64 || d.Int() != 7 {
+		t.Fatalf("int32 in a bigint key decoded as %v, %v", d, err)
+	}
+	row, err := DecodeValueRow(AppendValueRow(nil, Row{DInt64(5), DInt32(3), DFloat32(1.5)}, []Type{Numeric, Float64, Float64}), []Type{Numeric, Float64, Float64}, nil)
+	if err != nil || FormatText(row[0], Numeric, nil) != "5" || row[1].Float() != 3 || row[2].Float() != 1.5 {
+		t.Fatalf("mixed number kinds decoded as %v, %v", row, err)
+	}
+}

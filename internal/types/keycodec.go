@@ -86,6 +86,9 @@ func AppendKey(buf []byte, d Datum, t Type, desc bool, nullsFirst bool) []byte {
 		}
 		return append(buf, keyNullLast)
 	}
+	if d.k != t.Kind {
+		d = coerceNumberKind(d, t.Kind)
+	}
 	buf = append(buf, keyValue)
 	start := len(buf)
 	buf = appendKeyPayload(buf, d)

@@ -59,9 +59,47 @@ func AppendValueRow(buf []byte, row Row, types []Type) []byte {
 			buf[bm+i/8] |= 1 << (i % 8)
 			continue
 		}
+		if i < len(types) && d.k != types[i].Kind {
+			d = coerceNumberKind(d, types[i].Kind)
+		}
 		buf = appendValueDatum(buf, d)
 	}
 	return buf
+}
+
+// coerceNumberKind converts a number datum to the number kind k, so that
+// an int32 value in a bigint column (a literal, say) is encoded as the
+// column's type and decodes again. Out-of-range values saturate rather
+// than wrap; other mismatches are returned unchanged.
+func coerceNumberKind(d Datum, k Kind) Datum {
+	if !isNumberKind(d.k) || !isNumberKind(k) {
+		return d
+	}
+	switch k {
+	case KindInt16, KindInt32, KindInt64:
+		var v int64
+		switch {
+		case d.k == KindNumeric || isFloatKind(d.k):
+			f := ToFloat(d)
+			v = int64(math.RoundToEven(max(-9.2e18, min(9.2e18, f))))
+		default:
+			v = d.i
+		}
+		switch k {
+		case KindInt16:
+			return DInt16(int16(max(math.MinInt16, min(math.MaxInt16, v))))
+		case KindInt32:
+			return DInt32(int32(max(math.MinInt32, min(math.MaxInt32, v))))
+		}
+		return DInt64(v)
+	case KindFloat32:
+		return DFloat32(float32(ToFloat(d)))
+	case KindFloat64:
+		return DFloat64(ToFloat(d))
+	case KindNumeric:
+		return DNumeric(ToDecimal(d))
+	}
+	return d
 }
 
 func appendValueDatum(buf []byte, d Datum) []byte {
