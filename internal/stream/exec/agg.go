@@ -237,6 +237,9 @@ func newAgg(input stream.Executor, groupKey []int, calls []AggCall, inputPK []in
 	if len(tables) != len(calls) {
 		return nil, fmt.Errorf("aggregation: %d calls but %d call tables", len(calls), len(tables))
 	}
+	if want := len(groupKey) + 1 + 2*len(calls); len(result.Schema().Types) != want {
+		return nil, fmt.Errorf("aggregation: result table %d has %d columns; want %d (see HashAggStateSchemas)", result.ID(), len(result.Schema().Types), want)
+	}
 	h := &HashAgg{input: input, groupKey: groupKey, inTypes: inTypes, inputPK: inputPK, result: result, simple: simple,
 		dirty: map[string]*aggGroup{}}
 	h.schema = typesAt(inTypes, groupKey)
