@@ -38,7 +38,14 @@ type Aggregate struct {
 	// NeedsInputs: retraction requires keeping inputs (min, max,
 	// string_agg, DISTINCT).
 	NeedsInputs bool
-	newState    func(retractable bool) aggImpl
+	// InexactRetract: Retract works but the result after retractions can
+	// differ in the last bits from recomputing over the remaining inputs
+	// (sum/avg/stddev/variance over real and double precision). The
+	// window kernels recompute such aggregates per frame, as PostgreSQL
+	// does (it has no inverse transition for them); the streaming engine
+	// may accept the drift.
+	InexactRetract bool
+	newState       func(retractable bool) aggImpl
 }
 
 // AggState accumulates one group. Add and Retract take the aggregate's
@@ -212,6 +219,7 @@ type aggSig struct {
 	retFn       func(args []types.Type) types.Type
 	retractable bool
 	needsInputs bool
+	inexact     bool
 	mk          func(argTypes []types.Type, ret types.Type, retractable bool) aggImpl
 }
 
@@ -271,8 +279,9 @@ func newAggregate(name string, s *aggSig, argTypes []types.Type, distinct bool) 
 	}
 	a := &Aggregate{
 		Name: name, ArgTypes: ats, ResultType: ret, Distinct: distinct,
-		Retractable: s.retractable && !distinct,
-		NeedsInputs: s.needsInputs || distinct,
+		Retractable:    s.retractable && !distinct,
+		NeedsInputs:    s.needsInputs || distinct,
+		InexactRetract: s.inexact,
 	}
 	a.newState = func(retractable bool) aggImpl { return s.mk(ats, ret, retractable) }
 	return a

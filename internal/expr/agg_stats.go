@@ -218,12 +218,12 @@ func init() {
 		mk: func([]types.Type, types.Type, bool) aggImpl { return &numSumAgg{} }})
 	regAgg("avg", &aggSig{args: one(types.Numeric), ret: types.Numeric, retractable: true,
 		mk: func([]types.Type, types.Type, bool) aggImpl { return &numSumAgg{avg: true} }})
-	regAgg("sum", &aggSig{args: one(types.Float32), ret: types.Float32, retractable: true,
+	regAgg("sum", &aggSig{args: one(types.Float32), ret: types.Float32, retractable: true, inexact: true,
 		mk: func([]types.Type, types.Type, bool) aggImpl { return &floatSumAgg{f32: true} }})
-	regAgg("sum", &aggSig{args: one(types.Float64), ret: types.Float64, retractable: true,
+	regAgg("sum", &aggSig{args: one(types.Float64), ret: types.Float64, retractable: true, inexact: true,
 		mk: func([]types.Type, types.Type, bool) aggImpl { return &floatSumAgg{} }})
 	for _, t := range []types.Type{types.Float32, types.Float64} {
-		regAgg("avg", &aggSig{args: one(t), ret: types.Float64, retractable: true,
+		regAgg("avg", &aggSig{args: one(t), ret: types.Float64, retractable: true, inexact: true,
 			mk: func([]types.Type, types.Type, bool) aggImpl { return &floatSumAgg{avg: true} }})
 	}
 	regAgg("sum", &aggSig{args: one(types.Interval), ret: types.Interval, retractable: true,
@@ -270,7 +270,7 @@ func init() {
 				mk: func([]types.Type, types.Type, bool) aggImpl { return &numVarAgg{samp: samp, sqrt: sq} }})
 		}
 		for _, t := range []types.Type{types.Float32, types.Float64} {
-			regAgg(name, &aggSig{args: one(t), ret: types.Float64, retractable: true,
+			regAgg(name, &aggSig{args: one(t), ret: types.Float64, retractable: true, inexact: true,
 				mk: func([]types.Type, types.Type, bool) aggImpl { return &floatVarAgg{samp: samp, sqrt: sq} }})
 		}
 	}

@@ -37,7 +37,7 @@ func (c *CastExpr) String() string {
 }
 
 func (c *CastExpr) Eval(ctx *EvalContext, row types.Row) (types.Datum, error) {
-	if k, ok := c.E.(*Const); ok {
+	if k, ok := c.E.(*Const); ok && ctx != nil {
 		if f := c.folded.Load(); f != nil && f.loc == ctx.Location && f.now.Equal(ctx.StatementTime) {
 			return f.v, nil
 		}

@@ -109,6 +109,8 @@ var (
 		wc("min", []types.Type{i4}, "v"), wc("max", []types.Type{i4}, "v"), wc("avg", []types.Type{i4}, "v"),
 		wc("sum", []types.Type{nu}, "n"), wc("avg", []types.Type{nu}, "n"), wc("max", []types.Type{tx}, "t"),
 		wc("stddev_samp", []types.Type{i4}, "v"), wc("var_pop", []types.Type{nu}, "n"), wc("min", []types.Type{nu}, "n"),
+		wc("var_samp", []types.Type{fl8}, "f"), wc("stddev_pop", []types.Type{fl8}, "f"), wc("sum", []types.Type{fl8}, "f"),
+		wc("avg", []types.Type{fl8}, "f"), wc("count", []types.Type{tx}, "t"),
 	}
 	orderedCalls = append([]wcall{
 		wc("row_number", nil), wc("ntile", []types.Type{i4}, "3"), wc("lag", []types.Type{i4}, "v"),

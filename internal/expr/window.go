@@ -25,9 +25,10 @@ import (
 //
 //	frame                               strategy
 //	UNBOUNDED PRECEDING .. x            running state, rows only added
-//	sliding, retractable aggregate      rows added at the end, retracted at the start
+//	sliding, exactly retractable agg    rows added at the end, retracted at the start
 //	sliding min / max                   monotonic deque of positions
-//	EXCLUDE ..., other aggregates       per-row recomputation over the frame
+//	EXCLUDE ..., float sums/variances,  per-row recomputation over the frame
+//	string_agg                          (as PostgreSQL: no inverse transition)
 //
 // The frame bounds of consecutive rows never move backwards (the rows are
 // sorted), which is what makes the sliding strategies correct.
@@ -736,7 +737,7 @@ func (p *windowPart) computeAgg(ctx *EvalContext, fn *WindowFunc, f Frame, from,
 		if agg.Name == "min" || agg.Name == "max" {
 			return p.aggDeque(ctx, agg, f, from, to, out)
 		}
-		if agg.Retractable {
+		if agg.Retractable && !agg.InexactRetract {
 			return p.aggSliding(ctx, agg, f, from, to, out)
 		}
 	}
