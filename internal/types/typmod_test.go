@@ -1,6 +1,9 @@
 package types
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestPGTypmodRoundTrip(t *testing.T) {
 	for _, c := range []struct {
@@ -52,6 +55,38 @@ func TestDateLimits(t *testing.T) {
 		y, m, dd := civilFromDays(d)
 		if daysFromCivil(y, m, dd) != d {
 			t.Fatalf("civilFromDays(%d) = %d-%d-%d does not map back", d, y, m, dd)
+		}
+	}
+}
+
+func TestSpecialTimesUseOptions(t *testing.T) {
+	loc, err := LoadTimeZone("Asia/Tokyo")
+	if err != nil {
+		t.Skip(err)
+	}
+	// 2024-03-01 20:30 UTC is 2024-03-02 05:30 in Tokyo.
+	now := time.Date(2024, 3, 1, 20, 30, 0, 0, time.UTC)
+	opt := &FormatOptions{Location: loc, Now: now}
+	for _, c := range []struct {
+		in   string
+		typ  Type
+		want string
+	}{
+		{"today", Date, "2024-03-02"},
+		{"tomorrow", Date, "2024-03-03"},
+		{"yesterday", Date, "2024-03-01"},
+		{"now", Timestamptz, "2024-03-02 05:30:00+09"},
+		{"now", Timestamp, "2024-03-02 05:30:00"},
+		{"today", Timestamptz, "2024-03-02 00:00:00+09"},
+		{"tomorrow 10:00", Timestamp, "2024-03-03 10:00:00"},
+		{"epoch", Timestamptz, "1970-01-01 09:00:00+09"},
+	} {
+		d, err := ParseText(c.in, c.typ, opt)
+		if err != nil {
+			t.Fatalf("ParseText(%q, %s): %v", c.in, c.typ, err)
+		}
+		if got := FormatText(d, c.typ, opt); got != c.want {
+			t.Errorf("ParseText(%q, %s) = %q; want %q", c.in, c.typ, got, c.want)
 		}
 	}
 }
