@@ -997,6 +997,7 @@ func (e *Engine) get(ctx context.Context, v *Version, buf []*bufItem, table Tabl
 		bestE   uint64
 		bestVal []byte
 		bestDel bool
+		owned   bool // bestVal is already a private copy
 		prefix  []byte
 	)
 	// Uncommitted data: the newest epoch <= epoch wins; among equal epochs
@@ -1013,7 +1014,7 @@ func (e *Engine) get(ctx context.Context, v *Version, buf []*bufItem, table Tabl
 			if j := it.run.find(key); j >= 0 {
 				found, bestE = true, it.epoch
 				bestDel = it.run.ents[j].del
-				bestVal = it.run.value(j)
+				bestVal, owned = it.run.value(j), false
 			}
 			continue
 		}
@@ -1030,10 +1031,13 @@ func (e *Engine) get(ctx context.Context, v *Version, buf []*bufItem, table Tabl
 		if ok {
 			found, bestE = true, ep
 			bestDel = val[0] == tagDelete
-			bestVal = val[1:]
+			bestVal, owned = val[1:], true
 		}
 	}
 	if found {
+		if !owned {
+			bestVal = bytes.Clone(bestVal)
+		}
 		return result(bestVal, bestDel)
 	}
 	if prefix == nil {
@@ -1076,11 +1080,13 @@ func (e *Engine) get(ctx context.Context, v *Version, buf []*bufItem, table Tabl
 	return nil, false, nil
 }
 
+// result turns a found version into Get's answer; val must be owned by
+// the caller already (sstLookup copies).
 func result(val []byte, del bool) ([]byte, bool, error) {
 	if del {
 		return nil, false, nil
 	}
-	return bytes.Clone(val), true, nil
+	return val, true, nil
 }
 
 // sstMayContain checks the file's key range (on prefixes) and table set.

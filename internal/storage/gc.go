@@ -128,8 +128,9 @@ func (r CheckReport) Summary() string {
 func (r CheckReport) OK() bool { return len(r.Missing) == 0 && r.Counts[ClassUnowned] == 0 }
 
 // classify reads in the order I1 requires: job records, then the version,
-// then the listing, then the id watermark (an object created after the
-// listing started is newer than anything we could misjudge).
+// then the deletion queue, then the listing, then the id watermark (an
+// object created after the listing started is newer than anything we could
+// misjudge).
 func classify(ctx context.Context, store objstore.Store, meta *metastore.DB, grace time.Duration, now time.Time) (*CheckReport, map[string]uint64, error) {
 	if err := migrate(ctx, meta); err != nil {
 		return nil, nil, err
@@ -151,15 +152,17 @@ func classify(ctx context.Context, store objstore.Store, meta *metastore.DB, gra
 		return nil, nil, err
 	}
 	refs := v.objects()
+	// The queue before the listing: an object deleted by the fast path
+	// after this read is not listed either.
+	queue, err := loadDeletionQueue(ctx, meta)
+	if err != nil {
+		return nil, nil, err
+	}
 	list, err := store.List(ctx, sstKeyPrefix)
 	if err != nil {
 		return nil, nil, fmt.Errorf("storage: list %s: %w", sstKeyPrefix, err)
 	}
 	watermark, err := readCounter(ctx, meta, "next_object_id")
-	if err != nil {
-		return nil, nil, err
-	}
-	queue, err := loadDeletionQueue(ctx, meta)
 	if err != nil {
 		return nil, nil, err
 	}
