@@ -141,6 +141,17 @@ func TestResolution(t *testing.T) {
 		{"format", mk(func() (Expr, error) {
 			return NewFuncCall("format", []Expr{cu("%s %I %L"), cu("x"), cu("Ab"), cu("it's")})
 		}), "text", `x "Ab" 'it''s'`},
+		{"to_timestamp", mk(func() (Expr, error) {
+			return NewFuncCall("to_timestamp", []Expr{cu("05/09/24 3:04 PM"), cu("MM/DD/YY HH:MI AM")})
+		}), "timestamp with time zone", "2024-05-09 15:04:00+00"},
+		{"to_timestamp fraction", mk(func() (Expr, error) {
+			return NewFuncCall("to_timestamp", []Expr{cu("2024-05-09 15:04:05.25"), cu("YYYY-MM-DD HH24:MI:SS.MS")})
+		}), "timestamp with time zone", "2024-05-09 15:04:05.25+00"},
+		{"to_date compact", mk(func() (Expr, error) { return NewFuncCall("to_date", []Expr{cu("20240509"), cu("YYYYMMDD")}) }), "date", "2024-05-09"},
+		{"to_date names", mk(func() (Expr, error) { return NewFuncCall("to_date", []Expr{cu("09 May 2024"), cu("DD Mon YYYY")}) }), "date", "2024-05-09"},
+		{"to_date doy", mk(func() (Expr, error) { return NewFuncCall("to_date", []Expr{cu("2024 100"), cu("YYYY DDD")}) }), "date", "2024-04-09"},
+		{"to_date range", mk(func() (Expr, error) { return NewFuncCall("to_date", []Expr{cu("2024-13-01"), cu("YYYY-MM-DD")}) }), "", "ERROR 22008"},
+		{"to_date bad", mk(func() (Expr, error) { return NewFuncCall("to_date", []Expr{cu("x2024"), cu("YYYY")}) }), "", `ERROR 22007 invalid value "x202" for "YYYY"`},
 		{"regexp_replace backref", mk(func() (Expr, error) {
 			return NewFuncCall("regexp_replace", []Expr{cu("hello"), cu("(l+)"), cu(`<\1>`)})
 		}), "text", "he<ll>o"},
