@@ -80,7 +80,7 @@ func (b *builder) build(n plan.Node) (*Node, error) {
 	case *plan.TableFunc:
 		return nil, unsupported("set-returning function %s in a materialized view is not supported yet", n.Name)
 	case *plan.Window:
-		return nil, unsupported("window functions in a materialized view are not supported yet")
+		return b.overWindow(n)
 	}
 	return nil, unsupported("%T in a materialized view is not supported", n)
 }

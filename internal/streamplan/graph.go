@@ -59,6 +59,9 @@ type Env struct {
 	// Backfill: a new job reads its upstreams' existing rows; a rebuilt
 	// one (after recovery) already has them in its state.
 	Backfill bool
+	// OverWindowCachePolicy is over_window_cache_policy: "full" (default)
+	// or "recent" (see exec.OverWindowCachePolicy).
+	OverWindowCachePolicy string
 }
 
 // Job is an instantiated streaming job, ready to spawn.
@@ -161,6 +164,8 @@ func stateSchemas(n *Node, job string) ([]state.Schema, error) {
 		return []state.Schema{exec.TopNStateSchema(label, n.Inputs[0].Types(), nil, columnOrders(n.Order), n.InputKey)}, nil
 	case OpDistinct:
 		return []state.Schema{exec.DistinctStateSchema(label, n.Inputs[0].Types(), n.GroupKey)}, nil
+	case OpOverWindow:
+		return overWindowStateSchemas(n, label)
 	case OpMaterialize:
 		s := state.Schema{Name: job, Types: n.Types(), PK: n.Key, ConstraintName: job + "_pkey"}
 		for _, c := range n.Schema {
@@ -440,6 +445,12 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 			return nil, err
 		}
 		return exec.NewDistinct(in, n.GroupKey, g.newState(n, 0))
+	case OpOverWindow:
+		in, err := input(0)
+		if err != nil {
+			return nil, err
+		}
+		return g.overWindow(n, in)
 	case OpUnionAll:
 		ins := make([]stream.Executor, len(n.Inputs))
 		for k := range n.Inputs {

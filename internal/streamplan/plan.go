@@ -55,9 +55,10 @@ const (
 	OpUnionAll
 	OpExchange
 	OpMaterialize
+	OpOverWindow
 )
 
-var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize"}
+var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "OverWindow"}
 
 func (o Op) String() string { return opNames[o] }
 
@@ -101,6 +102,7 @@ type Node struct {
 	Order     []OrderCol
 	Limit     int64 // OpTopN; -1: no limit
 	Offset    int64
+	Window    *WindowSpec // OpOverWindow
 
 	// StateTables lists the state tables the operator owns, in plan order.
 	StateTables  []catalog.TableID

@@ -406,7 +406,9 @@ func TestOverWindowRandomized(t *testing.T) {
 				b := h.barrier()
 				src.pushBarrier(b)
 				drain(t, ctx, ow, v)
-				if rng.Intn(2) == 0 {
+				if rng.Intn(4) == 0 {
+					// reads then see committed data as well as the
+					// uncommitted epochs (commits cost the most here)
 					h.commit(b.Prev)
 				}
 				want := rowsSorted(owFromScratch(t, m.current(), c.partition, c.order, calls))
