@@ -195,12 +195,12 @@ func appendNumericKey(buf []byte, d *apd.Decimal) []byte {
 		buf = append(buf, numKeyPos)
 	}
 	start := len(buf)
+	// value = 0.digits * 10^E with E = exponent + number of coefficient digits
+	e := int64(d.Exponent) + int64(len(digits))
 	// strip trailing zeros: they change the exponent, not the value
 	for len(digits) > 1 && digits[len(digits)-1] == '0' {
 		digits = digits[:len(digits)-1]
 	}
-	// value = 0.digits * 10^E with E = exponent + number of coefficient digits
-	e := int64(d.Exponent) + int64(len(d.Coeff.Append(scratch[:0], 10)))
 	if e > math.MaxInt32 {
 		e = math.MaxInt32
 	} else if e < math.MinInt32 {
