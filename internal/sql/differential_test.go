@@ -430,8 +430,8 @@ func runDiffSeed(t *testing.T, ctx context.Context, conn *pgx.Conn, seed int64, 
 	}()
 	for i := 0; i < nq && fails < 10; i++ {
 		q, ordered := g.query()
-		want, wantErr := pgQuery(ctx, conn, q)
-		got, _, gotErr := f.query(ctx, q)
+		want, wantCols, wantErr := pgQueryCols(ctx, conn, q)
+		got, gotColumns, gotErr := f.query(ctx, q)
 		switch {
 		case wantErr != nil && gotErr != nil:
 			bothErr++
@@ -451,6 +451,15 @@ func runDiffSeed(t *testing.T, ctx context.Context, conn *pgx.Conn, seed int64, 
 		}
 		compared++
 		rowsSeen += len(want)
+		var gotCols []string
+		for _, c := range gotColumns {
+			gotCols = append(gotCols, fmt.Sprintf("%s:%d", c.Name, c.Type.OID()))
+		}
+		if strings.Join(wantCols, ",") != strings.Join(gotCols, ",") {
+			t.Errorf("seed %d query %d: %s\nresult columns differ: postgres %v, runnel %v", seed, i, q, wantCols, gotCols)
+			fails++
+			continue
+		}
 		if !ordered {
 			sort.Strings(want)
 			sort.Strings(got)
@@ -475,15 +484,18 @@ func pgCode(err error) string {
 // pgQuery runs q in PostgreSQL with the text protocol and renders rows as
 // formatRow does.
 func pgQuery(ctx context.Context, conn *pgx.Conn, q string) ([]string, error) {
-	res := conn.PgConn().ExecParams(ctx, q, nil, nil, nil, nil)
-	r := res.Read()
-	if r.Err != nil {
-		return nil, r.Err
-	}
+	rows, _, err := pgQueryCols(ctx, conn, q)
+	return rows, err
+}
+
+// pgQueryCols also returns "name:typeoid" for each result column.
+func pgQueryCols(ctx context.Context, conn *pgx.Conn, q string) ([]string, []string, error) {
+	rr := conn.PgConn().ExecParams(ctx, q, nil, nil, nil, nil)
 	var out []string
-	for _, row := range r.Rows {
-		parts := make([]string, len(row))
-		for i, v := range row {
+	for rr.NextRow() {
+		vals := rr.Values()
+		parts := make([]string, len(vals))
+		for i, v := range vals {
 			if v == nil {
 				parts[i] = "NULL"
 			} else {
@@ -492,7 +504,14 @@ func pgQuery(ctx context.Context, conn *pgx.Conn, q string) ([]string, error) {
 		}
 		out = append(out, strings.Join(parts, "|"))
 	}
-	return out, nil
+	var cols []string
+	for _, fd := range rr.FieldDescriptions() {
+		cols = append(cols, fmt.Sprintf("%s:%d", fd.Name, fd.DataTypeOID))
+	}
+	if _, err := rr.Close(); err != nil {
+		return nil, nil, err
+	}
+	return out, cols, nil
 }
 
 var _ = types.Int32

@@ -229,3 +229,15 @@ func TestInsertDefaultValues(t *testing.T) {
 		t.Fatalf("got %v %v", rows, err)
 	}
 }
+
+func TestParamTypedByLaterUse(t *testing.T) {
+	f := smallDB()
+	p := prepare(t, f, "select $1, $1 + 1")
+	if p.ParamTypes[0] != types.Int32 {
+		t.Fatalf("param types %v", p.ParamTypes)
+	}
+	got, _, err := f.query(context.Background(), "select $1, $1 + 1", types.DInt32(41))
+	if err != nil || strings.Join(got, ";") != "41|42" {
+		t.Fatalf("got %v %v", got, err)
+	}
+}

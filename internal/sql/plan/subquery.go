@@ -135,5 +135,12 @@ func (p *Param) Eval(ctx *expr.EvalContext, _ types.Row) (types.Datum, error) {
 	if p.N < 1 || p.N > len(ps) {
 		return types.NullDatum, sqlerr.Errorf(sqlerr.UndefinedParameter, "there is no parameter $%d", p.N)
 	}
-	return ps[p.N-1], nil
+	d := ps[p.N-1]
+	if p.Typ.Kind == types.KindUnknown && !d.IsNull() && d.Kind() != types.KindUnknown && d.Kind() != types.KindVarchar {
+		// This occurrence was bound before the parameter's type was
+		// inferred from a later one ($1 in "SELECT $1, $1 + 1"): it
+		// expects an untyped literal, so give it the value's text.
+		return types.DUnknown(types.FormatText(d, types.Type{Kind: d.Kind(), Mod: -1}, nil)), nil
+	}
+	return d, nil
 }
