@@ -290,7 +290,10 @@ func (g *diffGen) window() (string, bool) {
 	ic, _ := g.colOf(t, "a", "int")
 	fn := g.pick("rank()", "dense_rank()", "sum("+ic+")", "count(*)", "max("+ic+")", "min(a.k)", "avg("+ic+")")
 	over := "partition by " + part
-	if g.r.Intn(2) == 0 {
+	if g.r.Intn(4) == 0 && !strings.Contains(fn, "rank") {
+		// A non-unique ORDER BY: the default RANGE frame includes peers.
+		over += " order by " + ic + g.pick("", " desc", " nulls first")
+	} else if g.r.Intn(2) == 0 {
 		over += " order by a.k" // k is a key per table: deterministic frames
 		if g.r.Intn(3) == 0 {
 			over += g.pick(" rows between 1 preceding and 1 following", " rows between unbounded preceding and current row", " rows between current row and unbounded following")
