@@ -14,17 +14,25 @@ type TableID uint32
 
 // Key layout inside SSTs (see docs/storage-format.md):
 //
-//	+----------------+----------------------+---------------------+
-//	| table_id (4 B) | rest (caller's bytes)| ^epoch (8 B, BE)    |
-//	+----------------+----------------------+---------------------+
-//	 \________________ prefix ____________/ \______ suffix _____/
+//	+----------------+----------------------+------+------------------+------+
+//	| table_id (4 B) | rest (caller's bytes)| 0x00 | ^epoch (8 B, BE) | 0x09 |
+//	+----------------+----------------------+------+------------------+------+
+//	 \_____________________ prefix _______________/ \_______ suffix ______/
 //
 // The suffix is the bitwise complement of the epoch so that, for one prefix,
 // newer versions sort first: SeekPrefixGE(prefix, prefix+suffix(E)) lands on
 // the newest version <= E.
+//
+// The key is self-describing: its last byte is the suffix length (9), and a
+// bare prefix ends with the 0x00 sentinel (suffix length 0). Pebble calls
+// Split and Compare on bare prefixes as well as full keys (the row-block
+// writer compares consecutive keys' prefixes); a fixed-length suffix cannot
+// tell the two apart and ordered prefixes of different lengths wrongly.
+// Appending 0x00 to every rest preserves the byte order of rests.
 const (
 	tableIDLen = 4
-	suffixLen  = 8
+	// suffixLen is the epoch plus the trailing suffix-length byte.
+	suffixLen = 9
 )
 
 // Value tags: every stored value starts with one tag byte.
@@ -33,42 +41,49 @@ const (
 	tagDelete byte = 1
 )
 
-// appendPrefix appends table_id | rest to dst.
+// appendPrefix appends table_id | rest | 0x00 to dst.
 func appendPrefix(dst []byte, table TableID, rest []byte) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, uint32(table))
-	return append(dst, rest...)
+	dst = append(dst, rest...)
+	return append(dst, 0)
 }
 
-// appendSuffix appends the inverted big-endian epoch.
+// appendSuffix appends the inverted big-endian epoch and the suffix length.
 func appendSuffix(dst []byte, epoch uint64) []byte {
-	return binary.BigEndian.AppendUint64(dst, ^epoch)
+	dst = binary.BigEndian.AppendUint64(dst, ^epoch)
+	return append(dst, suffixLen)
 }
 
-// makeKey returns table_id | rest | ^epoch.
+// makeKey returns table_id | rest | 0x00 | ^epoch | 0x09.
 func makeKey(table TableID, rest []byte, epoch uint64) []byte {
-	k := make([]byte, 0, tableIDLen+len(rest)+suffixLen)
+	k := make([]byte, 0, tableIDLen+len(rest)+1+suffixLen)
 	return appendSuffix(appendPrefix(k, table, rest), epoch)
 }
 
-// splitKey decomposes a stored key. ok is false if the key is too short to
-// hold a table id and a suffix.
+// splitKey decomposes a stored key. ok is false if the key is not a full
+// stored key (too short, or not ending in a suffix).
 func splitKey(k []byte) (table TableID, rest []byte, epoch uint64, ok bool) {
-	if len(k) < tableIDLen+suffixLen {
+	if len(k) < tableIDLen+1+suffixLen || k[len(k)-1] != suffixLen || k[len(k)-suffixLen-1] != 0 {
 		return 0, nil, 0, false
 	}
 	table = TableID(binary.BigEndian.Uint32(k))
-	rest = k[tableIDLen : len(k)-suffixLen]
-	epoch = ^binary.BigEndian.Uint64(k[len(k)-suffixLen:])
+	rest = k[tableIDLen : len(k)-suffixLen-1]
+	epoch = ^binary.BigEndian.Uint64(k[len(k)-suffixLen : len(k)-1])
 	return table, rest, epoch, true
 }
 
-// epochSplit returns the length of the prefix of k. Keys shorter than a
-// suffix (which pebble may pass, e.g. empty keys) are all prefix.
+// epochSplit returns the length of the prefix of k: the last byte of a
+// key is its suffix length (0 for a bare prefix, which ends with the 0x00
+// sentinel). Malformed keys are all prefix.
 func epochSplit(k []byte) int {
-	if len(k) < suffixLen {
+	if len(k) == 0 {
+		return 0
+	}
+	n := int(k[len(k)-1])
+	if n > len(k) {
 		return len(k)
 	}
-	return len(k) - suffixLen
+	return len(k) - n
 }
 
 func epochCompare(a, b []byte) int {
