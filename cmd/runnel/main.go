@@ -5,6 +5,7 @@
 //	runnel serve [flags]           serve (pgwire on 127.0.0.1:4566)
 //	runnel ctl storage check|gc|version --data-dir DIR
 //	runnel slt --url URL FILE...   run sqllogictest files against a server
+//	runnel bench nexmark ...       Nexmark throughput against an embedded server
 package main
 
 import (
@@ -28,6 +29,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ctlMain(args[1:], stdout, stderr)
 	case "slt":
 		return sltMain(args[1:], stdout, stderr)
+	case "bench":
+		return benchMain(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -42,5 +45,6 @@ func usage(w io.Writer) {
   runnel [serve] [--listen HOST:PORT] [--data-dir DIR] [--object-store URL] [--meta-store URL]
   runnel ctl storage check|gc|version --data-dir DIR [--grace DURATION]
   runnel slt --url postgres://root@127.0.0.1:4566/dev FILE...
+  runnel bench nexmark [--queries q0,q1,...] [--events N] [--json]
 `)
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/connector"
+	"github.com/runneldb/runnel/internal/connector/datagen"
 	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/sql/binder"
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -44,10 +47,11 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		}
 		return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateTable, "relation %q already exists", ct.Name)
 	}
-	if len(ct.Options) > 0 {
-		if c, ok := ct.Options["connector"]; ok {
-			return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "connector %q is not supported yet", c)
-		}
+	if ct.Source {
+		return ss.createSource(ctx, sc, ct)
+	}
+	if c, ok := ct.Options["connector"]; ok {
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "CREATE TABLE with connector %q is not supported yet; use CREATE SOURCE", c)
 	}
 	rel := &catalog.Relation{
 		DatabaseID: ss.db.ID,
@@ -181,7 +185,7 @@ func (s *Server) dropCascade(ctx context.Context, rel *catalog.Relation) error {
 		return s.dropTable(ctx, rel)
 	case catalog.KindMaterializedView:
 		return s.dropView(ctx, rel)
-	case catalog.KindView:
+	case catalog.KindView, catalog.KindSource:
 		return s.catalog.DropObject(ctx, rel.ID)
 	}
 	return sqlerr.Errorf(sqlerr.FeatureNotSupported, "DROP %s is not supported yet", strings.ToUpper(rel.Kind.String()))
@@ -351,4 +355,36 @@ func (ss *session) dropUser(ctx context.Context, d *binder.Drop, name string) er
 		return sqlerr.New(sqlerr.ObjectInUse, "current user cannot be dropped")
 	}
 	return ss.s.catalog.DropObject(ctx, u.ID)
+}
+
+// createSource runs CREATE SOURCE: a relation fed by a connector, with no
+// storage of its own. Every materialized view reading it runs the
+// connector in its own actors, from the start. The options are checked
+// now so that a bad one fails the CREATE, not a later view.
+func (ss *session) createSource(ctx context.Context, sc *catalog.Schema, ct *binder.CreateTable) (pgwire.Result, error) {
+	s := ss.s
+	if _, ok := ct.Options["connector"]; !ok {
+		return pgwire.Result{}, sqlerr.New(sqlerr.InvalidParameterValue, "CREATE SOURCE needs WITH (connector = '...')")
+	}
+	rel := &catalog.Relation{DatabaseID: ss.db.ID, SchemaID: sc.ID, Name: ct.Name, Kind: catalog.KindSource,
+		Owner: ss.user.Name, AppendOnly: true, Options: ct.Options}
+	var cols []connector.Column
+	for _, c := range ct.Columns {
+		rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type, NotNull: c.NotNull})
+		cols = append(cols, connector.Column{Name: c.Name, Type: c.Type})
+	}
+	if strings.EqualFold(ct.Options["connector"], "datagen") {
+		// Pin now() so that the source's rows never depend on when a view
+		// (re)starts reading it.
+		rel.Options = datagen.PinOptions(cols, ct.Options, time.Now())
+	}
+	if _, err := connector.Open(cols, rel.Options); err != nil {
+		return pgwire.Result{}, err
+	}
+	rel.Columns = append(rel.Columns, catalog.Column{Name: RowIDColumn, Type: types.Int64, NotNull: true, Hidden: true})
+	rel.PK = []int{len(rel.Columns) - 1}
+	if _, err := s.catalog.CreateRelation(ctx, rel, 0); err != nil {
+		return pgwire.Result{}, err
+	}
+	return pgwire.Result{Tag: "CREATE SOURCE"}, nil
 }

@@ -81,6 +81,9 @@ func (s *Server) Rebuild(ctx context.Context, curr uint64) error {
 	for _, j := range s.jobs.tables {
 		close(j.replaced)
 	}
+	for _, v := range s.jobs.views {
+		close(v.replaced)
+	}
 	s.jobs.tables = map[catalog.ObjectID]*tableJob{}
 	s.jobs.views = map[catalog.ObjectID]*viewJob{}
 	s.jobs.mu.Unlock()

@@ -29,8 +29,10 @@ type viewJob struct {
 	outputs     []streamplan.UpstreamActor
 	dispatchers map[stream.ActorID]*stream.BroadcastDispatcher
 	backfills   []*exec.Backfill
+	sources     []*exec.Source
 	started     time.Time
-	definition  string
+	// replaced is closed when recovery tears the job down.
+	replaced chan struct{}
 }
 
 // upstreamOf describes a relation that a new or rebuilt job reads.
@@ -199,6 +201,8 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 	for _, bf := range job.backfills {
 		select {
 		case <-bf.Done():
+		case <-job.replaced:
+			return errCreationInterrupted(rel)
 		case <-ctx.Done():
 			// The creation was cancelled: nothing of the view may remain.
 			s.dropView(context.Background(), rel)
@@ -211,17 +215,30 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 		s.dropView(context.Background(), rel)
 		return err
 	}
+	// Publish under the graph lock: recovery (which drops views still being
+	// created) cannot interleave, so either it purged the view before this
+	// point or the view is published whole.
 	done := *rel
 	done.Creating = false
-	if err := s.catalog.UpdateRelation(ctx, &done); err != nil {
-		return err
-	}
-	s.jobs.mu.Lock()
-	if v := s.jobs.views[rel.ID]; v != nil {
-		v.rel = &done
-	}
-	s.jobs.mu.Unlock()
-	return nil
+	return s.epochs.WithGraphLock(func(uint64) error {
+		s.jobs.mu.Lock()
+		current := s.jobs.views[rel.ID] == job
+		s.jobs.mu.Unlock()
+		if !current {
+			return errCreationInterrupted(rel)
+		}
+		if err := s.catalog.UpdateRelation(ctx, &done); err != nil {
+			return err
+		}
+		s.jobs.mu.Lock()
+		job.rel = &done
+		s.jobs.mu.Unlock()
+		return nil
+	})
+}
+
+func errCreationInterrupted(rel *catalog.Relation) error {
+	return sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "creation of materialized view %q was interrupted by a recovery; it was dropped, run CREATE again", rel.Name)
 }
 
 func (s *Server) viewEnv(rel *catalog.Relation, backfill bool, curr uint64) *streamplan.Env {
@@ -259,10 +276,11 @@ func (s *Server) startView(ctx context.Context, rel *catalog.Relation, root *str
 
 // registerView spawns an instantiated job's actors and records it.
 func (s *Server) registerView(rel *catalog.Relation, job *streamplan.Job) *viewJob {
-	vj := &viewJob{rel: rel, outputs: job.Outputs, dispatchers: job.Dispatcher, backfills: job.Backfills, started: time.Now()}
+	vj := &viewJob{rel: rel, outputs: job.Outputs, dispatchers: job.Dispatcher, backfills: job.Backfills, sources: job.Sources,
+		started: time.Now(), replaced: make(chan struct{})}
 	for _, a := range job.Actors {
 		vj.actors = append(vj.actors, a.ID)
-		s.actors.Spawn(a, nil)
+		s.actors.Spawn(a, job.SourceBarriers[a.ID])
 	}
 	s.jobs.mu.Lock()
 	s.jobs.views[rel.ID] = vj
@@ -325,7 +343,10 @@ func (s *Server) dropView(ctx context.Context, rel *catalog.Relation) error {
 			return fmt.Errorf("drop materialized view %s: join actors: %w", rel.Name, err)
 		}
 		s.jobs.mu.Lock()
-		delete(s.jobs.views, rel.ID)
+		if s.jobs.views[rel.ID] == vj {
+			delete(s.jobs.views, rel.ID)
+			close(vj.replaced)
+		}
 		s.jobs.mu.Unlock()
 	}
 	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
@@ -407,4 +428,30 @@ func (s *Server) planView(ss *session, rel *catalog.Relation, stmt string) (*str
 		return nil, nil, err
 	}
 	return root, cv, nil
+}
+
+// WaitSources blocks until every connector source read by the named
+// materialized view has emitted all its rows (bounded sources only).
+func (s *Server) WaitSources(ctx context.Context, view string) error {
+	s.jobs.mu.Lock()
+	var vj *viewJob
+	for _, v := range s.jobs.views {
+		if v.rel.Name == view {
+			vj = v
+		}
+	}
+	s.jobs.mu.Unlock()
+	if vj == nil {
+		return sqlerr.Errorf(sqlerr.UndefinedTable, "materialized view %q is not running", view)
+	}
+	for _, src := range vj.sources {
+		select {
+		case <-src.Finished():
+		case <-vj.replaced:
+			return errCreationInterrupted(vj.rel)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }

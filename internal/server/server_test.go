@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func startTestServer(t testing.TB, dataDir string) *testServer {
 	srv, err := Open(context.Background(), Config{
 		DataDir:         dataDir,
 		BarrierInterval: 50 * time.Millisecond,
-		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:          testLogger(),
 	})
 	if err != nil {
 		t.Fatalf("open server: %v", err)
@@ -177,4 +178,12 @@ func TestRestartKeepsFlushedRows(t *testing.T) {
 	if got := queryStrings(t, conn2, "SELECT count(*) FROM t"); fmt.Sprint(got) != "[1001]" {
 		t.Fatalf("insert after restart: %v", got)
 	}
+}
+
+// testLogger discards server logs unless RUNNEL_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("RUNNEL_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

@@ -158,8 +158,11 @@ func (st *statement) Close() {}
 
 // Describe implements pgwire.Statement.
 func (st *statement) Describe(ctx context.Context) (pgwire.StatementDescription, error) {
-	if r := st.p.Runnel; r != nil {
+	if r := st.p.Runnel; r != nil && handledDirectly(r) {
 		return st.describeRunnel(r)
+	}
+	if st.p.Runnel != nil {
+		return st.describeSQL(ctx)
 	}
 	switch n := st.p.AST.Node.(type) {
 	case *pg_query.Node_VariableShowStmt:
@@ -178,8 +181,11 @@ func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.
 			return pgwire.Result{}, sqlerr.New(sqlerr.InFailedSQLTransaction, "current transaction is aborted, commands ignored until end of transaction block")
 		}
 	}
-	if r := st.p.Runnel; r != nil {
+	if r := st.p.Runnel; r != nil && handledDirectly(r) {
 		return st.executeRunnel(ctx, r)
+	}
+	if st.p.Runnel != nil {
+		return st.executeSQL(ctx, params)
 	}
 	switch n := st.p.AST.Node.(type) {
 	case *pg_query.Node_VariableSetStmt:
@@ -190,6 +196,16 @@ func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.
 		return st.sess.transaction(n.TransactionStmt)
 	}
 	return st.executeSQL(ctx, params)
+}
+
+// handledDirectly reports whether a Runnel statement is run by the session
+// itself rather than bound (CREATE SOURCE goes through the binder).
+func handledDirectly(r parser.RunnelStmt) bool {
+	switch r.(type) {
+	case *parser.Flush, *parser.Recover, *parser.ShowObjects:
+		return true
+	}
+	return false
 }
 
 func (st *statement) describeRunnel(r parser.RunnelStmt) (pgwire.StatementDescription, error) {

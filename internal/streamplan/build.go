@@ -35,7 +35,13 @@ func (b *builder) build(n plan.Node) (*Node, error) {
 		if rel.Kind != catalog.KindTable && rel.Kind != catalog.KindMaterializedView && rel.Kind != catalog.KindSource {
 			return nil, unsupported("reading %s %q in a materialized view is not supported", rel.Kind, rel.Name)
 		}
-		scan := &Node{Op: OpScan, Rel: rel, Schema: n.Out, Key: slices.Clone(rel.PK), Dist: Dist{Kind: DistAny}}
+		op := OpScan
+		if rel.Kind == catalog.KindSource {
+			// A source has no storage: each job reading it runs the
+			// connector itself, from the start.
+			op = OpSource
+		}
+		scan := &Node{Op: op, Rel: rel, Schema: n.Out, Key: slices.Clone(rel.PK), Dist: Dist{Kind: DistAny}}
 		if n.Filter != nil {
 			return b.filter(scan, n.Filter), nil
 		}

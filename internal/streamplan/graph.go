@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/connector"
+	_ "github.com/runneldb/runnel/internal/connector/datagen" // registers the datagen connector
+	_ "github.com/runneldb/runnel/internal/connector/nexmark" // registers the nexmark connector
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
@@ -75,6 +78,10 @@ type Job struct {
 	Outputs    []UpstreamActor
 	Dispatcher map[stream.ActorID]*stream.BroadcastDispatcher
 	Backfills  []*exec.Backfill
+	// SourceBarriers are the barrier channels of the job's source actors
+	// (they are spawned as sources: meta injects barriers into them).
+	SourceBarriers map[stream.ActorID]chan *stream.Barrier
+	Sources        []*exec.Source
 }
 
 // StateTableIDs lists every state table of the plan in plan order.
@@ -166,6 +173,8 @@ func stateSchemas(n *Node, job string) ([]state.Schema, error) {
 		return []state.Schema{exec.DistinctStateSchema(label, n.Inputs[0].Types(), n.GroupKey)}, nil
 	case OpOverWindow:
 		return overWindowStateSchemas(n, label)
+	case OpSource:
+		return []state.Schema{exec.SourceStateSchema(label)}, nil
 	case OpMaterialize:
 		s := state.Schema{Name: job, Types: n.Types(), PK: n.Key, ConstraintName: job + "_pkey"}
 		for _, c := range n.Schema {
@@ -218,7 +227,8 @@ type fragment struct {
 // Instantiate builds the actors of a planned job (after
 // AssignStateTables). Nothing runs until the caller spawns Job.Actors.
 func Instantiate(root *Node, env *Env) (*Job, error) {
-	g := &graphBuilder{env: env, job: &Job{Connect: map[stream.ActorID][]stream.Output{}, Dispatcher: map[stream.ActorID]*stream.BroadcastDispatcher{}}}
+	g := &graphBuilder{env: env, job: &Job{Connect: map[stream.ActorID][]stream.Output{}, Dispatcher: map[stream.ActorID]*stream.BroadcastDispatcher{},
+		SourceBarriers: map[stream.ActorID]chan *stream.Barrier{}}}
 	if _, err := g.fragment(root, nil); err != nil {
 		return nil, err
 	}
@@ -337,11 +347,19 @@ func (g *graphBuilder) parallelism(n *Node) (int, error) {
 	par := 0
 	var err error
 	walkFragment(n, func(x *Node) {
-		if x.Op == OpScan && err == nil {
+		if err != nil {
+			return
+		}
+		switch x.Op {
+		case OpScan:
 			var up *Upstream
-			up, err = g.env.Upstream(x.Rel.ID)
-			if err == nil {
+			if up, err = g.env.Upstream(x.Rel.ID); err == nil {
 				par = len(up.Actors)
+			}
+		case OpSource:
+			var src connector.Source
+			if src, err = openConnector(x.Rel); err == nil {
+				par = src.Splits()
 			}
 		}
 	})
@@ -360,6 +378,22 @@ func (g *graphBuilder) parallelism(n *Node) (int, error) {
 		}
 	}
 	return max(1, g.env.Parallelism), nil
+}
+
+// openConnector configures a source relation's connector from its
+// declared (non-hidden) columns and WITH options.
+func openConnector(rel *catalog.Relation) (connector.Source, error) {
+	var cols []connector.Column
+	for _, c := range rel.Columns {
+		if !c.Hidden {
+			cols = append(cols, connector.Column{Name: c.Name, Type: c.Type})
+		}
+	}
+	src, err := connector.Open(cols, rel.Options)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", rel.Name, err)
+	}
+	return src, nil
 }
 
 func (g *graphBuilder) newState(n *Node, i int) *state.Table {
@@ -381,6 +415,19 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		return stream.NewMerge(actor, n.Types(), ins), nil
 	case OpScan:
 		return g.scan(f, i, n)
+	case OpSource:
+		src, err := openConnector(n.Rel)
+		if err != nil {
+			return nil, err
+		}
+		barriers := make(chan *stream.Barrier, 16)
+		g.job.SourceBarriers[actor] = barriers
+		s, err := exec.NewSource(context.Background(), fmt.Sprintf("%s: %s", env.Name, n.Rel.Name), actor, barriers, src, i, n.Types(), g.newState(n, 0))
+		if err != nil {
+			return nil, err
+		}
+		g.job.Sources = append(g.job.Sources, s)
+		return s, nil
 	case OpFilter:
 		in, err := input(0)
 		if err != nil {

@@ -55,10 +55,11 @@ const (
 	OpUnionAll
 	OpExchange
 	OpMaterialize
+	OpSource // a connector (nexmark, datagen) read by this job
 	OpOverWindow
 )
 
-var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "OverWindow"}
+var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow"}
 
 func (o Op) String() string { return opNames[o] }
 
@@ -118,7 +119,7 @@ func (n *Node) Describe() string {
 	b.WriteString("Stream")
 	b.WriteString(n.Op.String())
 	switch n.Op {
-	case OpScan:
+	case OpScan, OpSource:
 		fmt.Fprintf(&b, " %s", n.Rel.Name)
 	case OpFilter:
 		fmt.Fprintf(&b, " %s", n.Cond)

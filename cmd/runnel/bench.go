@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/runneldb/runnel/internal/bench"
+)
+
+// benchMain runs the built-in benchmarks.
+func benchMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "nexmark" {
+		fmt.Fprintln(stderr, "usage: runnel bench nexmark [--queries q0,q1,...] [--events N] [--json]")
+		return 2
+	}
+	fs := flag.NewFlagSet("bench nexmark", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	queries := fs.String("queries", "", "comma-separated queries (default: all)")
+	events := fs.Int64("events", 1_000_000, "events to generate per query")
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	splits := fs.Int("splits", 0, "source splits (default: GOMAXPROCS)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	var qs []string
+	if *queries != "" {
+		qs = strings.Split(*queries, ",")
+	}
+	results, err := bench.RunNexmark(context.Background(), bench.NexmarkOptions{Queries: qs, Events: *events, JSON: *asJSON, Splits: *splits, Out: stdout})
+	if err != nil {
+		fmt.Fprintln(stderr, "runnel: bench:", err)
+		return 1
+	}
+	for _, r := range results {
+		if r.Error != "" {
+			return 1
+		}
+	}
+	return 0
+}

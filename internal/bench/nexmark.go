@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/runneldb/runnel/internal/server"
+)
+
+// nexmarkTables declares the three nexmark sources in the column order of
+// the specification.
+var nexmarkTables = map[string]string{
+	"person": `person (id BIGINT, name VARCHAR, email_address VARCHAR, credit_card VARCHAR, city VARCHAR,
+		state VARCHAR, date_time TIMESTAMP, extra VARCHAR)`,
+	"auction": `auction (id BIGINT, item_name VARCHAR, description VARCHAR, initial_bid BIGINT, reserve BIGINT,
+		date_time TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra VARCHAR)`,
+	"bid": `bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, date_time TIMESTAMP,
+		extra VARCHAR)`,
+}
+
+// NexmarkQuery is one standard query, in the SQL RisingWave's benchmark
+// uses (adapted only where Runnel's names differ).
+type NexmarkQuery struct {
+	Name   string
+	Tables []string
+	SQL    string
+}
+
+// NexmarkQueries are q0–q8 (q6 needs window functions over sources and is
+// listed for completeness).
+var NexmarkQueries = []NexmarkQuery{
+	{"q0", []string{"bid"}, `SELECT auction, bidder, price, date_time FROM bid`},
+	{"q1", []string{"bid"}, `SELECT auction, bidder, 0.908 * price AS price, date_time FROM bid`},
+	{"q2", []string{"bid"}, `SELECT auction, price FROM bid WHERE auction = 1007 OR auction = 1020 OR auction = 2001 OR auction = 2019 OR auction = 2087`},
+	{"q3", []string{"auction", "person"}, `SELECT P.name, P.city, P.state, A.id FROM auction AS A INNER JOIN person AS P ON A.seller = P.id
+		WHERE A.category = 10 AND (P.state = 'or' OR P.state = 'id' OR P.state = 'ca')`},
+	{"q4", []string{"auction", "bid"}, `SELECT Q.category, AVG(Q.final) AS avg FROM (
+		SELECT MAX(B.price) AS final, A.category FROM auction A, bid B
+		WHERE A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.expires
+		GROUP BY A.id, A.category) Q GROUP BY Q.category`},
+	{"q5", []string{"bid"}, `SELECT AuctionBids.auction, AuctionBids.num FROM (
+		SELECT bid.auction, count(*) AS num, window_start AS starttime
+		FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND)
+		GROUP BY window_start, bid.auction) AS AuctionBids
+		JOIN (SELECT max(CountBids.num) AS maxn, CountBids.starttime_c FROM (
+			SELECT count(*) AS num, window_start AS starttime_c
+			FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND)
+			GROUP BY bid.auction, window_start) AS CountBids
+		GROUP BY CountBids.starttime_c) AS MaxBids
+		ON AuctionBids.starttime = MaxBids.starttime_c AND AuctionBids.num >= MaxBids.maxn`},
+	{"q7", []string{"bid"}, `SELECT B.auction, B.price, B.bidder, B.date_time FROM bid B
+		JOIN (SELECT MAX(price) AS maxprice, window_end AS date_time
+			FROM TUMBLE(bid, date_time, INTERVAL '10' SECOND) GROUP BY window_end) B1
+		ON B.price = B1.maxprice
+		WHERE B.date_time BETWEEN B1.date_time - INTERVAL '10' SECOND AND B1.date_time`},
+	{"q8", []string{"person", "auction"}, `SELECT P.id, P.name, P.starttime FROM (
+		SELECT id, name, window_start AS starttime, window_end AS endtime
+		FROM TUMBLE(person, date_time, INTERVAL '10' SECOND) GROUP BY id, name, window_start, window_end) P
+		JOIN (SELECT seller, window_start AS starttime, window_end AS endtime
+		FROM TUMBLE(auction, date_time, INTERVAL '10' SECOND) GROUP BY seller, window_start, window_end) A
+		ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime`},
+}
+
+// NexmarkOptions configure `runnel bench nexmark`.
+type NexmarkOptions struct {
+	Queries []string // names; empty: all
+	Events  int64
+	JSON    bool
+	// Splits is the number of source splits (default: GOMAXPROCS).
+	Splits int
+	Out    io.Writer
+	Log    *slog.Logger
+}
+
+// NexmarkResult is one query's measurement.
+type NexmarkResult struct {
+	Query               string  `json:"query"`
+	Events              int64   `json:"events"`
+	Seconds             float64 `json:"seconds"`
+	EventsPerSec        float64 `json:"events_per_sec"`
+	EventsPerSecPerCore float64 `json:"events_per_sec_per_core"`
+	Cores               int     `json:"cores"`
+	Error               string  `json:"error,omitempty"`
+}
+
+// RunNexmark runs each query as a materialized view over N generated
+// events on a fresh embedded server and reports throughput.
+func RunNexmark(ctx context.Context, opts NexmarkOptions) ([]NexmarkResult, error) {
+	if opts.Events <= 0 {
+		opts.Events = 1_000_000
+	}
+	if opts.Splits <= 0 {
+		opts.Splits = runtime.GOMAXPROCS(0)
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	want := map[string]bool{}
+	for _, q := range opts.Queries {
+		want[strings.ToLower(strings.TrimSpace(q))] = true
+	}
+	var results []NexmarkResult
+	for _, q := range NexmarkQueries {
+		if len(want) > 0 && !want[q.Name] {
+			continue
+		}
+		r := runOne(ctx, q, opts)
+		results = append(results, r)
+		if opts.JSON {
+			b, _ := json.Marshal(r)
+			fmt.Fprintln(opts.Out, string(b))
+		} else if r.Error != "" {
+			fmt.Fprintf(opts.Out, "%-4s  error: %s\n", r.Query, r.Error)
+		} else {
+			fmt.Fprintf(opts.Out, "%-4s  %d events in %.2fs: %.0f events/s, %.0f events/s per core (%d cores)\n",
+				r.Query, r.Events, r.Seconds, r.EventsPerSec, r.EventsPerSecPerCore, r.Cores)
+		}
+	}
+	return results, nil
+}
+
+func runOne(ctx context.Context, q NexmarkQuery, opts NexmarkOptions) NexmarkResult {
+	cores := runtime.GOMAXPROCS(0)
+	res := NexmarkResult{Query: q.Name, Events: opts.Events, Cores: cores}
+	dir, err := os.MkdirTemp("", "runnel-bench-")
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer os.RemoveAll(dir)
+	srv, err := server.Open(ctx, server.Config{DataDir: dir, BarrierInterval: time.Second, Logger: opts.Log})
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	go srv.Serve(ln)
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://root@%s/dev?sslmode=disable", ln.Addr()))
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer conn.Close(context.Background())
+	tables := append([]string(nil), q.Tables...)
+	sort.Strings(tables)
+	for _, t := range tables {
+		stmt := fmt.Sprintf(`CREATE SOURCE %s WITH (connector = 'nexmark', nexmark.table.type = '%s', nexmark.event.num = '%d',
+			nexmark.split.num = '%d', nexmark.min.event.gap.in.ns = '0')`, nexmarkTables[t], t, opts.Events, opts.Splits)
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			res.Error = err.Error()
+			return res
+		}
+	}
+	start := time.Now()
+	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS %s", q.Name, q.SQL)); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	if err := srv.WaitSources(ctx, q.Name); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	if _, err := conn.Exec(ctx, "FLUSH"); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Seconds = time.Since(start).Seconds()
+	res.EventsPerSec = float64(opts.Events) / res.Seconds
+	res.EventsPerSecPerCore = res.EventsPerSec / float64(cores)
+	return res
+}
