@@ -223,6 +223,17 @@ func (r *runner) build(n plan.Node) (executor, error) {
 		return &setOpExec{r: r, node: n, left: left, right: right}, nil
 	case *plan.TableFunc:
 		return &tableFuncExec{r: r, node: n}, nil
+	case *plan.ProjectSet:
+		in, err := r.build(n.Input)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range n.Calls {
+			if c.Name != "generate_series" {
+				return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "set-returning function %s is not supported", c.Name)
+			}
+		}
+		return &projectSetExec{r: r, in: in, node: n}, nil
 	case *plan.Window:
 		in, err := r.build(n.Input)
 		if err != nil {

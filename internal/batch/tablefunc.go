@@ -143,3 +143,61 @@ func generateSeries(args []types.Datum, typ types.Type, loc *time.Location) (fun
 	}
 	return nil, sqlerr.Errorf(sqlerr.UndefinedFunction, "function generate_series(%s) does not exist", typ.Name())
 }
+
+// projectSetExec runs select-list set-returning functions in lockstep.
+type projectSetExec struct {
+	r    *runner
+	in   executor
+	node *plan.ProjectSet
+	cur  types.Row
+	gens []func() (types.Datum, bool, error)
+	c    canceler
+}
+
+func (p *projectSetExec) Next(ctx context.Context) (types.Row, error) {
+	for {
+		if err := p.c.check(ctx); err != nil {
+			return nil, err
+		}
+		if p.cur != nil {
+			out := make(types.Row, len(p.cur), len(p.cur)+len(p.gens))
+			copy(out, p.cur)
+			any := false
+			for _, g := range p.gens {
+				d := types.NullDatum
+				if g != nil {
+					v, ok, err := g()
+					if err != nil {
+						return nil, err
+					}
+					if ok {
+						d, any = v, true
+					}
+				}
+				out = append(out, d)
+			}
+			if any {
+				return out, nil
+			}
+			p.cur = nil
+		}
+		row, err := p.in.Next(ctx)
+		if err != nil || row == nil {
+			return nil, err
+		}
+		ec := p.r.evalCtx(ctx)
+		p.gens = make([]func() (types.Datum, bool, error), len(p.node.Calls))
+		for i, c := range p.node.Calls {
+			args, err := evalAll(ec, c.Args, row, nil)
+			if err != nil {
+				return nil, err
+			}
+			if p.gens[i], err = generateSeries(args, c.Type, ec.Location); err != nil {
+				return nil, err
+			}
+		}
+		p.cur = row
+	}
+}
+
+func (p *projectSetExec) Close() { p.in.Close() }

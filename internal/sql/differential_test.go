@@ -324,7 +324,9 @@ func (g *diffGen) derived() (string, bool) {
 
 func (g *diffGen) misc() (string, bool) {
 	t := g.table()
-	switch g.r.Intn(7) {
+	switch g.r.Intn(8) {
+	case 7:
+		return "select a.k, generate_series(" + g.pick("1", "a.v", "0") + ", a.v) as g from " + t.name + " a where a.v < 5 order by 1, 2", true
 	case 4:
 		u := g.table()
 		return "select a.v, count(*), (select count(*) from " + u.name + " b where b.v = a.v) from " + t.name + " a group by a.v order by 1", true

@@ -241,3 +241,25 @@ func TestParamTypedByLaterUse(t *testing.T) {
 		t.Fatalf("got %v %v", got, err)
 	}
 }
+
+func TestSelectListSRF(t *testing.T) {
+	f := smallDB()
+	cases := []struct{ q, want string }{
+		{"select generate_series(1, 3)", "1;2;3"},
+		{"select generate_series(1, 3) as g, generate_series(1, 2) as h", "1|1;2|2;3|NULL"},
+		{"select a, generate_series(1, a) from t where a < 3 order by 1, 2", "1|1;2|1;2|2"},
+		{"select generate_series(1, 0)", ""},
+	}
+	for _, c := range cases {
+		got, cols, err := f.query(context.Background(), c.q)
+		if err != nil {
+			t.Fatalf("%s: %v", c.q, err)
+		}
+		if g := strings.Join(got, ";"); g != c.want {
+			t.Errorf("%s: got %s; want %s", c.q, g, c.want)
+		}
+		if c.q == "select generate_series(1, 3)" && (cols[0].Name != "generate_series" || cols[0].Type != types.Int32) {
+			t.Errorf("columns %v", cols)
+		}
+	}
+}

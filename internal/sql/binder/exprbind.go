@@ -536,7 +536,7 @@ func (b *Binder) bindFuncCall(fc *pg.FuncCall, ec *exprCtx) (expr.Expr, error) {
 		return nil, err
 	}
 	if name == "generate_series" || name == "unnest" {
-		return nil, unsupported("set-returning functions are only supported in FROM")
+		return nil, unsupported("set-returning functions are only supported in FROM and at the top level of a select list")
 	}
 	return b.callFunction(name, args)
 }

@@ -396,8 +396,9 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 	}
 	var order []orderItem
 	isDistinct := len(sel.DistinctClause) > 0
+	var srfs []*plan.SRFCall
 	bindItems := func() error {
-		items, having, distinctOn, order = nil, nil, nil, nil
+		items, having, distinctOn, order, srfs = nil, nil, nil, nil, nil
 		// The select list.
 		for _, t := range targets {
 			if t.e != nil { // from * expansion
@@ -411,6 +412,15 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 					}
 					t.e = e
 				}
+				items = append(items, t)
+				continue
+			}
+			if fc := t.ast.GetFuncCall(); fc != nil && fc.Over == nil && isSRFName(fc) {
+				e, err := b.bindSRF(fc, ec, hasAgg, &srfs, len(node.Schema()))
+				if err != nil {
+					return err
+				}
+				t.e = e
 				items = append(items, t)
 				continue
 			}
@@ -531,6 +541,16 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 		if having != nil {
 			node = &plan.Filter{Input: node, Cond: having}
 		}
+	}
+	if len(srfs) > 0 {
+		if len(wc.calls) > 0 {
+			return nil, unsupported("set-returning functions together with window functions are not supported")
+		}
+		ps := &plan.ProjectSet{Input: node, Calls: srfs, Out: append(plan.Schema{}, node.Schema()...)}
+		for _, c := range srfs {
+			ps.Out = append(ps.Out, plan.Column{Name: c.Name, Type: c.Type})
+		}
+		node = ps
 	}
 	if len(wc.calls) > 0 {
 		w := &plan.Window{Input: node, Calls: wc.calls}
@@ -713,4 +733,29 @@ func (b *Binder) bindGroupBy(sel *pg.SelectStmt, targets []selItem, ac *aggCtx) 
 		add(e)
 	}
 	return nil
+}
+
+func isSRFName(fc *pg.FuncCall) bool {
+	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
+	return name == "generate_series"
+}
+
+// bindSRF binds a set-returning function at the top of a select item; its
+// value is a column that ProjectSet appends after the input's columns.
+func (b *Binder) bindSRF(fc *pg.FuncCall, ec *exprCtx, hasAgg bool, srfs *[]*plan.SRFCall, base int) (expr.Expr, error) {
+	if hasAgg {
+		return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "set-returning functions in an aggregating query are not supported")
+	}
+	args, err := b.bindList(fc.Args, ec)
+	if err != nil {
+		return nil, err
+	}
+	typ, args, err := seriesSignature(args)
+	if err != nil {
+		return nil, b.errAt(err, fc.Location)
+	}
+	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
+	idx := base + len(*srfs)
+	*srfs = append(*srfs, &plan.SRFCall{Name: name, Args: args, Type: typ})
+	return &expr.ColumnRef{Index: idx, Typ: typ, Name: name + "(...)"}, nil
 }

@@ -454,3 +454,30 @@ func Format(n Node) []string {
 	walk(n, 0)
 	return out
 }
+
+// SRFCall is a set-returning function in a select list.
+type SRFCall struct {
+	Name string
+	Args []expr.Expr // bound against the ProjectSet's input row
+	Type types.Type
+}
+
+// ProjectSet evaluates set-returning functions of a select list (SELECT
+// generate_series(1, n) ...): each input row is followed by one output row
+// per value of the longest SRF, the others padded with NULL (PostgreSQL 10+
+// semantics). Its output is the input row followed by one column per call.
+type ProjectSet struct {
+	Input Node
+	Calls []*SRFCall
+	Out   Schema
+}
+
+func (n *ProjectSet) Schema() Schema   { return n.Out }
+func (n *ProjectSet) Children() []Node { return []Node{n.Input} }
+func (n *ProjectSet) Describe() string {
+	parts := make([]string, len(n.Calls))
+	for i, c := range n.Calls {
+		parts[i] = c.Name + "(" + exprList(c.Args) + ")"
+	}
+	return "ProjectSet " + strings.Join(parts, ", ")
+}
