@@ -215,7 +215,7 @@ func floatOp(f32 bool, op byte) func(a, b types.Datum) (types.Datum, error) {
 			}
 			return checkFloat(r, infIn, x == 0 || y == 0, f32)
 		case '/':
-			if y == 0 {
+			if y == 0 && !math.IsNaN(x) {
 				return types.NullDatum, errDivisionByZero
 			}
 			if f32 {
@@ -380,6 +380,8 @@ func init() {
 			case types.KindBool, types.KindInt16, types.KindInt32, types.KindInt64, types.KindDate,
 				types.KindTime, types.KindTimestamp, types.KindTimestamptz:
 				f = intCmpOp(op)
+			case types.KindJsonb:
+				f = jsonbCmpOp(op)
 			}
 			regBinop(op, &overload{args: two, ret: types.Bool, fn2: f})
 		}

@@ -626,3 +626,109 @@ func indexOf(ss []string, s string) int {
 	}
 	return -1
 }
+
+// jsonbCompare orders jsonb values as PostgreSQL's jsonb btree opclass
+// does: by type (null < string < number < boolean < array < object, a
+// top-level scalar counting as its scalar), arrays by length then
+// elements, objects by pair count then key/value pairs in storage order,
+// numbers by numeric value, strings bytewise (C collation).
+func jsonbCompare(a, b *jnode) int {
+	rank := func(n *jnode) int {
+		switch n.kind {
+		case "null":
+			return 0
+		case "string":
+			return 1
+		case "number":
+			return 2
+		case "boolean":
+			return 3
+		case "array":
+			return 4
+		}
+		return 5
+	}
+	ra, rb := rank(a), rank(b)
+	if ra != rb {
+		return cmpInt(ra, rb)
+	}
+	switch a.kind {
+	case "string":
+		return strings.Compare(a.s, b.s)
+	case "number":
+		x, e1 := types.ParseText(a.s, types.Numeric, nil)
+		y, e2 := types.ParseText(b.s, types.Numeric, nil)
+		if e1 != nil || e2 != nil {
+			return strings.Compare(a.s, b.s)
+		}
+		return types.Compare(x, y)
+	case "boolean":
+		return strings.Compare(a.s, b.s) // "false" < "true"
+	case "array":
+		if len(a.vals) != len(b.vals) {
+			return cmpInt(len(a.vals), len(b.vals))
+		}
+		for i := range a.vals {
+			if c := jsonbCompare(a.vals[i], b.vals[i]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	case "object":
+		if len(a.keys) != len(b.keys) {
+			return cmpInt(len(a.keys), len(b.keys))
+		}
+		for i := range a.keys {
+			if c := strings.Compare(a.keys[i], b.keys[i]); c != 0 {
+				return c
+			}
+			if c := jsonbCompare(a.vals[i], b.vals[i]); c != 0 {
+				return c
+			}
+		}
+	}
+	return 0
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func jsonbCmpOp(op string) func(a, b types.Datum) (types.Datum, error) {
+	return func(a, b types.Datum) (types.Datum, error) {
+		if a.Str() == b.Str() {
+			return types.DBool(op == "=" || op == "<=" || op == ">="), nil
+		}
+		x, err := jsonbArg(a)
+		if err != nil {
+			return types.NullDatum, err
+		}
+		y, err := jsonbArg(b)
+		if err != nil {
+			return types.NullDatum, err
+		}
+		c := jsonbCompare(x, y)
+		var r bool
+		switch op {
+		case "=":
+			r = c == 0
+		case "<>":
+			r = c != 0
+		case "<":
+			r = c < 0
+		case "<=":
+			r = c <= 0
+		case ">":
+			r = c > 0
+		case ">=":
+			r = c >= 0
+		}
+		return types.DBool(r), nil
+	}
+}

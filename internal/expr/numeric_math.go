@@ -42,7 +42,8 @@ func nbaseGroups(x *apd.Decimal) (weight int64, groups []int64) {
 
 func workCtx(digits int64) *apd.Context {
 	c := roundHalfUpCtx
-	c.Precision = uint32(min(max(digits, 30), 4000))
+	// numeric allows 131072 digits before the point and 16383 after
+	c.Precision = uint32(min(max(digits, 30), 150000))
 	return &c
 }
 
@@ -238,7 +239,7 @@ func numericPower(a, b types.Datum) (types.Datum, error) {
 	}
 	// general case: exp(y * ln(x))
 	if x.IsZero() {
-		return types.DNumeric(apd.New(0, 0)), nil
+		return types.DNumeric(finishScale(apd.New(0, 0), numericMinSigDigits)), nil
 	}
 	lnx := math.Log(math.Abs(decToFloat(x)))
 	val := lnx * decToFloat(y)

@@ -18,54 +18,104 @@ func likeMatch(s, p string, esc rune, fold bool) (bool, error) {
 	if fold {
 		s, p = strings.ToLower(s), strings.ToLower(p)
 	}
-	return likeRec(s, p, esc)
+	if esc != '\\' && esc != 0 {
+		var err error
+		if p, err = likeEscape(p, string(esc)); err != nil {
+			return false, err
+		}
+	} else if esc == 0 {
+		p, _ = likeEscape(p, "")
+	}
+	r, err := likeRec(s, p)
+	return r == likeTrue, err
 }
 
-func likeRec(s, p string, esc rune) (bool, error) {
-	for len(p) > 0 {
-		r, n := utf8.DecodeRuneInString(p)
-		switch {
-		case r == '%':
-			for len(p) > 0 && p[0] == '%' {
-				p = p[1:]
-			}
+const (
+	likeFalse = iota
+	likeTrue
+	likeAbort // no match possible for any suffix: stop scanning
+)
+
+// likeRec is PostgreSQL's MatchText (backslash is the escape). Like
+// PostgreSQL it reports a trailing escape only when matching reaches it.
+func likeRec(t, p string) (int, error) {
+	if p == "%" {
+		return likeTrue, nil
+	}
+	for len(t) > 0 && len(p) > 0 {
+		switch p[0] {
+		case '\\':
+			p = p[1:]
 			if len(p) == 0 {
-				return true, nil
+				return likeFalse, sqlError(sqlerr.InvalidEscapeSequence, "LIKE pattern must not end with escape character")
 			}
-			for i := 0; i <= len(s); {
-				ok, err := likeRec(s[i:], p, esc)
-				if err != nil || ok {
-					return ok, err
-				}
-				if i == len(s) {
+			pr, pn := utf8.DecodeRuneInString(p)
+			tr, tn := utf8.DecodeRuneInString(t)
+			if pr != tr {
+				return likeFalse, nil
+			}
+			t, p = t[tn:], p[pn:]
+			continue
+		case '%':
+			p = p[1:]
+			for len(p) > 0 {
+				if p[0] == '%' {
+					p = p[1:]
+				} else if p[0] == '_' {
+					if len(t) == 0 {
+						return likeAbort, nil
+					}
+					_, tn := utf8.DecodeRuneInString(t)
+					t, p = t[tn:], p[1:]
+				} else {
 					break
 				}
-				_, sz := utf8.DecodeRuneInString(s[i:])
-				i += sz
 			}
-			return false, nil
-		case r == '_':
-			if len(s) == 0 {
-				return false, nil
+			if len(p) == 0 {
+				return likeTrue, nil
 			}
-			_, sz := utf8.DecodeRuneInString(s)
-			s, p = s[sz:], p[n:]
-		default:
-			if r == esc && esc != 0 {
-				p = p[n:]
-				if len(p) == 0 {
-					return false, sqlError(sqlerr.InvalidEscapeSequence, "LIKE pattern must not end with escape character")
+			var first rune
+			if p[0] == '\\' {
+				if len(p) < 2 {
+					return likeFalse, sqlError(sqlerr.InvalidEscapeSequence, "LIKE pattern must not end with escape character")
 				}
-				r, n = utf8.DecodeRuneInString(p)
+				first, _ = utf8.DecodeRuneInString(p[1:])
+			} else {
+				first, _ = utf8.DecodeRuneInString(p)
 			}
-			sr, sz := utf8.DecodeRuneInString(s)
-			if len(s) == 0 || sr != r {
-				return false, nil
+			for len(t) > 0 {
+				tr, tn := utf8.DecodeRuneInString(t)
+				if tr == first {
+					m, err := likeRec(t, p)
+					if err != nil || m != likeFalse {
+						return m, err
+					}
+				}
+				t = t[tn:]
 			}
-			s, p = s[sz:], p[n:]
+			return likeAbort, nil
+		case '_':
+			_, tn := utf8.DecodeRuneInString(t)
+			t, p = t[tn:], p[1:]
+			continue
 		}
+		pr, pn := utf8.DecodeRuneInString(p)
+		tr, tn := utf8.DecodeRuneInString(t)
+		if pr != tr {
+			return likeFalse, nil
+		}
+		t, p = t[tn:], p[pn:]
 	}
-	return len(s) == 0, nil
+	if len(t) > 0 {
+		return likeFalse, nil
+	}
+	for len(p) > 0 && p[0] == '%' {
+		p = p[1:]
+	}
+	if len(p) == 0 {
+		return likeTrue, nil
+	}
+	return likeAbort, nil
 }
 
 func likeOp(not, fold bool) func(a, b types.Datum) (types.Datum, error) {
@@ -220,7 +270,7 @@ func likeEscape(p, esc string) (string, error) {
 		}
 	}
 	if afterEsc {
-		return "", sqlError(sqlerr.InvalidEscapeSequence, "LIKE pattern must not end with escape character")
+		b.WriteByte('\\') // reported by the matcher if it gets there
 	}
 	return b.String(), nil
 }
