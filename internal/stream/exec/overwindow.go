@@ -179,7 +179,8 @@ type OverWindowOptions struct {
 	Location *time.Location
 	// TestHook, when set, is called at named points: "load" every
 	// ctxCheckEvery*64 rows loaded, "compute" before each kernel call
-	// (with the rows of the slice).
+	// (with the rows of the slice), "commit" before the state table is
+	// committed at a barrier.
 	TestHook func(point string, rows int)
 }
 
@@ -462,6 +463,13 @@ func (w *OverWindow) Next(ctx context.Context) (stream.Message, error) {
 			if err := w.flush(ctx); err != nil {
 				return stream.Message{}, err
 			}
+			if err := ctx.Err(); err != nil {
+				// aborted: skip handing this epoch's writes to storage
+				return stream.Message{}, err
+			}
+			if w.opts.TestHook != nil {
+				w.opts.TestHook("commit", 0)
+			}
 			if err := commitAll(w.Identity(), b.Curr, w.table); err != nil {
 				return stream.Message{}, err
 			}
@@ -743,6 +751,9 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 	for ui, u := range union {
 		newOut[ui] = make([][]types.Datum, u.hi-u.lo)
 		for j := u.lo; j < u.hi; j++ {
+			if err := tk.tick(ctx); err != nil {
+				return nil, err
+			}
 			o := make([]types.Datum, len(w.calls))
 			copy(o, rows[j].out)
 			newOut[ui][j-u.lo] = o
