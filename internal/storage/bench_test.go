@@ -64,7 +64,7 @@ func (c *countingStore) Put(ctx context.Context, key string, data []byte) error 
 func openBenchRunnel(b *testing.B, auto bool) (*Engine, *countingStore) {
 	store := &countingStore{Store: objstore.NewMem()}
 	meta := openMeta(b)
-	e, err := Open(context.Background(), Options{Store: store, Meta: meta, DisableAutoCompaction: !auto, Logger: quietLogger(), BlockCacheBytes: 256 << 20})
+	e, err := Open(context.Background(), Options{Store: store, Meta: meta, DisableAutoCompaction: !auto, GCInterval: -1, Logger: quietLogger(), BlockCacheBytes: 256 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -155,7 +155,7 @@ func TestCrashKill(t *testing.T) {
 		// Recover and check.
 		store, meta := openCrashDir(t, dir)
 		r := checkI1(t, store, meta)
-		e, err := Open(context.Background(), Options{Store: store, Meta: meta, Logger: quietLogger(), DisableAutoCompaction: true})
+		e, err := Open(context.Background(), Options{Store: store, Meta: meta, Logger: quietLogger(), DisableAutoCompaction: true, GCInterval: -1})
 		if err != nil {
 			t.Fatalf("seed %d: reopen: %v", seed, err)
 		}

@@ -66,8 +66,8 @@ type Options struct {
 	// GCGrace is the full-listing GC grace period and the commit-side fence
 	// age limit (default 1 h).
 	GCGrace time.Duration
-	// GCInterval runs the deletion-queue fast path periodically (0: only
-	// when RunGC is called).
+	// GCInterval runs the deletion-queue fast path periodically (default
+	// 30 s; negative: only when RunGC is called).
 	GCInterval time.Duration
 }
 
@@ -196,6 +196,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.GCGrace <= 0 {
 		o.GCGrace = time.Hour
+	}
+	if o.GCInterval == 0 {
+		o.GCInterval = 30 * time.Second
 	}
 }
 

@@ -25,7 +25,7 @@ func openMeta(t testing.TB) *metastore.DB {
 
 func openEngine(t testing.TB, store objstore.Store, meta *metastore.DB, mod func(*Options)) *Engine {
 	t.Helper()
-	o := Options{Store: store, Meta: meta, DisableAutoCompaction: true}
+	o := Options{Store: store, Meta: meta, DisableAutoCompaction: true, GCInterval: -1}
 	if mod != nil {
 		mod(&o)
 	}

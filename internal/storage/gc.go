@@ -132,9 +132,6 @@ func (r CheckReport) OK() bool { return len(r.Missing) == 0 && r.Counts[ClassUno
 // object created after the listing started is newer than anything we could
 // misjudge).
 func classify(ctx context.Context, store objstore.Store, meta *metastore.DB, grace time.Duration, now time.Time) (*CheckReport, map[string]uint64, error) {
-	if err := migrate(ctx, meta); err != nil {
-		return nil, nil, err
-	}
 	jobs, err := loadJobs(ctx, meta)
 	if err != nil {
 		return nil, nil, err
@@ -208,6 +205,9 @@ func classify(ctx context.Context, store objstore.Store, meta *metastore.DB, gra
 // Check classifies every object as referenced / job-owned / queued /
 // unowned and verifies that every referenced object exists.
 func Check(ctx context.Context, store objstore.Store, meta *metastore.DB, grace time.Duration) (CheckReport, error) {
+	if err := migrate(ctx, meta); err != nil {
+		return CheckReport{}, err
+	}
 	r, _, err := classify(ctx, store, meta, grace, time.Now())
 	if err != nil {
 		return CheckReport{}, err
@@ -219,6 +219,9 @@ func Check(ctx context.Context, store objstore.Store, meta *metastore.DB, grace 
 // of the owned classes and older than grace. Queued objects are left to
 // the engine's fast path, which knows which versions are pinned.
 func FullGC(ctx context.Context, store objstore.Store, meta *metastore.DB, grace time.Duration) (int, error) {
+	if err := migrate(ctx, meta); err != nil {
+		return 0, err
+	}
 	return fullGC(ctx, store, meta, grace, time.Now())
 }
 

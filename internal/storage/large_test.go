@@ -46,7 +46,7 @@ func TestLargeIngestMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta := openMeta(t)
-	e, err := Open(ctx, Options{Store: store, Meta: meta, Logger: quietLogger(), DisableAutoCompaction: true})
+	e, err := Open(ctx, Options{Store: store, Meta: meta, Logger: quietLogger(), DisableAutoCompaction: true, GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

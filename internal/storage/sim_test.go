@@ -173,7 +173,7 @@ func (s *simulation) open() {
 		s.metaFaults = attempt < 3
 		e, err := Open(context.Background(), Options{
 			Store: s.store, Meta: s.meta, Clock: s.clock, Hooks: hooks, Logger: quietLogger(),
-			DisableAutoCompaction: true, TargetFileSize: 2 << 10, WriteBufferBytes: 8 << 10,
+			DisableAutoCompaction: true, GCInterval: -1, TargetFileSize: 2 << 10, WriteBufferBytes: 8 << 10,
 			CheckpointEvery: 5, GCGrace: 10 * time.Minute, L0CompactionTrigger: 3, LevelBaseBytes: 8 << 10,
 		})
 		s.store.on = true
@@ -507,7 +507,7 @@ func (s *simulation) reads() {
 func (s *simulation) checkInvariants() {
 	s.metaFaults = false
 	defer func() { s.metaFaults = true }()
-	r, err := Check(context.Background(), s.mem, s.meta, 0)
+	r, _, err := classify(context.Background(), s.mem, s.meta, 0, s.now)
 	if err != nil {
 		s.fatalf("check: %v", err)
 	}
@@ -589,7 +589,7 @@ func runSimulation(t *testing.T, seed int64, steps int) {
 // every step and every read against a model. RUNNEL_SIM_SEEDS=N runs more
 // seeds; RUNNEL_SIM_SEED=S reruns one.
 func TestSimulation(t *testing.T) {
-	seeds, steps := 150, 120
+	seeds, steps := 150, 100
 	if testing.Short() {
 		seeds = 20
 	}
@@ -609,7 +609,11 @@ func TestSimulation(t *testing.T) {
 		first, seeds = n, 1
 	}
 	for seed := first; seed < first+int64(seeds); seed++ {
+		t0 := time.Now()
 		runSimulation(t, seed, steps)
+		if d := time.Since(t0); d > 300*time.Millisecond {
+			t.Logf("seed %d took %s", seed, d)
+		}
 		if t.Failed() {
 			return
 		}
