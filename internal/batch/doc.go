@@ -8,7 +8,17 @@
 //     treats values PostgreSQL considers equal as equal (1.0 = 1.00,
 //     -0 = 0, NaN = NaN).
 //   - Blocking operators (sort, hash aggregate, hash join build, set
-//     operations, window) keep their input in memory.
+//     operations, window) keep their input in memory; TopN keeps only its
+//     best LIMIT+OFFSET rows in a bounded heap. Sorts are stable (ties keep
+//     input order) with PostgreSQL's NULL placement and byte-order ("C")
+//     string collation.
+//   - Joins: a hash join when the plan has equality keys (inner, left,
+//     right, full, semi, anti, null-aware anti for NOT IN), otherwise a
+//     nested loop over the buffered right side; the residual condition is
+//     evaluated on left ++ right.
+//   - Window functions are computed per partition after a stable sort;
+//     frames that slide forward add and retract rows (O(1) per row for
+//     sum/count/avg) instead of recomputing.
 //   - Scans read through the DataSource interface, which the session layer
 //     implements over storage at one consistent snapshot.
 //   - Subqueries inside expressions run through a SubqueryRunner that the
