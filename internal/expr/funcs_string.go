@@ -78,13 +78,16 @@ func trimChars(s, chars string, left, right bool) string {
 	return s
 }
 
-func pad(s string, n int64, fill string, left bool) string {
+func pad(s string, n int64, fill string, left bool) (string, error) {
 	if n <= 0 {
-		return ""
+		return "", nil
+	}
+	if n > maxStringChars {
+		return "", sqlError(sqlerr.ProgramLimitExceeded, "requested length too large")
 	}
 	l := int64(utf8.RuneCountInString(s))
 	if l >= n || fill == "" {
-		return runeSlice(s, 0, n)
+		return runeSlice(s, 0, n), nil
 	}
 	fr := []rune(fill)
 	var b strings.Builder
@@ -100,8 +103,12 @@ func pad(s string, n int64, fill string, left bool) string {
 		b.WriteString(s)
 		b.WriteString(string(padding))
 	}
-	return b.String()
+	return b.String(), nil
 }
+
+// maxStringChars bounds results built by lpad/rpad/repeat (PostgreSQL's
+// 1 GB value limit, in characters of up to 4 bytes).
+const maxStringChars = 1 << 28
 
 func initcap(s string) string {
 	var b strings.Builder
@@ -392,10 +399,12 @@ func init() {
 	for name, left := range map[string]bool{"lpad": true, "rpad": false} {
 		left := left
 		regFunc(name, &overload{args: T(X, I), ret: X, fn2: func(a, b types.Datum) (types.Datum, error) {
-			return txt(pad(a.Str(), b.Int(), " ", left)), nil
+			r, err := pad(a.Str(), b.Int(), " ", left)
+			return txt(r), err
 		}})
 		regFunc(name, &overload{args: T(X, I, X), ret: X, fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
-			return txt(pad(a[0].Str(), a[1].Int(), a[2].Str(), left)), nil
+			r, err := pad(a[0].Str(), a[1].Int(), a[2].Str(), left)
+			return txt(r), err
 		}})
 	}
 	regFunc("left", &overload{args: T(X, I), ret: X, fn2: func(a, b types.Datum) (types.Datum, error) {

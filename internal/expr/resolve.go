@@ -376,7 +376,7 @@ func bindOverload(name string, o *overload, args []Expr, infix bool) (Expr, erro
 	case len(coerced) == 1 && o.fn1 != nil:
 		return &unaryExpr{name: name, e: coerced[0], fn: o.fn1, typ: ret, prefix: infix}, nil
 	}
-	return &FuncExpr{Name: name, Args: coerced, o: o, typ: ret}, nil
+	return &FuncExpr{Name: name, Args: coerced, o: o, typ: ret, infix: infix && len(coerced) == 2}, nil
 }
 
 // binaryExpr is a strict two-argument operator or function.
@@ -440,6 +440,8 @@ type FuncExpr struct {
 	Args []Expr
 	o    *overload
 	typ  types.Type
+	// infix: an operator, rendered "a op b" by String.
+	infix bool
 }
 
 func (f *FuncExpr) Type() types.Type { return f.typ }
@@ -478,6 +480,9 @@ func (f *FuncExpr) Eval(ctx *EvalContext, row types.Row) (types.Datum, error) {
 }
 
 func (f *FuncExpr) String() string {
+	if f.infix {
+		return "(" + f.Args[0].String() + " " + f.Name + " " + f.Args[1].String() + ")"
+	}
 	var b strings.Builder
 	b.WriteString(f.Name)
 	b.WriteByte('(')

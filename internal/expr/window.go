@@ -321,6 +321,16 @@ func ComputeWindow(ctx *EvalContext, fn *WindowFunc, frame Frame, in *WindowInpu
 	if from < 0 || to > p.n || from > to || len(out) < to-from {
 		return sqlerr.Errorf(sqlerr.InternalError, "window: bad row range [%d, %d) of %d rows", from, to, p.n)
 	}
+	if frame.Mode == FrameRange && len(in.OrderKey) != p.n &&
+		(frame.Start.Kind == OffsetPreceding || frame.Start.Kind == OffsetFollowing ||
+			frame.End.Kind == OffsetPreceding || frame.End.Kind == OffsetFollowing) {
+		return sqlerr.Errorf(sqlerr.InternalError, "window: RANGE offset frame needs OrderKey for all %d rows", p.n)
+	}
+	for i := range in.Args {
+		if len(in.Args[i]) < len(fn.ArgTypes) {
+			return sqlerr.Errorf(sqlerr.InternalError, "window: %s needs %d arguments, row %d has %d", fn.Name, len(fn.ArgTypes), i, len(in.Args[i]))
+		}
+	}
 	switch fn.kind {
 	case winAgg:
 		return p.computeAgg(ctx, fn, frame, from, to, out)
