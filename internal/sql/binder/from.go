@@ -184,6 +184,11 @@ func (b *Binder) expandView(r *catalog.Relation) (plan.Node, error) {
 	vb := &Binder{cat: b.cat, stmt: st, viewDepth: b.viewDepth + 1}
 	q, err := vb.BindQuery(st.AST.GetSelectStmt())
 	if err != nil {
+		// A position inside the view's text would point into the
+		// client's statement at the wrong place: drop it.
+		if e := sqlerr.From(err); e != nil && e.Position != 0 {
+			return nil, e.WithPosition(0)
+		}
 		return nil, err
 	}
 	// The view's stored column names win over the query's.
