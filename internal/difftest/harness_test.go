@@ -234,15 +234,23 @@ func (p *pair) flush() {
 	}
 }
 
+// replay renders the statements sent so far (the last few hundred) and
+// writes all of them to a file whose name it includes.
 func (p *pair) replay() string {
 	const keep = 400
 	tr := p.trace
+	file := ""
+	if f, err := os.CreateTemp("", "difftest-*.sql"); err == nil {
+		_, _ = f.WriteString(strings.Join(tr, "\n") + "\n")
+		f.Close()
+		file = "-- full trace: " + f.Name() + "\n"
+	}
 	prefix := ""
 	if len(tr) > keep {
 		prefix = fmt.Sprintf("-- (%d earlier statements omitted)\n", len(tr)-keep)
 		tr = tr[len(tr)-keep:]
 	}
-	return "-- statements so far:\n" + prefix + strings.Join(tr, "\n")
+	return file + "-- statements so far:\n" + prefix + strings.Join(tr, "\n")
 }
 
 // sameMultiset reports whether a and b hold the same rows with the same

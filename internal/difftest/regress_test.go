@@ -56,3 +56,17 @@ func checkRepro(t *testing.T, setup []string, queries ...string) {
 		}
 	}
 }
+
+// Found by TestViewDifferential: a materialized view joining an INT column
+// with a BIGINT column fails to build; PostgreSQL (and Runnel's batch
+// path) compare the keys as bigint.
+func TestBugJoinKeyIntBigint(t *testing.T) {
+	knownBug(t, "CREATE MATERIALIZED VIEW with an INT = BIGINT join key fails with XX000 'hash join: key 0 has types integer and bigint'")
+	checkRepro(t, []string{
+		"CREATE TABLE a (id INT PRIMARY KEY, k INT)",
+		"CREATE TABLE b (id INT PRIMARY KEY, k BIGINT)",
+		"INSERT INTO a VALUES (1, 1), (2, 2)",
+		"INSERT INTO b VALUES (10, 1), (20, 3)",
+		"CREATE MATERIALIZED VIEW v AS SELECT a.id AS aid, b.id AS bid FROM a JOIN b ON a.k = b.k",
+	}, "SELECT * FROM v")
+}

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 )
 
 // defaultViewCases keeps the package's default run within its time budget
@@ -124,7 +125,13 @@ func (c *viewCase) compareAll(when string) {
 			c.t.Fatalf("%s: runnel: %s: %v\n%s", when, q, got.err, c.p.replay())
 		}
 		if ok, diff := sameMultiset(want.rows, got.rows); !ok {
-			c.t.Fatalf("%s: view %s differs (%d rows in postgres, %d in runnel)\n%s\n%s", when, v.name, len(want.rows), len(got.rows), diff, c.p.replay())
+			// Tell a view that lags behind FLUSH from one that is wrong:
+			// read again after a pause.
+			time.Sleep(2 * time.Second)
+			late := query(c.p.rw, q, canon{sortList: v.sortList})
+			lateOK, _ := sameMultiset(want.rows, late.rows)
+			c.t.Fatalf("%s: view %s differs (%d rows in postgres, %d in runnel; read again 2 s later without FLUSH: equal=%v)\n%s\n%s",
+				when, v.name, len(want.rows), len(got.rows), lateOK, diff, c.p.replay())
 		}
 	}
 }
@@ -383,13 +390,17 @@ func (c *viewCase) aggView(name string, src *relation) (string, string, *relatio
 	return "aggregate", body, r
 }
 
+// crossWidthJoinKeys lets joins equate INT with BIGINT columns. Off while
+// TestBugJoinKeyIntBigint is skipped (Runnel fails such views with XX000).
+const crossWidthJoinKeys = false
+
 // joinKeys finds a pair of columns of l and r that can be equated.
 func (c *viewCase) joinKeys(l, r scope) (string, string, bool) {
 	g := c.g
 	var pairs [][2]string
 	for _, a := range l {
 		for _, b := range r {
-			ok := a.typ == b.typ || (a.typ.integral() && b.typ.integral())
+			ok := a.typ == b.typ || (crossWidthJoinKeys && a.typ.integral() && b.typ.integral())
 			if ok && a.typ != tBool && a.typ != tNum {
 				pairs = append(pairs, [2]string{a.ref, b.ref})
 			}
