@@ -9,8 +9,9 @@
 // true, so a statement that returned success is committed. Statements are
 // multi-row INSERTs of fresh keys, single-row UPDATEs that move a row
 // between groups, multi-row UPDATEs and DELETEs, so a partially applied
-// statement would be visible. Two materialized views sit on the tables: an
-// aggregate (count/sum/min/max per group) and a join.
+// statement would be visible. Three materialized views sit on the tables:
+// an aggregate (count/sum/min/max/count DISTINCT per group), an inner join,
+// and an aggregate over a left join.
 //
 // At a seeded random instant the process is SIGKILLed (the seed is printed;
 // RUNNEL_CRASH_SEED replays the choices, though not the timing). The
@@ -18,9 +19,8 @@
 // same data directory it must be either wholly applied or wholly absent.
 // Then every writer's model must equal the recovered rows exactly (nothing
 // acknowledged lost, nothing unacknowledged invented), each view must equal
-// its defining query run as a batch query on the recovered server, and, on
-// the last iteration, each view must also equal the same query evaluated by
-// a real PostgreSQL loaded with the recovered rows. A final clean stop by
+// its defining query run as a batch query on the recovered server and the
+// same query evaluated by a real PostgreSQL loaded with the recovered rows. A final clean stop by
 // SIGTERM must exit 0 and lose nothing, and `runnel ctl storage check` on
 // the stopped data directory must succeed.
 //
