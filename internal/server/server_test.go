@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/runneldb/runnel/internal/catalog"
 )
 
 // testServer is a real Runnel server on a loopback port with its own data
@@ -186,4 +188,15 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func mustRelation(t testing.TB, s *Server, name string) *catalog.Relation {
+	t.Helper()
+	for _, r := range s.catalog.Relations(nil) {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no relation %q", name)
+	return nil
 }
