@@ -207,3 +207,26 @@ func TestCreateSourceBinding(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestKnownBugFixes(t *testing.T) {
+	f := dmlDB()
+	f.rels["t"].Columns[2].NotNull = false
+	// INSERT without a column list and fewer values: defaults for the rest.
+	ins := prepare(t, f, "insert into t values (1)").Bound.(*binder.Insert)
+	rows, err := runPlan(f, ins.Source)
+	if err != nil || fmtRows(rows, []types.Type{types.Int32, types.Text, types.Int32}) != "1|dflt|NULL" {
+		t.Fatalf("got %v %v", rows, err)
+	}
+	// -2147483648 is an integer literal.
+	p := prepare(t, f, "select -2147483648")
+	if p.Columns[0].Type != types.Int32 {
+		t.Fatalf("got %v", p.Columns[0].Type)
+	}
+	// Views record the relations they name, views included.
+	f.rels["v"] = &catalog.Relation{ID: 77, Name: "v", Kind: catalog.KindView, Definition: "select a from t",
+		Columns: []catalog.Column{{Name: "a", Type: types.Int32}}}
+	cv := prepare(t, f, "create view vv as select a from v join u using (a)").Bound.(*binder.CreateView)
+	if len(cv.DependsOn) != 2 || cv.DependsOn[0] != 77 || cv.DependsOn[1] != f.rels["u"].ID {
+		t.Fatalf("depends on %v", cv.DependsOn)
+	}
+}

@@ -46,6 +46,9 @@ type Binder struct {
 	viewDepth int
 	// dmlScope is the scope of an UPDATE's target joined with FROM.
 	dmlScope *scope
+	// deps are the relations named by the statement (see
+	// CreateView.DependsOn).
+	deps []catalog.ObjectID
 }
 
 type cteDef struct {

@@ -6,6 +6,7 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/sql/parser"
 	"github.com/runneldb/runnel/internal/sql/plan"
@@ -99,6 +100,10 @@ type CreateView struct {
 	Plan    plan.Node
 	// Query is the defining SELECT as SQL text (deparsed, canonical).
 	Query string
+	// DependsOn lists the relations the query names directly (tables,
+	// views, materialized views; a view's own dependencies are its own),
+	// each once, in first-use order.
+	DependsOn []catalog.ObjectID
 }
 
 // CreateDatabase is CREATE DATABASE.
@@ -497,7 +502,7 @@ func (b *Binder) bindCreateView(name *pg.RangeVar, aliases []*pg.Node, query *pg
 	}
 	q = renameSchema(q, cols)
 	return &CreateView{Schema: name.Schemaname, Name: name.Relname, Materialized: mat, IfNotExists: ifNotExists,
-		OrReplace: replace, Columns: cols, Plan: q, Query: text}, nil
+		OrReplace: replace, Columns: cols, Plan: q, Query: text, DependsOn: b.deps}, nil
 }
 
 func (b *Binder) bindRole(name string, opts []*pg.Node, alter bool) (Statement, error) {

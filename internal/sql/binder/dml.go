@@ -217,6 +217,13 @@ func (b *Binder) bindInsert(is *pg.InsertStmt) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(is.Cols) == 0 {
+		// Without a column list the targets are the first N columns,
+		// N being the number of values given (the rest get defaults).
+		if n := insertWidth(is.SelectStmt.GetSelectStmt()); n >= 0 && n < len(cols) {
+			cols = cols[:n]
+		}
+	}
 	pos := map[int]int{} // table column -> index in the target list
 	for i, c := range cols {
 		pos[c] = i
@@ -663,4 +670,25 @@ func (b *Binder) bindCopy(cs *pg.CopyStmt) (Statement, error) {
 		c.Query = &plan.Project{Input: scan, Exprs: exprs, Out: out}
 	}
 	return c, nil
+}
+
+// insertWidth is the number of values an INSERT's source provides per row
+// when it can be read from the syntax (VALUES rows, a simple select list
+// without *), else -1.
+func insertWidth(sel *pg.SelectStmt) int {
+	if sel == nil {
+		return -1
+	}
+	if len(sel.ValuesLists) > 0 {
+		return len(sel.ValuesLists[0].GetList().GetItems())
+	}
+	if sel.Op != pg.SetOperation_SETOP_NONE {
+		return insertWidth(sel.Larg)
+	}
+	for _, t := range sel.TargetList {
+		if isStar(t.GetResTarget().Val) {
+			return -1
+		}
+	}
+	return len(sel.TargetList)
 }

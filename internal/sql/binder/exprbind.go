@@ -243,6 +243,11 @@ func bindConst(c *pg.A_Const) (expr.Expr, error) {
 		// Integer literals too large for int4 arrive as Float: they are
 		// int8 if they fit, else numeric.
 		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			// PostgreSQL's make_const: an integer that fits int4 is int4
+			// (only -2147483648 gets here, its minus folded in).
+			if i >= -1<<31 && i < 1<<31 {
+				return &expr.Const{Value: types.DInt32(int32(i)), Typ: types.Int32}, nil
+			}
 			return &expr.Const{Value: types.DInt64(i), Typ: types.Int64}, nil
 		}
 		d, _, err := apd.NewFromString(s)

@@ -1,6 +1,8 @@
 package binder
 
 import (
+	"slices"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/runneldb/runnel/internal/catalog"
@@ -153,6 +155,9 @@ func (b *Binder) bindRangeVar(rv *pg.RangeVar, outer *scope) (*rel, error) {
 	r, err := b.cat.ResolveRelation(rv.Schemaname, name)
 	if err != nil {
 		return nil, b.errAt(err, rv.Location)
+	}
+	if !slices.Contains(b.deps, r.ID) {
+		b.deps = append(b.deps, r.ID)
 	}
 	var node plan.Node
 	if r.Kind == catalog.KindView {
