@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/runneldb/runnel/internal/sql"
 	"github.com/runneldb/runnel/internal/sql/binder"
 	"github.com/runneldb/runnel/internal/sql/parser"
-	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
@@ -76,22 +74,6 @@ func viewStateSchema(rel *catalog.Relation) state.Schema {
 	return st
 }
 
-// dependencies lists the relations a plan scans.
-func dependencies(n plan.Node) []catalog.ObjectID {
-	var out []catalog.ObjectID
-	var walk func(n plan.Node)
-	walk = func(n plan.Node) {
-		if sc, ok := n.(*plan.Scan); ok && !slices.Contains(out, sc.Rel.ID) {
-			out = append(out, sc.Rel.ID)
-		}
-		for _, c := range n.Children() {
-			walk(c)
-		}
-	}
-	walk(n)
-	return out
-}
-
 // createView runs CREATE [MATERIALIZED] VIEW.
 func (ss *session) createView(ctx context.Context, cv *binder.CreateView) (pgwire.Result, error) {
 	s := ss.s
@@ -121,7 +103,7 @@ func (ss *session) createView(ctx context.Context, cv *binder.CreateView) (pgwir
 		seen[c.Name] = true
 	}
 	rel := &catalog.Relation{DatabaseID: ss.db.ID, SchemaID: sc.ID, Name: cv.Name, Owner: ss.user.Name,
-		Definition: cv.Query, DependsOn: dependencies(cv.Plan)}
+		Definition: cv.Query, DependsOn: cv.DependsOn}
 	if !cv.Materialized {
 		rel.Kind = catalog.KindView
 		for _, c := range cv.Columns {

@@ -73,3 +73,32 @@ func TestMaterializedViewSurvivesRestart(t *testing.T) {
 		t.Fatalf("maintained after restart = %v", got)
 	}
 }
+
+// IN / EXISTS / NOT EXISTS subqueries become semi and anti joins.
+func TestMaterializedViewSemiAntiJoin(t *testing.T) {
+	ts := startTestServer(t, "")
+	conn := ts.connect(t)
+	mustExec(t, conn, "CREATE TABLE a (id INT PRIMARY KEY, k INT)")
+	mustExec(t, conn, "CREATE TABLE b (id INT PRIMARY KEY, k INT)")
+	mustExec(t, conn, "INSERT INTO a VALUES (1, 10), (2, 20), (3, 30)")
+	mustExec(t, conn, "INSERT INTO b VALUES (1, 10), (2, 10)")
+	mustExec(t, conn, "CREATE MATERIALIZED VIEW semi AS SELECT id FROM a WHERE k IN (SELECT k FROM b)")
+	mustExec(t, conn, "CREATE MATERIALIZED VIEW anti AS SELECT id FROM a WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.k = a.k)")
+	check := func(wantSemi, wantAnti string) {
+		t.Helper()
+		mustExec(t, conn, "FLUSH")
+		if got := fmt.Sprint(queryStrings(t, conn, "SELECT id FROM semi ORDER BY id")); got != wantSemi {
+			t.Fatalf("semi = %s; want %s", got, wantSemi)
+		}
+		if got := fmt.Sprint(queryStrings(t, conn, "SELECT id FROM anti ORDER BY id")); got != wantAnti {
+			t.Fatalf("anti = %s; want %s", got, wantAnti)
+		}
+	}
+	check("[1]", "[2 3]")
+	mustExec(t, conn, "INSERT INTO b VALUES (3, 30)")
+	check("[1 3]", "[2]")
+	mustExec(t, conn, "DELETE FROM b WHERE k = 10")
+	check("[3]", "[1 2]")
+	mustExec(t, conn, "UPDATE a SET k = 30 WHERE id = 2")
+	check("[2 3]", "[1]")
+}

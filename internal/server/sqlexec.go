@@ -28,7 +28,8 @@ func (c *sessionCatalog) ResolveRelation(schema, name string) (*catalog.Relation
 	if schema != "" {
 		sc, err := cat.SchemaByName(c.ss.db.ID, schema)
 		if err != nil {
-			return nil, sqlerr.Errorf(sqlerr.InvalidSchemaName, "schema %q does not exist", schema)
+			// PostgreSQL names the relation, not the schema, here.
+			return nil, sqlerr.Errorf(sqlerr.UndefinedTable, "relation \"%s.%s\" does not exist", schema, name)
 		}
 		rel, err := cat.RelationByName(sc.ID, name)
 		if err != nil || rel.Creating {

@@ -263,11 +263,10 @@ func (b *builder) aggregate(n *plan.Aggregate) (*Node, error) {
 // columns, exchanged by them, joined, then projected to the logical output
 // plus both sides' stream keys.
 func (b *builder) join(n *plan.Join) (*Node, error) {
-	switch n.Kind {
-	case plan.InnerJoin, plan.LeftJoin, plan.RightJoin, plan.FullJoin:
-	default:
-		return nil, unsupported("%s join (IN / EXISTS subqueries) in a materialized view is not supported yet", n.Kind)
+	if n.NullAware {
+		return nil, unsupported("NOT IN (subquery) in a materialized view is not supported yet (use NOT EXISTS)")
 	}
+	semi := n.Kind == plan.SemiJoin || n.Kind == plan.AntiJoin
 	if len(n.LeftKeys) == 0 {
 		return nil, unsupported("a join without an equality condition in a materialized view is not supported yet")
 	}
@@ -310,8 +309,13 @@ func (b *builder) join(n *plan.Join) (*Node, error) {
 	}
 	joinSchema := append(slices.Clone(lp.Schema), rp.Schema...)
 	key := slices.Clone(l.Key)
-	for _, k := range r.Key {
-		key = append(key, wl+k)
+	if semi {
+		// Semi and anti joins output left rows only, each at most once.
+		joinSchema = slices.Clone(lp.Schema)
+	} else {
+		for _, k := range r.Key {
+			key = append(key, wl+k)
+		}
 	}
 	j := &Node{Op: OpHashJoin, Inputs: []*Node{lp, rp}, Schema: joinSchema, Key: key,
 		Dist: Dist{Kind: DistHash, Keys: lk}, JoinKind: n.Kind, LeftKeys: lk, RightKeys: rk, Cond: cond}
@@ -321,8 +325,10 @@ func (b *builder) join(n *plan.Join) (*Node, error) {
 	}
 	// Shape the output: logical columns, then the stream key.
 	outCols := seq(0, nl)
-	for i := 0; i < nr; i++ {
-		outCols = append(outCols, wl+i)
+	if !semi {
+		for i := 0; i < nr; i++ {
+			outCols = append(outCols, wl+i)
+		}
 	}
 	return b.project(j, colRefs(j, outCols), n.Out), nil
 }

@@ -83,8 +83,8 @@ func TestBuildKeysAndExchanges(t *testing.T) {
 // Constructs without incremental maintenance are refused with 0A000.
 func TestBuildRejectsUnsupported(t *testing.T) {
 	for _, q := range []string{
-		"SELECT id, row_number() OVER (ORDER BY v) FROM t",
-		"SELECT * FROM t WHERE id IN (SELECT tid FROM u)",
+		"SELECT * FROM t WHERE id NOT IN (SELECT tid FROM u)",
+		"SELECT id, (SELECT max(tid) FROM u WHERE u.tid = t.g) FROM t",
 		"SELECT g FROM t INTERSECT SELECT tid FROM u",
 	} {
 		_, err := planFor(t, q)

@@ -196,6 +196,10 @@ func joinType(k plan.JoinKind) exec.JoinType {
 		return exec.JoinRightOuter
 	case plan.FullJoin:
 		return exec.JoinFullOuter
+	case plan.SemiJoin:
+		return exec.JoinLeftSemi
+	case plan.AntiJoin:
+		return exec.JoinLeftAnti
 	}
 	return exec.JoinInner
 }
