@@ -374,3 +374,34 @@ func TestValidateFrame(t *testing.T) {
 		t.Errorf("valid frame: %v", err)
 	}
 }
+
+// TestToCharNumber checks number templates against PostgreSQL 15 output.
+func TestToCharNumber(t *testing.T) {
+	tests := []struct {
+		v    Expr
+		f    string
+		want string
+	}{
+		{ci(12), "999", "  12"}, {ci(-12), "999", " -12"}, {ci(12), "FM999", "12"},
+		{typed("0.5", types.Numeric), "0.99", " 0.50"}, {typed("1234.5", types.Numeric), "9,999.99", " 1,234.50"},
+		{typed("-0.5", types.Numeric), "FM990.00", "-0.50"}, {ci(12345), "999", " ###"}, {ci(5), "0009", " 0005"},
+		{typed("1.005", types.Numeric), "FM9.99", "1.01"}, {ci(-5), "S999", "  -5"}, {ci(5), "S999", "  +5"},
+		{ci(-5), "999MI", "  5-"}, {typed("1234567.891", types.Numeric), "FM9,999,999.99", "1,234,567.89"},
+		{ci(0), "999", "   0"}, {ci(0), "FM999", "0"}, {typed("12.3", types.Numeric), "FM999.999", "12.3"},
+		{ci(12), "99.9", " 12.0"}, {typed("2.5", types.Float64), "9", " 2"}, {ci(-1234), "FM9G999D00", "-1,234.00"},
+		{ci(3), `"n="9`, "n= 3"}, {typed("0.5", types.Numeric), "9.99", "  .50"}, {ci(12), "FM99.9", "12."},
+		{typed("-0.5", types.Numeric), "9.99", " -.50"}, {ci(-123), "999", "-123"}, {ci(5), "9,999", "     5"},
+		{ci(-5), "FM999MI", "5-"}, {ci(5), "FM999MI", "5"}, {typed("1.5", types.Numeric), "FM0.00", "1.50"},
+		{ci(0), "9.99", "  .00"}, {ci(12345), "99.9", " ##.#"}, {ci(-12), "FM999", "-12"}, {ci(7), "999S", "  7+"},
+		{ci(100), "FM999.", "100"},
+	}
+	for _, tc := range tests {
+		e, err := NewFuncCall("to_char", []Expr{tc.v, cu(tc.f)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := render(t, e); got != tc.want {
+			t.Errorf("to_char(%s, %q) = %q; want %q", tc.v, tc.f, got, tc.want)
+		}
+	}
+}
