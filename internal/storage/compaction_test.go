@@ -118,6 +118,7 @@ func jobOutputsQueued(t *testing.T, meta *metastore.DB, id uint64) {
 // TestCompactionCancelRace puts a cancel, an injected failure and a crash
 // at every named point of a compaction and checks I1/I2 and the data.
 func TestCompactionCancelRace(t *testing.T) {
+	noLeaks(t)
 	for _, p := range hookPoints {
 		for _, mode := range []string{"cancel", "fail", "crash", "ambiguous"} {
 			if mode == "ambiguous" && p != HookDuringCommitWrite {
@@ -264,6 +265,7 @@ func TestCompactionCancelRace(t *testing.T) {
 // TestPinnedVersionKeepsInputs: an iterator opened before a compaction
 // keeps reading the inputs; GC deletes them only after it is closed.
 func TestPinnedVersionKeepsInputs(t *testing.T) {
+	noLeaks(t)
 	ctx := context.Background()
 	store, meta := objstore.NewMem(), openMeta(t)
 	e := openEngine(t, store, meta, func(o *Options) { o.TargetFileSize = 4 << 10 })

@@ -31,6 +31,7 @@ func TestComparer(t *testing.T) {
 // TestCorruptObjects: damaged SSTs give errors naming the object, never a
 // panic or wrong data.
 func TestCorruptObjects(t *testing.T) {
+	noLeaks(t)
 	damages := map[string]func([]byte) []byte{
 		"truncated": func(b []byte) []byte { return b[:len(b)/2] },
 		"garbage": func(b []byte) []byte {

@@ -532,15 +532,21 @@ func (e *Engine) buildSSTs(ctx context.Context, m *mergeIter, keep func(s source
 		started bool
 		n       int
 	)
+	defer func() {
+		if b != nil { // an error left a builder open: release its writer
+			b.abort()
+		}
+	}()
 	flush := func() error {
 		if b == nil || b.empty() {
+			b = nil
 			return nil
 		}
 		obj, meta, err := b.finish()
+		b = nil
 		if err != nil {
 			return err
 		}
-		b = nil
 		return emit(obj, &meta)
 	}
 	ok := m.start()

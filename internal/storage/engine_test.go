@@ -40,6 +40,7 @@ func openEngine(t testing.TB, store objstore.Store, meta *metastore.DB, mod func
 func k(i int) []byte { return []byte(fmt.Sprintf("key%06d", i)) }
 
 func TestIngestCommitGetIter(t *testing.T) {
+	noLeaks(t)
 	ctx := context.Background()
 	store, meta := objstore.NewMem(), openMeta(t)
 	e := openEngine(t, store, meta, nil)

@@ -589,6 +589,7 @@ func runSimulation(t *testing.T, seed int64, steps int) {
 // every step and every read against a model. RUNNEL_SIM_SEEDS=N runs more
 // seeds; RUNNEL_SIM_SEED=S reruns one.
 func TestSimulation(t *testing.T) {
+	noLeaks(t)
 	seeds, steps := 150, 100
 	if testing.Short() {
 		seeds = 20

@@ -137,6 +137,13 @@ func (b *sstBuilder) add(key, value []byte) error {
 
 func (b *sstBuilder) empty() bool { return b.meta.NumEntries == 0 }
 
+// abort releases the writer of an unfinished SST (its background write
+// queue goroutine included).
+func (b *sstBuilder) abort() {
+	_ = b.w.Close()
+	b.mw.Abort()
+}
+
 // finish closes the writer and returns the encoded object and its meta
 // (without ID).
 func (b *sstBuilder) finish() ([]byte, SSTMeta, error) {
