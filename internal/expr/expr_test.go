@@ -405,3 +405,29 @@ func TestToCharNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestJsonbOrdering checks jsonb comparisons against PostgreSQL 15.
+func TestJsonbOrdering(t *testing.T) {
+	tests := []struct {
+		a, op, b string
+		want     bool
+	}{
+		{`[1]`, "<", `1`, false}, {`"a"`, "<", `["a"]`, true}, {`[]`, "<", `null`, true},
+		{`{}`, ">", `[1,2]`, true}, {`[1,2]`, ">", `3`, true}, {`[[]]`, "<", `[null]`, false},
+		{`[{}]`, ">", `[[1]]`, true}, {`1.0`, "=", `1`, true}, {`{"a": 1.50}`, "=", `{"a": 1.5}`, true},
+		{`"b"`, ">", `"a"`, true}, {`true`, ">", `false`, true}, {`{"a": 1}`, "<", `{"b": 0}`, true},
+	}
+	for _, tc := range tests {
+		e, err := NewBinaryOp(tc.op, typed(tc.a, types.Jsonb), typed(tc.b, types.Jsonb))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "f"
+		if tc.want {
+			want = "t"
+		}
+		if got := render(t, e); got != want {
+			t.Errorf("%s %s %s = %s; want %s", tc.a, tc.op, tc.b, got, want)
+		}
+	}
+}

@@ -713,7 +713,7 @@ func jsonbCmpOp(op string) func(a, b types.Datum) (types.Datum, error) {
 		if err != nil {
 			return types.NullDatum, err
 		}
-		c := jsonbCompare(x, y)
+		c := jsonbCompareTop(x, y)
 		var r bool
 		switch op {
 		case "=":
@@ -731,4 +731,43 @@ func jsonbCmpOp(op string) func(a, b types.Datum) (types.Datum, error) {
 		}
 		return types.DBool(r), nil
 	}
+}
+
+// jsonbCompareTop compares two top-level jsonb values. PostgreSQL stores a
+// top-level scalar as a one-element "raw scalar" array, so at the top
+// level a scalar and an array compare as arrays: a raw scalar sorts before
+// a real array of the same length, and lengths decide first (which is why
+// '[]' sorts below every scalar, even null). Objects sort above both.
+func jsonbCompareTop(a, b *jnode) int {
+	arrayLike := func(n *jnode) bool { return n.kind != "object" }
+	if !arrayLike(a) || !arrayLike(b) {
+		return jsonbCompare(a, b)
+	}
+	elems := func(n *jnode) ([]*jnode, bool) {
+		if n.kind == "array" {
+			return n.vals, false
+		}
+		return []*jnode{n}, true
+	}
+	ea, rawA := elems(a)
+	eb, rawB := elems(b)
+	res := 0
+	if rawA != rawB {
+		res = 1
+		if rawA {
+			res = -1
+		}
+	}
+	if len(ea) != len(eb) {
+		res = cmpInt(len(ea), len(eb))
+	}
+	if res != 0 {
+		return res
+	}
+	for i := range ea {
+		if c := jsonbCompare(ea[i], eb[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
