@@ -63,5 +63,22 @@
 // One Engine owns a metastore at a time (the meta role): Open aborts every
 // live job it finds, assuming their writers are gone.
 //
+// # Tests
+//
+//   - TestCompactionCancelRace: cancel / injected failure / crash (reopen
+//     from the metastore) / ambiguous commit write at each named pause
+//     point; after recovery and GC the store holds exactly the referenced
+//     objects.
+//   - TestSimulation: seeded random operations with a fake clock,
+//     object-store faults (including PUTs that fail but land), metastore
+//     faults (failures, lost acknowledgements, ambiguous commits that did
+//     not land) and crash+reopen; I1 is checked after every step and every
+//     read against a model. RUNNEL_SIM_SEEDS=N for more seeds,
+//     RUNNEL_SIM_SEED=S to replay one (failures print it).
+//   - TestCrashKill: a child process SIGKILLed mid-work (RUNNEL_CRASH_SEED
+//     replays a schedule); TestLargeIngestMemory (RUNNEL_STORAGE_LARGE_KEYS)
+//     bounds peak RSS; BenchmarkPebble* compare with pebble.DB
+//     (docs/benchmarks.md).
+//
 // This package must not import anything above it (stream, meta, sql).
 package storage
