@@ -43,11 +43,11 @@
 //     job record written before it (createJob allocates the job id and the
 //     output ids in the same transaction, outputs > job id), or on the
 //     deletion queue. Object ids come from a durable counter and are never
-//     reused. FullGC reads jobs, then the version, then lists, then the id
-//     watermark, and deletes only unowned objects older than the grace
-//     period. The commit fence rejects a delta adding an object that is
-//     queued, not an output of the delta's live jobs, or whose job is older
-//     than the grace period.
+//     reused. FullGC reads jobs, then the version, then the deletion queue,
+//     then lists, then the id watermark, and deletes only unowned objects
+//     older than the grace period. The commit fence rejects a delta adding
+//     an object that is queued, not an output of the delta's live jobs, or
+//     whose job record was last renewed longer than the grace period ago.
 //   - I2: CompactionJob.Cancel and commit-start share the job's mutex; a
 //     cancel that wins returns only after abortJob moved the outputs to the
 //     deletion queue. A version write with an unknown outcome is resolved
