@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/runneldb/runnel/internal/bench"
@@ -22,8 +24,22 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	events := fs.Int64("events", 1_000_000, "events to generate per query")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	splits := fs.Int("splits", 0, "source splits (default: GOMAXPROCS)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "runnel: bench:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "runnel: bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var qs []string
 	if *queries != "" {
