@@ -394,6 +394,10 @@ func TestToCharNumber(t *testing.T) {
 		{ci(-5), "FM999MI", "5-"}, {ci(5), "FM999MI", "5"}, {typed("1.5", types.Numeric), "FM0.00", "1.50"},
 		{ci(0), "9.99", "  .00"}, {ci(12345), "99.9", " ##.#"}, {ci(-12), "FM999", "-12"}, {ci(7), "999S", "  7+"},
 		{ci(100), "FM999.", "100"},
+		{typed("NaN", types.Numeric), "999", " NaN"}, {typed("NaN", types.Numeric), "9,999.99", "   NaN"}, {typed("NaN", types.Numeric), "FM999.99", "NaN"},
+		{typed("Infinity", types.Numeric), "999", " ###"}, {ci(0), "FM9.99", "0."}, {typed("0.5", types.Numeric), "FM9.99", ".5"},
+		{typed("0.001", types.Numeric), "FM9.99", "0."}, {typed("-0.001", types.Numeric), "FM9.99", "0."},
+		{ci(1000), "FM999.", "###."}, {ci(1000), "FM999.9", "###.#"}, {ci(0), "FM.99", ".##"}, {typed("0.5", types.Numeric), "FM.99", ".##"},
 	}
 	for _, tc := range tests {
 		e, err := NewFuncCall("to_char", []Expr{tc.v, cu(tc.f)})

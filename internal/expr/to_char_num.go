@@ -83,10 +83,12 @@ func toCharNumber(intDigits, fracDigits string, neg bool, f string) string {
 			hasMI = true
 		}
 	}
-	if intDigits == "0" && (fracPos > 0 || intPos == 0) {
-		intDigits = "" // 0.5 prints as .50 unless a 0 position forces it
-	}
 	overflow := len(intDigits) > intPos
+	// An integer part of zero occupies the last integer position but is
+	// printed only when a 0 position forces it, when there is no fraction,
+	// or (FM) when the whole value is zero: 0.5 -> " .50", FM -> ".5", 0 -> "0.".
+	zeroInt := intDigits == "0"
+	showZero := fracPos == 0 || (fm && strings.Trim(fracDigits, "0") == "")
 	signChar := func() byte {
 		if neg {
 			return '-'
@@ -119,11 +121,9 @@ func toCharNumber(intDigits, fracDigits string, neg bool, f string) string {
 			} else if ip < intPos {
 				d := ip - (intPos - len(intDigits))
 				switch {
-				case d >= 0:
+				case d >= 0 && !(zeroInt && !showZero && ip < lastForcedZero):
 					c = intDigits[d : d+1]
 				case ip >= lastForcedZero:
-					c = "0"
-				case intDigits == "" && ip == intPos-1 && fracPos == 0:
 					c = "0"
 				default:
 					c = " "
@@ -143,7 +143,7 @@ func toCharNumber(intDigits, fracDigits string, neg bool, f string) string {
 				firstDigitCell = len(cells)
 				printed = true
 			}
-			if fm && fracPos == 0 {
+			if fm && fracPos == 0 && !overflow {
 				cells = append(cells, "")
 			} else {
 				cells = append(cells, ".")
@@ -268,8 +268,26 @@ func splitDigits(s string) (intDigits, frac string, neg bool) {
 
 func toCharDecimal(d *apd.Decimal, f string) types.Datum {
 	fp := fracPositions(f)
-	if d.Form != apd.Finite {
-		return types.DVarchar(strings.Repeat("#", len(f)))
+	switch d.Form {
+	case apd.NaN, apd.NaNSignaling:
+		toks, fm := parseNumFormat(f)
+		if fm {
+			return types.DVarchar("NaN")
+		}
+		// right-aligned in the integer part (sign slot, digits, separators)
+		w := 1
+		for _, t := range toks {
+			if t.kind == '.' {
+				break
+			}
+			if t.kind == '9' || t.kind == '0' || t.kind == ',' {
+				w++
+			}
+		}
+		return types.DVarchar(strings.Repeat(" ", max(w-3, 0)) + "NaN")
+	case apd.Infinite:
+		// prints as an overflow: # in every position
+		return types.DVarchar(toCharNumber(strings.Repeat("9", len(f)+1), strings.Repeat("0", fp), d.Negative, f))
 	}
 	r := roundDec(d, int32(fp), false)
 	s := r.Text('f')

@@ -161,7 +161,7 @@ func parseWithFormat(s, f string) (civil, error) {
 			if has("A.M.") || has("P.M.") {
 				w = 4
 			}
-			tok := strings.ToUpper(s[si:min(si+w, len(s))])
+			tok := strings.ToUpper(s[min(si, len(s)):min(si+w, len(s))])
 			switch strings.ReplaceAll(tok, ".", "") {
 			case "AM":
 				pm = false
@@ -170,7 +170,7 @@ func parseWithFormat(s, f string) (civil, error) {
 			default:
 				return c, sqlError(sqlerr.InvalidDatetimeFormat, "invalid value \"%s\" for \"%s\"", tok, f[fi:fi+w])
 			}
-			si += w
+			si = min(si+w, len(s))
 			fi += w
 		case has("MONTH"), has("MON"):
 			abbrev := !has("MONTH")
@@ -210,7 +210,9 @@ func parseWithFormat(s, f string) (civil, error) {
 			continue
 		default:
 			fi++
-			si++
+			if si < len(s) {
+				si++
+			}
 			continue
 		}
 		if err != nil {
