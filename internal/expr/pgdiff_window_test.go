@@ -78,6 +78,8 @@ func colArgs(cols ...string) func(w wrow) []types.Datum {
 				out[i] = w.f
 			case "t":
 				out[i] = w.t
+			case "d":
+				out[i] = w.d
 			case "2":
 				out[i] = types.DInt32(2)
 			case "3":
