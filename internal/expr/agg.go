@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/cockroachdb/apd/v3"
@@ -56,7 +57,8 @@ type AggState interface {
 	Add(args []types.Datum) error
 	Retract(args []types.Datum) error
 	Result() (types.Datum, error)
-	// Encode appends the serialised state to buf.
+	// Encode appends the serialised state to buf. Equal states encode to
+	// equal bytes.
 	Encode(buf []byte) []byte
 	// Decode replaces the state with one produced by Encode.
 	Decode(b []byte) error
@@ -166,10 +168,10 @@ func (s *aggState) Result() (types.Datum, error) { return s.impl.result() }
 func (s *aggState) Encode(buf []byte) []byte {
 	if s.distinct != nil {
 		buf = binary.AppendUvarint(buf, uint64(len(s.distinct)))
-		for k, n := range s.distinct {
+		for _, k := range sortedKeys(s.distinct) {
 			buf = binary.AppendUvarint(buf, uint64(len(k)))
 			buf = append(buf, k...)
-			buf = binary.AppendVarint(buf, n)
+			buf = binary.AppendVarint(buf, s.distinct[k])
 		}
 	}
 	return s.impl.encode(buf)
@@ -816,9 +818,9 @@ func (s *minMaxAgg) encode(buf []byte) []byte {
 	}
 	buf = append(buf, 2)
 	buf = binary.AppendUvarint(buf, uint64(len(s.multi)))
-	for k, e := range s.multi {
+	for _, k := range sortedKeys(s.multi) {
 		buf = append(buf, k...)
-		buf = binary.AppendVarint(buf, e.n)
+		buf = binary.AppendVarint(buf, s.multi[k].n)
 	}
 	return buf
 }
@@ -942,4 +944,14 @@ func (s *stringAgg) decode(b []byte) ([]byte, error) {
 		b = b[1+sz+int(l):]
 	}
 	return b, nil
+}
+
+// sortedKeys makes encodings deterministic (equal states encode equally).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
