@@ -15,9 +15,14 @@ import (
 // that every relation a query reads is seen at the same committed epoch.
 type snapshotSource struct {
 	snap *storage.Snapshot
+	// sess serves system tables (syscat.go); nil where they are not read.
+	sess *session
 }
 
 func (d *snapshotSource) Scan(ctx context.Context, rel *catalog.Relation) (batch.RowIterator, error) {
+	if rel.Kind == catalog.KindSystem {
+		return scanSystem(d.sess, rel)
+	}
 	if rel.StateTable == 0 {
 		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "%s %q has no stored rows", rel.Kind, rel.Name)
 	}

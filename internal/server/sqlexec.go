@@ -24,6 +24,9 @@ type sessionCatalog struct {
 }
 
 func (c *sessionCatalog) ResolveRelation(schema, name string) (*catalog.Relation, error) {
+	if rel, ok := resolveSystemRelation(schema, name); ok {
+		return rel, nil
+	}
 	cat := c.ss.s.catalog
 	if schema != "" {
 		sc, err := cat.SchemaByName(c.ss.db.ID, schema)
@@ -127,7 +130,7 @@ func (st *statement) executeSQL(ctx context.Context, params []types.Datum) (pgwi
 // reads is seen at the same epoch, pinned until the rows are consumed.
 func (st *statement) runQuery(ctx context.Context, p *sql.Prepared, params []types.Datum) (pgwire.Result, error) {
 	snap := st.sess.s.store.Snapshot()
-	env := &batch.Env{Data: &snapshotSource{snap: snap}, Eval: st.evalContext(ctx)}
+	env := &batch.Env{Data: &snapshotSource{snap: snap, sess: st.sess}, Eval: st.evalContext(ctx)}
 	it, err := p.Execute(ctx, env, params)
 	if err != nil {
 		snap.Close()

@@ -1,0 +1,244 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// sysFunc is a catalog or session function bound by sessionCatalog.
+type sysFunc struct {
+	name string
+	args []expr.Expr
+	typ  types.Type
+	// strict functions return NULL when an argument is NULL.
+	strict bool
+	fn     func(args []types.Datum) (types.Datum, error)
+}
+
+func (f *sysFunc) Type() types.Type { return f.typ }
+
+func (f *sysFunc) Eval(ctx *expr.EvalContext, row types.Row) (types.Datum, error) {
+	vals := make([]types.Datum, len(f.args))
+	for i, a := range f.args {
+		v, err := a.Eval(ctx, row)
+		if err != nil {
+			return types.Datum{}, err
+		}
+		if v.IsNull() && f.strict {
+			return types.Datum{}, nil
+		}
+		vals[i] = v
+	}
+	return f.fn(vals)
+}
+
+func (f *sysFunc) String() string {
+	parts := make([]string, len(f.args))
+	for i, a := range f.args {
+		parts[i] = a.String()
+	}
+	return f.name + "(" + strings.Join(parts, ", ") + ")"
+}
+
+// datumInt reads an integer-valued argument (oids arrive as int4, or as
+// an untyped literal).
+func datumInt(d types.Datum) (int64, bool) {
+	switch d.Kind() {
+	case types.KindInt16, types.KindInt32, types.KindInt64:
+		return d.Int(), true
+	case types.KindVarchar, types.KindUnknown:
+		var n int64
+		if _, err := fmt.Sscan(strings.TrimSpace(d.Str()), &n); err == nil {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+func textDatum(s string) types.Datum { return types.DVarchar(s) }
+
+// ResolveFunction implements binder.FunctionCatalog: functions that read
+// the catalog or the session.
+func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Expr, bool, error) {
+	ss := c.ss
+	mk := func(typ types.Type, minArgs, maxArgs int, strict bool, fn func([]types.Datum) (types.Datum, error)) (expr.Expr, bool, error) {
+		if len(args) < minArgs || len(args) > maxArgs {
+			return nil, false, nil
+		}
+		return &sysFunc{name: name, args: args, typ: typ, strict: strict, fn: fn}, true, nil
+	}
+	constText := func(s string) (expr.Expr, bool, error) {
+		return mk(types.Text, 0, 0, false, func([]types.Datum) (types.Datum, error) { return textDatum(s), nil })
+	}
+	switch name {
+	case "current_database":
+		return constText(ss.db.Name)
+	case "current_user", "session_user", "user", "current_role":
+		return constText(ss.user.Name)
+	case "current_schema":
+		return mk(types.Text, 0, 0, false, func([]types.Datum) (types.Datum, error) {
+			if sc, err := ss.currentSchema(); err == nil {
+				return textDatum(sc.Name), nil
+			}
+			return types.Datum{}, nil
+		})
+	case "version":
+		return constText("PostgreSQL 15.0 (Runnel) on x86_64-pc-linux-gnu, compiled by Go, 64-bit")
+	case "pg_is_in_recovery":
+		return mk(types.Bool, 0, 0, false, func([]types.Datum) (types.Datum, error) { return types.DBool(false), nil })
+	case "has_table_privilege", "has_schema_privilege", "has_database_privilege", "has_column_privilege",
+		"has_any_column_privilege", "has_function_privilege", "has_sequence_privilege":
+		// Runnel has no privilege system: every user may use every object.
+		return mk(types.Bool, 2, 4, true, func([]types.Datum) (types.Datum, error) { return types.DBool(true), nil })
+	case "obj_description", "col_description", "shobj_description":
+		// Runnel stores no comments.
+		return mk(types.Text, 1, 2, false, func([]types.Datum) (types.Datum, error) { return types.Datum{}, nil })
+	case "pg_encoding_to_char":
+		return mk(types.Text, 1, 1, true, func(a []types.Datum) (types.Datum, error) {
+			if n, _ := datumInt(a[0]); n == 6 {
+				return textDatum("UTF8"), nil
+			}
+			return textDatum(""), nil
+		})
+	case "pg_get_userbyid":
+		return mk(types.Text, 1, 1, true, func(a []types.Datum) (types.Datum, error) {
+			n, _ := datumInt(a[0])
+			for _, u := range ss.s.catalog.Users() {
+				if userOID(u.ID) == n {
+					return textDatum(u.Name), nil
+				}
+			}
+			if n == oidBootstrapUser {
+				return textDatum("root"), nil
+			}
+			return textDatum(fmt.Sprintf("unknown (OID=%d)", n)), nil
+		})
+	case "pg_table_is_visible":
+		return mk(types.Bool, 1, 1, true, func(a []types.Datum) (types.Datum, error) {
+			n, _ := datumInt(a[0])
+			return types.DBool(c.tableVisible(n)), nil
+		})
+	case "pg_type_is_visible":
+		return mk(types.Bool, 1, 1, true, func([]types.Datum) (types.Datum, error) { return types.DBool(true), nil })
+	case "format_type":
+		return mk(types.Text, 2, 2, false, func(a []types.Datum) (types.Datum, error) {
+			if a[0].IsNull() {
+				return types.Datum{}, nil
+			}
+			oid, _ := datumInt(a[0])
+			mod, ok := datumInt(a[1])
+			return textDatum(formatType(uint32(oid), int32(mod), ok && !a[1].IsNull())), nil
+		})
+	case "pg_get_expr":
+		// adbin holds the expression's SQL text.
+		return mk(types.Text, 2, 3, false, func(a []types.Datum) (types.Datum, error) {
+			if a[0].IsNull() {
+				return types.Datum{}, nil
+			}
+			return textDatum(a[0].Str()), nil
+		})
+	case "pg_get_indexdef":
+		return mk(types.Text, 1, 3, true, func(a []types.Datum) (types.Datum, error) {
+			n, _ := datumInt(a[0])
+			r := c.relByOID(n - pkIndexBase)
+			if r == nil || !hasPKIndex(r) {
+				return types.Datum{}, nil
+			}
+			sc := newSysCtx(ss)
+			return textDatum(fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s.%s USING btree (%s)", pgQuoteIdent(pkName(r)),
+				pgQuoteIdent(sc.schemaName(r.SchemaID)), pgQuoteIdent(r.Name), pkColumnList(r))), nil
+		})
+	case "pg_get_constraintdef":
+		return mk(types.Text, 1, 2, true, func(a []types.Datum) (types.Datum, error) {
+			n, _ := datumInt(a[0])
+			r := c.relByOID(n - pkConstraintBase)
+			if r == nil || !hasPKIndex(r) {
+				return types.Datum{}, nil
+			}
+			return textDatum("PRIMARY KEY (" + pkColumnList(r) + ")"), nil
+		})
+	case "pg_get_viewdef":
+		return mk(types.Text, 1, 2, true, func(a []types.Datum) (types.Datum, error) {
+			n, ok := datumInt(a[0])
+			if !ok {
+				return types.Datum{}, nil
+			}
+			r := c.relByOID(n)
+			if r == nil || r.Definition == "" {
+				return types.Datum{}, nil
+			}
+			return textDatum(" " + r.Definition + ";"), nil
+		})
+	case "quote_ident":
+		return mk(types.Text, 1, 1, true, func(a []types.Datum) (types.Datum, error) {
+			return textDatum(pgQuoteIdent(a[0].Str())), nil
+		})
+	case "array_to_string":
+		// Runnel has no arrays; the array columns of the system catalogs
+		// are NULL text, and array_to_string of NULL is NULL.
+		if len(args) >= 2 && len(args) <= 3 {
+			if k := args[0].Type().Kind; k != types.KindVarchar && k != types.KindNull {
+				return nil, false, nil
+			}
+		}
+		return mk(types.Text, 2, 3, false, func(a []types.Datum) (types.Datum, error) {
+			if a[0].IsNull() {
+				return types.Datum{}, nil
+			}
+			return types.Datum{}, sqlerr.New(sqlerr.FeatureNotSupported, "array_to_string: arrays are not supported")
+		})
+	case "pg_table_size", "pg_relation_size", "pg_total_relation_size", "pg_indexes_size":
+		// Sizes of LSM state are not tracked per relation.
+		return mk(types.Int64, 1, 2, true, func([]types.Datum) (types.Datum, error) { return types.DInt64(0), nil })
+	}
+	return nil, false, nil
+}
+
+// relByOID finds a user relation of the session's database by oid.
+func (c *sessionCatalog) relByOID(oid int64) *catalog.Relation {
+	if oid < oidUserBase {
+		return nil
+	}
+	r, ok := c.ss.s.catalog.Relation(catalog.ObjectID(oid - oidUserBase))
+	if !ok || r.DatabaseID != c.ss.db.ID || r.Creating {
+		return nil
+	}
+	return r
+}
+
+// tableVisible is pg_table_is_visible: the relation is the first of its
+// name along search_path (system tables are always visible).
+func (c *sessionCatalog) tableVisible(oid int64) bool {
+	if oid >= oidSysTableBase && oid < oidSysTableBase+int64(len(sysTables)) {
+		return true
+	}
+	r := c.relByOID(oid)
+	if r == nil {
+		// A primary-key index is visible with its table.
+		r = c.relByOID(oid - pkIndexBase)
+		if r == nil || !hasPKIndex(r) {
+			return false
+		}
+		return c.firstInPath(r.Name) == r.ID
+	}
+	return c.firstInPath(r.Name) == r.ID
+}
+
+func (c *sessionCatalog) firstInPath(name string) catalog.ObjectID {
+	cat := c.ss.s.catalog
+	for _, sname := range c.ss.searchPath() {
+		sc, err := cat.SchemaByName(c.ss.db.ID, sname)
+		if err != nil {
+			continue
+		}
+		if rel, err := cat.RelationByName(sc.ID, name); err == nil && !rel.Creating {
+			return rel.ID
+		}
+	}
+	return 0
+}
