@@ -789,7 +789,6 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 	w.opts.Stats.RowsRecomputed.Add(distinct)
 	// Emit and write.
 	ci := 0
-	outTypes := w.schema[w.nIn:]
 	for ui, u := range union {
 		for j := u.lo; j < u.hi; j++ {
 			if err := tk.tick(ctx); err != nil {
@@ -814,7 +813,7 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 				if old != nil {
 					prevIn, prevOut = old.in, old.out
 				}
-				if sameRow(prevIn, r.in, w.inTypes) && sameRow(prevOut, no, outTypes) {
+				if owSame(prevIn, r.in) && owSame(prevOut, no) {
 					continue
 				}
 				r.out = no
@@ -856,6 +855,33 @@ func (w *OverWindow) outRow(in types.Row, out []types.Datum) types.Row {
 	r := make(types.Row, 0, len(in)+len(out))
 	r = append(r, in...)
 	return append(r, out...)
+}
+
+// owSame is sameRow without its per-value String: only a numeric's
+// representation (scale) can differ between equal values.
+func owSame(a, b types.Row) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) > 0 && &a[0] == &b[0] {
+		return true
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Kind() != y.Kind() {
+			return false
+		}
+		if x.IsNull() {
+			continue
+		}
+		if types.Compare(x, y) != 0 {
+			return false
+		}
+		if x.Kind() == types.KindNumeric && x.String() != y.String() {
+			return false
+		}
+	}
+	return true
 }
 
 func compactInts(s []int) []int {
@@ -1277,6 +1303,7 @@ func (w *OverWindow) loadRanges(ctx context.Context, p *owPending, keys []string
 			last := out[len(out)-1]
 			if overlaps(last, s) {
 				last.rows = mergeRows(last.rows, s.rows)
+				last.atStart = last.atStart || s.atStart
 				last.atEnd = last.atEnd || s.atEnd
 				continue
 			}
