@@ -590,7 +590,7 @@ func runSimulation(t *testing.T, seed int64, steps int) {
 // seeds; RUNNEL_SIM_SEED=S reruns one.
 func TestSimulation(t *testing.T) {
 	noLeaks(t)
-	seeds, steps := 150, 100
+	seeds, steps := 300, 100
 	if testing.Short() {
 		seeds = 20
 	}
