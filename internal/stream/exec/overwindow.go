@@ -640,7 +640,11 @@ func (w *OverWindow) flushPartition(ctx context.Context, pkey string, p *owPendi
 		segs[si] = ns
 	}
 	if w.opts.Cache == CacheFull && len(segs) == 1 && segs[0].atStart && segs[0].atEnd {
-		w.cachePut(pkey, segs[0])
+		if len(segs[0].rows) == 0 {
+			w.cacheDrop(pkey) // a vanished partition takes no cache entry
+		} else {
+			w.cachePut(pkey, segs[0])
+		}
 	}
 	return nil
 }
@@ -1366,6 +1370,14 @@ func (w *OverWindow) cachePut(pkey string, seg *owSegment) {
 	}
 	w.cache[pkey] = w.lru.PushFront(&owCached{pkey: pkey, seg: seg})
 	w.cacheRows += len(seg.rows)
+}
+
+func (w *OverWindow) cacheDrop(pkey string) {
+	if el, ok := w.cache[pkey]; ok {
+		w.lru.Remove(el)
+		delete(w.cache, pkey)
+		w.cacheRows -= len(el.Value.(*owCached).seg.rows)
+	}
 }
 
 // evict drops least recently used partitions while the cache is over its

@@ -692,3 +692,41 @@ func TestOverWindowInconsistency(t *testing.T) {
 		})
 	}
 }
+
+// TestOverWindowCacheBound: the full policy's cache stays within its row
+// budget, and partitions that vanish leave no entry.
+func TestOverWindowCacheBound(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	src := newSource("t", owTypes...)
+	calls := []OverWindowCall{owCallSpec{name: "sum", args: []int{3}, frame: expr.DefaultFrame()}.build(t)}
+	order := []ColumnOrder{{Col: 2}}
+	st := h.table(OverWindowStateSchema("ow", owTypes, []int{1}, order, []int{0}, calls))
+	ow, err := NewOverWindow(src, []int{1}, order, []int{0}, calls, st, OverWindowOptions{Strict: true, CacheRows: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []types.Row
+	c := &types.Chunk{}
+	for i := int64(0); i < 200; i++ {
+		r := owRowOf(i, i%20, int(i), 1)
+		rows = append(rows, r)
+		c.Append(types.OpInsert, r)
+	}
+	src.push(c)
+	src.pushBarrier(h.barrier())
+	drain(t, ctx, ow, nil)
+	if ow.cacheRows > 50 || len(ow.cache) > 5 {
+		t.Fatalf("cache holds %d rows in %d partitions; want at most 50 rows", ow.cacheRows, len(ow.cache))
+	}
+	c = &types.Chunk{}
+	for _, r := range rows {
+		c.Append(types.OpDelete, r)
+	}
+	src.push(c)
+	src.pushBarrier(h.barrier())
+	drain(t, ctx, ow, nil)
+	if ow.cacheRows != 0 || len(ow.cache) != 0 || ow.lru.Len() != 0 {
+		t.Fatalf("cache holds %d rows in %d partitions after every row was deleted", ow.cacheRows, len(ow.cache))
+	}
+}
