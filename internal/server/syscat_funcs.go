@@ -95,8 +95,8 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 		"has_any_column_privilege", "has_function_privilege", "has_sequence_privilege":
 		// Runnel has no privilege system: every user may use every object.
 		return mk(types.Bool, 2, 4, true, func([]types.Datum) (types.Datum, error) { return types.DBool(true), nil })
-	case "obj_description", "col_description", "shobj_description":
-		// Runnel stores no comments.
+	case "obj_description", "col_description", "shobj_description", "pg_get_statisticsobjdef_columns":
+		// Runnel stores no comments and no extended statistics.
 		return mk(types.Text, 1, 2, false, func([]types.Datum) (types.Datum, error) { return types.Datum{}, nil })
 	case "pg_encoding_to_char":
 		return mk(types.Text, 1, 1, true, func(a []types.Datum) (types.Datum, error) {
@@ -123,6 +123,20 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 			n, _ := datumInt(a[0])
 			return types.DBool(c.tableVisible(n)), nil
 		})
+	case "array_upper", "array_lower", "array_length", "cardinality", "array_ndims":
+		// Only the NULL arrays of the system catalogs exist.
+		if len(args) == 0 {
+			return nil, false, nil
+		}
+		if k := args[0].Type().Kind; k != types.KindVarchar && k != types.KindNull {
+			return nil, false, nil
+		}
+		return mk(types.Int32, 1, 2, true, func([]types.Datum) (types.Datum, error) {
+			return types.Datum{}, sqlerr.New(sqlerr.FeatureNotSupported, "arrays are not supported")
+		})
+	case "pg_relation_is_publishable":
+		// Runnel has no logical-replication publications.
+		return mk(types.Bool, 1, 1, true, func([]types.Datum) (types.Datum, error) { return types.DBool(false), nil })
 	case "pg_type_is_visible":
 		return mk(types.Bool, 1, 1, true, func([]types.Datum) (types.Datum, error) { return types.DBool(true), nil })
 	case "format_type":

@@ -161,8 +161,12 @@ func attributeRows(sc *sysCtx) [][]any {
 	var out [][]any
 	add := func(relOID int64, a attr, hasDef bool) {
 		t := a.col.Type
+		storage := "p"
+		if typeLen(t.OID()) < 0 {
+			storage = "x"
+		}
 		out = append(out, []any{relOID, a.col.Name, int64(t.OID()), -1, typeLen(t.OID()), a.num, 0, -1,
-			int64(t.PGTypmod()), typeLen(t.OID()) > 0, "i", "p", "", a.col.NotNull, hasDef, false, "", "",
+			int64(t.PGTypmod()), typeLen(t.OID()) > 0, "i", storage, "", a.col.NotNull, hasDef, false, "", "",
 			false, true, 0, 0, nil, nil, nil})
 	}
 	for _, r := range sc.rels {

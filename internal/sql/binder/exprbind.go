@@ -84,6 +84,9 @@ func (b *Binder) bindExprInner(n *pg.Node, ec *exprCtx) (expr.Expr, error) {
 		return b.bindParam(n.GetParamRef())
 	case n.GetTypeCast() != nil:
 		tc := n.GetTypeCast()
+		if tc.TypeName != nil && len(tc.TypeName.ArrayBounds) > 0 {
+			return b.bindNullArrayCast(tc, ec) // see nullarray.go
+		}
 		t, err := ResolveTypeName(tc.TypeName)
 		if err != nil {
 			return nil, err
@@ -98,6 +101,8 @@ func (b *Binder) bindExprInner(n *pg.Node, ec *exprCtx) (expr.Expr, error) {
 		return expr.NewCast(arg, t, expr.CastExplicit)
 	case n.GetAExpr() != nil:
 		return b.bindAExpr(n.GetAExpr(), ec)
+	case n.GetAIndirection() != nil:
+		return b.bindNullArraySubscript(n.GetAIndirection(), ec) // see nullarray.go
 	case n.GetBoolExpr() != nil:
 		be := n.GetBoolExpr()
 		args, err := b.bindList(be.Args, ec)
@@ -413,7 +418,7 @@ func (b *Binder) bindAExpr(a *pg.A_Expr, ec *exprCtx) (expr.Expr, error) {
 		sym := a.Kind == pg.A_Expr_Kind_AEXPR_BETWEEN_SYM || a.Kind == pg.A_Expr_Kind_AEXPR_NOT_BETWEEN_SYM
 		return expr.NewBetween(e, b.retypeParam(bounds[0], e.Type()), b.retypeParam(bounds[1], e.Type()), not, sym)
 	case pg.A_Expr_Kind_AEXPR_OP_ANY, pg.A_Expr_Kind_AEXPR_OP_ALL:
-		return nil, unsupported("op ANY/ALL (array) is not supported")
+		return b.bindNullArrayOp(a, ec) // see nullarray.go
 	case pg.A_Expr_Kind_AEXPR_SIMILAR:
 		return nil, unsupported("SIMILAR TO is not supported")
 	}

@@ -225,6 +225,9 @@ func (b *Binder) bindRangeFunction(rf *pg.RangeFunction, outer *scope) (*rel, er
 		return nil, unsupported("only function calls are supported in FROM")
 	}
 	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
+	if name == "unnest" {
+		return b.bindUnnest(rf, fc, outer) // see nullarray.go
+	}
 	if name != "generate_series" {
 		return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "function %s in FROM is not supported", name)
 	}

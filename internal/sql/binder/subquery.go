@@ -20,6 +20,9 @@ func (b *Binder) bindSubLink(sl *pg.SubLink, ec *exprCtx) (expr.Expr, error) {
 		parent = &scope{cols: ec.agg.out.cols, star: ec.agg.out.star, tables: ec.agg.out.tables,
 			parent: ec.agg.out.parent, correlated: &correlated}
 	}
+	if sl.SubLinkType == pg.SubLinkType_ARRAY_SUBLINK {
+		return b.bindArraySubLink(sl, ec) // see nullarray.go
+	}
 	sel := sl.Subselect.GetSelectStmt()
 	q, err := b.bindSelect(sel, parent)
 	if err != nil {

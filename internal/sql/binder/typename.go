@@ -119,7 +119,7 @@ func typeByName(name string) (types.Type, bool) {
 		return types.Interval, true
 	case "jsonb", "json":
 		return types.Jsonb, true
-	case "regclass", "oid", "regproc", "regtype":
+	case "regclass", "oid", "regproc", "regtype", "regnamespace", "regrole":
 		return types.Int32, true
 	}
 	return types.Type{}, false
