@@ -206,9 +206,17 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 			}
 			return types.Datum{}, sqlerr.New(sqlerr.FeatureNotSupported, "array_to_string: arrays are not supported")
 		})
-	case "pg_table_size", "pg_relation_size", "pg_total_relation_size", "pg_indexes_size":
-		// Sizes of LSM state are not tracked per relation.
-		return mk(types.Int64, 1, 2, true, func([]types.Datum) (types.Datum, error) { return types.DInt64(0), nil })
+	case "pg_table_size", "pg_relation_size", "pg_total_relation_size", "pg_indexes_size", "pg_database_size":
+		// Sizes of LSM state are not tracked per relation or database:
+		// unknown, NULL.
+		return mk(types.Int64, 1, 2, false, func([]types.Datum) (types.Datum, error) { return types.Datum{}, nil })
+	case "pg_size_pretty":
+		if len(args) != 1 || !isIntKind(args[0].Type().Kind) {
+			return nil, false, nil
+		}
+		return mk(types.Text, 1, 1, true, func(a []types.Datum) (types.Datum, error) {
+			return textDatum(sizePretty(a[0].Int())), nil
+		})
 	}
 	return nil, false, nil
 }
@@ -255,4 +263,39 @@ func (c *sessionCatalog) firstInPath(name string) catalog.ObjectID {
 		}
 	}
 	return 0
+}
+
+func isIntKind(k types.Kind) bool {
+	return k == types.KindInt16 || k == types.KindInt32 || k == types.KindInt64 || k == types.KindNull
+}
+
+// sizePretty renders a byte count as pg_size_pretty(bigint) does: bytes
+// below 10 kB, then the smallest unit whose value in half units is below
+// 20 479, rounded half away from zero.
+func sizePretty(n int64) string {
+	units := []string{"bytes", "kB", "MB", "GB", "TB", "PB"}
+	abs := func(x int64) int64 {
+		if x < 0 {
+			return -x
+		}
+		return x
+	}
+	halfRound := func(x int64) int64 {
+		if x < 0 {
+			return (x - 1) / 2
+		}
+		return (x + 1) / 2
+	}
+	if abs(n) < 10*1024 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	// Keep one extra bit for rounding: n is in units of half a kB here.
+	n /= 1 << 9
+	for i := 1; i < len(units); i++ {
+		if i == len(units)-1 || abs(n) < 20*1024-1 {
+			return fmt.Sprintf("%d %s", halfRound(n), units[i])
+		}
+		n /= 1 << 10
+	}
+	return ""
 }

@@ -57,6 +57,7 @@ func buildSysTables() []*sysTable {
 			rolvaliduntil text, rolbypassrls bool, rolconfig arr`, rolesRows(true)),
 		pg("pg_user", `usename name, usesysid oid, usecreatedb bool, usesuper bool, userepl bool,
 			usebypassrls bool, passwd text, valuntil text, useconfig arr`, userRows),
+		pg("pg_auth_members", "oid oid, roleid oid, member oid, grantor oid, admin_option bool", emptyRows),
 		pg("pg_am", "oid oid, amname name, amhandler text, amtype char", func(*sysCtx) [][]any {
 			return [][]any{{2, "heap", "heap_tableam_handler", "t"}, {403, "btree", "bthandler", "i"}}
 		}),

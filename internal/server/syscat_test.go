@@ -1,0 +1,240 @@
+package server
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+const psqlPath = "/usr/bin/psql"
+
+// runPsql runs one psql command against the test server and returns its
+// output; psql's exit status must be 0 and stderr empty.
+func runPsql(t *testing.T, ts *testServer, command string) string {
+	t.Helper()
+	host, port, err := net.SplitHostPort(ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, psqlPath, "-X", "-h", host, "-p", port, "-U", "root", "-d", "dev", "-c", command)
+	cmd.Env = append(os.Environ(), "PGCONNECT_TIMEOUT=10", "PAGER=", "PSQL_PAGER=", "COLUMNS=200")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || stderr.Len() > 0 {
+		t.Fatalf("psql -c %q: %v\nstdout:\n%s\nstderr:\n%s", command, err, out, stderr.String())
+	}
+	return string(out)
+}
+
+// wantLines checks that every wanted line occurs in out (trailing blanks
+// ignored).
+func wantLines(t *testing.T, command, out string, want ...string) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		have[strings.TrimRight(l, " ")] = true
+	}
+	for _, w := range want {
+		if !have[strings.TrimRight(w, " ")] {
+			t.Errorf("%s: missing line %q in output:\n%s", command, w, out)
+		}
+	}
+}
+
+func setupCatalogObjects(t *testing.T) *testServer {
+	ts := startTestServer(t, "")
+	conn := ts.connect(t)
+	mustExec(t, conn, "CREATE TABLE t (id int PRIMARY KEY, name varchar(10) NOT NULL, n int DEFAULT 5)")
+	mustExec(t, conn, "CREATE TABLE nopk (a bigint, b text)")
+	mustExec(t, conn, "CREATE TABLE comp (x int, \"Y\" int, z numeric(10,2), PRIMARY KEY (x, \"Y\"))")
+	mustExec(t, conn, "CREATE VIEW v AS SELECT id, name FROM t")
+	mustExec(t, conn, "CREATE MATERIALIZED VIEW mv AS SELECT count(*) AS c FROM t")
+	mustExec(t, conn, "CREATE SCHEMA other")
+	mustExec(t, conn, "CREATE TABLE other.hidden (k int)")
+	return ts
+}
+
+func TestPsqlMetaCommands(t *testing.T) {
+	if _, err := os.Stat(psqlPath); err != nil {
+		t.Skip("psql not installed")
+	}
+	ts := setupCatalogObjects(t)
+
+	out := runPsql(t, ts, `\dt`)
+	wantLines(t, `\dt`, out,
+		" Schema | Name | Type  | Owner",
+		" public | comp | table | root",
+		" public | nopk | table | root",
+		" public | t    | table | root",
+		"(3 rows)")
+	if strings.Contains(out, "hidden") {
+		t.Errorf(`\dt lists a table outside search_path:\n%s`, out)
+	}
+
+	out = runPsql(t, ts, `\d t`)
+	wantLines(t, `\d t`, out,
+		`                        Table "public.t"`,
+		" Column |         Type          | Collation | Nullable | Default",
+		" id     | integer               |           | not null |",
+		" name   | character varying(10) |           | not null |",
+		" n      | integer               |           |          | 5",
+		"Indexes:",
+		`    "t_pkey" PRIMARY KEY, btree (id)`)
+
+	out = runPsql(t, ts, `\d comp`)
+	wantLines(t, `\d comp`, out,
+		` z      | numeric(10,2) |           |          |`,
+		`    "comp_pkey" PRIMARY KEY, btree (x, "Y")`)
+
+	out = runPsql(t, ts, `\d nopk`)
+	wantLines(t, `\d nopk`, out, " a      | bigint |           |          |", " b      | text   |           |          |")
+	if strings.Contains(out, "_row_id") || strings.Contains(out, "Indexes:") {
+		t.Errorf(`\d nopk shows the hidden row id:\n%s`, out)
+	}
+
+	out = runPsql(t, ts, `\d+ t`)
+	wantLines(t, `\d+ t`, out,
+		" n      | integer               |           |          | 5       | plain    |             |              |",
+		" name   | character varying(10) |           | not null |         | extended |             |              |",
+		`    "t_pkey" PRIMARY KEY, btree (id)`,
+		"Access method: heap")
+
+	out = runPsql(t, ts, `\d+ v`)
+	wantLines(t, `\d+ v`, out, `                                     View "public.v"`, "View definition:")
+
+	out = runPsql(t, ts, `\l`)
+	wantLines(t, `\l`, out, " dev  | root  | UTF8     | C       | C     |            | libc            |")
+
+	out = runPsql(t, ts, `\dn`)
+	wantLines(t, `\dn`, out, " other  | root", " public | root", "(2 rows)")
+
+	out = runPsql(t, ts, `\dm`)
+	wantLines(t, `\dm`, out, " public | mv   | materialized view | root", "(1 row)")
+
+	out = runPsql(t, ts, `\dv`)
+	wantLines(t, `\dv`, out, " public | v    | view | root", "(1 row)")
+
+	out = runPsql(t, ts, `\d`)
+	wantLines(t, `\d`, out, " public | mv   | materialized view | root", " public | v    | view              | root", "(5 rows)")
+
+	out = runPsql(t, ts, `\di`)
+	wantLines(t, `\di`, out, " public | comp_pkey | index | root  | comp", " public | t_pkey    | index | root  | t")
+
+	out = runPsql(t, ts, `\du`)
+	wantLines(t, `\du`, out, " Role name |                  Attributes                   | Member of")
+
+	runPsql(t, ts, `\dt+`)
+	runPsql(t, ts, `\l+`)
+	runPsql(t, ts, `\d other.hidden`)
+	runPsql(t, ts, `\d pg_class`)
+}
+
+func TestSystemCatalogQueries(t *testing.T) {
+	ts := setupCatalogObjects(t)
+	conn := ts.connect(t)
+
+	got := queryStrings(t, conn, `SELECT column_name, ordinal_position, column_default, is_nullable, data_type,
+		character_maximum_length FROM information_schema.columns WHERE table_name = 't' ORDER BY ordinal_position`)
+	want := []string{
+		"id|1|<nil>|NO|integer|<nil>",
+		"name|2|<nil>|NO|character varying|10",
+		"n|3|5|YES|integer|<nil>",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("information_schema.columns:\n got %q\nwant %q", got, want)
+	}
+
+	got = queryStrings(t, conn, `SELECT table_schema, table_name, table_type FROM information_schema.tables ORDER BY 1, 2`)
+	want = []string{"other|hidden|BASE TABLE", "public|comp|BASE TABLE", "public|mv|VIEW", "public|nopk|BASE TABLE", "public|t|BASE TABLE", "public|v|VIEW"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("information_schema.tables:\n got %q\nwant %q", got, want)
+	}
+
+	// pgx scans catalog columns into Go types by their reported OIDs, and
+	// binds a parameter compared with an oid column.
+	ctx := context.Background()
+	var (
+		oid      int32
+		relname  string
+		relkind  string
+		hasIndex bool
+		tuples   float32
+	)
+	if err := conn.QueryRow(ctx, `SELECT c.oid, c.relname, c.relkind, c.relhasindex, c.reltuples
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = $2`, "public", "t").Scan(&oid, &relname, &relkind, &hasIndex, &tuples); err != nil {
+		t.Fatal(err)
+	}
+	if relname != "t" || relkind != "r" || !hasIndex || oid < oidUserBase {
+		t.Errorf("pg_class row for t: oid=%d relname=%q relkind=%q relhasindex=%v", oid, relname, relkind, hasIndex)
+	}
+	got = queryStrings(t, conn, `SELECT attname, format_type(atttypid, atttypmod), attnotnull, atthasdef
+		FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 ORDER BY attnum`, oid)
+	want = []string{"id|integer|true|false", "name|character varying(10)|true|false", "n|integer|false|true"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("pg_attribute of t:\n got %q\nwant %q", got, want)
+	}
+	got = queryStrings(t, conn, `SELECT pg_get_constraintdef(oid), pg_get_indexdef(conindid) FROM pg_constraint WHERE conrelid = $1`, oid)
+	want = []string{"PRIMARY KEY (id)|CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id)"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("pg_constraint of t:\n got %q\nwant %q", got, want)
+	}
+
+	// Visibility follows search_path.
+	got = queryStrings(t, conn, `SELECT c.relname, pg_table_is_visible(c.oid) FROM pg_class c
+		WHERE c.relname IN ('t', 'hidden') ORDER BY 1`)
+	if strings.Join(got, ",") != "hidden|false,t|true" {
+		t.Errorf("pg_table_is_visible before SET: %q", got)
+	}
+	mustExec(t, conn, "SET search_path = other, public")
+	got = queryStrings(t, conn, `SELECT c.relname, pg_table_is_visible(c.oid) FROM pg_class c
+		WHERE c.relname IN ('t', 'hidden') ORDER BY 1`)
+	if strings.Join(got, ",") != "hidden|true,t|true" {
+		t.Errorf("pg_table_is_visible after SET: %q", got)
+	}
+	got = queryStrings(t, conn, `SELECT current_database(), current_user, current_schema(), pg_get_userbyid(datdba),
+		pg_encoding_to_char(encoding) FROM pg_database`)
+	if strings.Join(got, ",") != "dev|root|other|root|UTF8" {
+		t.Errorf("session functions: %q", got)
+	}
+	got = queryStrings(t, conn, `SELECT setting FROM pg_settings WHERE name = 'search_path'`)
+	if strings.Join(got, ",") != "other, public" {
+		t.Errorf("pg_settings search_path: %q", got)
+	}
+
+	// Arrays exist only as NULLs; a real one is refused.
+	got = queryStrings(t, conn, `SELECT array_to_string(relacl, ','), 1 = ANY(relacl::int[]) FROM pg_class WHERE relname = 't'`)
+	if strings.Join(got, ",") != "<nil>|<nil>" {
+		t.Errorf("NULL arrays: %q", got)
+	}
+	if _, err := conn.Exec(ctx, `SELECT 1 = ANY('{1}')`); err == nil || !strings.Contains(err.Error(), "0A000") {
+		t.Errorf("ANY over a real array: err = %v, want 0A000", err)
+	}
+}
+
+func TestSizePretty(t *testing.T) {
+	// Boundaries from PostgreSQL's regression test of pg_size_pretty.
+	cases := map[int64]string{
+		10239: "10239 bytes", 10240: "10 kB", 10485247: "10239 kB", 10485248: "10 MB",
+		10736893951: "10239 MB", 10736893952: "10 GB", 10994579406847: "10239 GB",
+		10994579406848: "10 TB", 11258449312612351: "10239 TB", 11258449312612352: "10 PB",
+		1000000: "977 kB", 1000000000000000: "909 TB", 0: "0 bytes",
+	}
+	for n, want := range cases {
+		if got := sizePretty(n); got != want {
+			t.Errorf("sizePretty(%d) = %q, want %q", n, got, want)
+		}
+		if n != 0 {
+			if got := sizePretty(-n); got != "-"+want {
+				t.Errorf("sizePretty(%d) = %q, want %q", -n, got, "-"+want)
+			}
+		}
+	}
+}
