@@ -64,6 +64,16 @@ type crashRun struct {
 	logPath string
 	rng     *rand.Rand
 	writers []*writer
+	cur     *proc   // the server started last
+	procs   []*proc // every server started, killed at cleanup
+}
+
+// start starts a server on the run's data directory.
+func (r *crashRun) start() *proc {
+	p := startRunnel(r.t, r.bin, r.dataDir, r.logPath)
+	r.cur = p
+	r.procs = append(r.procs, p)
+	return p
 }
 
 func TestSIGKILLUnderLoad(t *testing.T) {
@@ -86,13 +96,17 @@ func TestSIGKILLUnderLoad(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("server log (tail of %s):\n%s", r.logPath, tail(r.logPath))
+			t.Logf("whole server log (goroutine dump at the end if it was still running): %s", keepLog(r.cur, r.logPath, seed))
+		}
+		for _, p := range r.procs {
+			p.signal(syscall.SIGKILL)
 		}
 	})
 	for i := range numWriters {
 		r.writers = append(r.writers, newWriter(i, seed+int64(i)+1))
 	}
 
-	p := startRunnel(t, r.bin, r.dataDir, r.logPath)
+	p := r.start()
 	p.waitReady(t, readyLimit)
 	r.setup(p)
 
@@ -100,7 +114,7 @@ func TestSIGKILLUnderLoad(t *testing.T) {
 	for i := range iters {
 		iterStart := time.Now()
 		what := r.crashOnce(p)
-		p = startRunnel(t, r.bin, r.dataDir, r.logPath)
+		p = r.start()
 		p.waitReady(t, readyLimit)
 		nAcct, nEv := r.verify(p)
 		t.Logf("iteration %d: %s; recovered and verified (%d acct, %d ev rows) in %v", i, what, nAcct, nEv, time.Since(iterStart).Round(time.Millisecond))
@@ -116,7 +130,7 @@ func TestSIGKILLUnderLoad(t *testing.T) {
 	if err := exitedCleanly(p.waitErr); err != nil {
 		t.Errorf("SIGTERM under load: %v", err)
 	}
-	p = startRunnel(t, r.bin, r.dataDir, r.logPath)
+	p = r.start()
 	p.waitReady(t, readyLimit)
 	nAcct, nEv := r.verify(p)
 	t.Logf("SIGTERM under load: exited cleanly, recovered and verified (%d acct, %d ev rows)", nAcct, nEv)
@@ -167,7 +181,7 @@ func (r *crashRun) crashOnce(p *proc) string {
 		// start a new process and kill it before or just after it is
 		// ready, with no load.
 		p.signal(syscall.SIGTERM)
-		q := startRunnel(r.t, r.bin, r.dataDir, r.logPath)
+		q := r.start()
 		d := time.Duration(r.rng.Int63n(int64(400 * time.Millisecond)))
 		time.Sleep(d)
 		q.signal(syscall.SIGKILL)

@@ -24,6 +24,15 @@
 // SIGTERM must exit 0 and lose nothing, and `runnel ctl storage check` on
 // the stopped data directory must succeed.
 //
-// Iterations: 20 by default (about a minute); RUNNEL_CRASH_ITERS=N for more.
-// The test is skipped with -short.
+// TestRecoverUnderLoad runs the same writers and checks without killing
+// anything: another session issues RECOVER every 50–300 ms, and after each
+// round every acknowledged statement must be there and every view must
+// equal its query.
+//
+// Knobs: RUNNEL_CRASH_ITERS=N SIGKILL iterations (default 20, about a
+// minute), RUNNEL_RECOVER_ROUNDS=N (default 6), RUNNEL_CRASH_SEED=S,
+// RUNNEL_CRASH_BIN=path to test a prebuilt binary instead of building
+// ./cmd/runnel. On failure the whole server log (with a goroutine dump if
+// the server was still running) is copied to $TMPDIR/runnel-crashtest-SEED.log.
+// Both tests are skipped with -short.
 package crashtest

@@ -18,8 +18,13 @@ import (
 
 // buildRunnel compiles cmd/runnel from the module that holds this package
 // into a temporary directory and returns the binary's path.
+//
+// RUNNEL_CRASH_BIN=path skips the build and uses that binary instead.
 func buildRunnel(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv("RUNNEL_CRASH_BIN"); bin != "" {
+		return bin
+	}
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		t.Fatalf("go env GOMOD: %v", err)
@@ -61,7 +66,7 @@ type proc struct {
 
 // startRunnel starts the binary on dataDir and a fresh loopback port,
 // appending its output to logPath. It does not wait for readiness; see
-// waitReady.
+// waitReady. The caller must stop it (crashRun.start registers that).
 func startRunnel(t *testing.T, bin, dataDir, logPath string) *proc {
 	t.Helper()
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -84,7 +89,6 @@ func startRunnel(t *testing.T, bin, dataDir, logPath string) *proc {
 		logf.Close()
 		close(p.done)
 	}()
-	t.Cleanup(func() { p.signal(syscall.SIGKILL) })
 	return p
 }
 
@@ -140,6 +144,28 @@ func (p *proc) waitReady(t *testing.T, limit time.Duration) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("runnel not ready after %v: %v; log %s:\n%s", limit, last, p.logPath, tail(p.logPath))
+}
+
+// keepLog is called when a test failed: it asks a still-running server for
+// a goroutine dump (SIGQUIT), then copies the whole server log out of the
+// test's temporary directory and returns the copy's path.
+func keepLog(p *proc, logPath string, seed int64) string {
+	if p != nil && !p.exited() {
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return err.Error()
+	}
+	kept := filepath.Join(os.TempDir(), fmt.Sprintf("runnel-crashtest-%d.log", seed))
+	if err := os.WriteFile(kept, b, 0o644); err != nil {
+		return err.Error()
+	}
+	return kept
 }
 
 // tail returns the last few KiB of a log file.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -16,6 +17,10 @@ import (
 // keySpan separates the key ranges of the writers: writer w owns ids in
 // [w*keySpan, (w+1)*keySpan).
 const keySpan = 1_000_000_000
+
+// statementLimit bounds one statement: a statement that hangs (the server
+// neither answers nor dies) fails the test instead of the test timing out.
+const statementLimit = 30 * time.Second
 
 // missingAcct is an acct id (offset inside a writer's range) never
 // allocated, so ev rows pointing at it never join.
@@ -199,10 +204,15 @@ func (w *writer) run(t *testing.T, url string, stop, dying *atomic.Bool) {
 	}
 	for !stop.Load() {
 		c := w.next()
-		tag, err := conn.Exec(ctx, c.sql)
+		sctx, cancel := context.WithTimeout(ctx, statementLimit)
+		tag, err := conn.Exec(sctx, c.sql)
+		hung := sctx.Err() != nil
+		cancel()
 		if err != nil {
 			w.pending = c
-			if !dying.Load() {
+			if hung {
+				t.Errorf("writer %d: %s: no answer within %v", w.id, c.sql, statementLimit)
+			} else if !dying.Load() {
 				t.Errorf("writer %d: %s: %v", w.id, c.sql, err)
 			}
 			return
