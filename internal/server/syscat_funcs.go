@@ -134,6 +134,11 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 		return mk(types.Int32, 1, 2, true, func([]types.Datum) (types.Datum, error) {
 			return types.Datum{}, sqlerr.New(sqlerr.FeatureNotSupported, "arrays are not supported")
 		})
+	case "regclassin", "regtypein", "regnamespacein", "regrolein":
+		return mk(types.Int32, 1, 1, true, func(a []types.Datum) (types.Datum, error) {
+			oid, err := c.regIn(name, a[0].Str())
+			return types.DInt32(int32(oid)), err
+		})
 	case "pg_relation_is_publishable":
 		// Runnel has no logical-replication publications.
 		return mk(types.Bool, 1, 1, true, func([]types.Datum) (types.Datum, error) { return types.DBool(false), nil })
@@ -299,3 +304,121 @@ func sizePretty(n int64) string {
 	}
 	return ""
 }
+
+// regIn converts an object name to its oid as PostgreSQL's regclassin,
+// regtypein, regnamespacein and regrolein do (a number is taken as is).
+func (c *sessionCatalog) regIn(fn, text string) (int64, error) {
+	text = strings.TrimSpace(text)
+	if n, ok := datumInt(types.DVarchar(text)); ok {
+		return n, nil
+	}
+	parts, err := splitQualifiedName(text)
+	if err != nil {
+		return 0, err
+	}
+	cat := c.ss.s.catalog
+	switch fn {
+	case "regclassin":
+		schema, name := "", parts[len(parts)-1]
+		if len(parts) == 2 {
+			schema = parts[0]
+		} else if len(parts) > 2 {
+			return 0, sqlerr.Errorf(codeInvalidName, "improper relation name (too many dotted names): %s", text)
+		}
+		rel, err := c.ResolveRelation(schema, name)
+		if err != nil {
+			return 0, err
+		}
+		if rel.Kind == catalog.KindSystem {
+			return int64(rel.ID), nil
+		}
+		return userOID(rel.ID), nil
+	case "regtypein":
+		want := strings.Join(parts, ".")
+		want = strings.TrimPrefix(want, "pg_catalog.")
+		for _, t := range sysTypes {
+			if t.name == want || formatType(uint32(t.oid), -1, false) == want {
+				return int64(t.oid), nil
+			}
+		}
+		switch want {
+		case "int", "integer":
+			return int64(types.OIDInt4), nil
+		case "timestamp", "timestamp without time zone":
+			return int64(types.OIDTimestamp), nil
+		case "time", "time without time zone":
+			return int64(types.OIDTime), nil
+		case "decimal":
+			return int64(types.OIDNumeric), nil
+		}
+		return 0, sqlerr.Errorf(sqlerr.UndefinedObject, "type \"%s\" does not exist", text)
+	case "regnamespacein":
+		if len(parts) == 1 {
+			switch parts[0] {
+			case "pg_catalog":
+				return oidPgCatalog, nil
+			case "information_schema":
+				return oidInformationSchema, nil
+			}
+			if sc, err := cat.SchemaByName(c.ss.db.ID, parts[0]); err == nil {
+				return newSysCtx(c.ss).schemaOID(sc), nil
+			}
+		}
+		return 0, sqlerr.Errorf(sqlerr.InvalidSchemaName, "schema \"%s\" does not exist", text)
+	default: // regrolein
+		if len(parts) == 1 {
+			if u, err := cat.UserByName(parts[0]); err == nil {
+				return userOID(u.ID), nil
+			}
+		}
+		return 0, sqlerr.Errorf(sqlerr.UndefinedObject, "role \"%s\" does not exist", text)
+	}
+}
+
+// splitQualifiedName splits a possibly quoted, dotted name; unquoted parts
+// are folded to lower case.
+func splitQualifiedName(s string) ([]string, error) {
+	var parts []string
+	for {
+		var part string
+		if strings.HasPrefix(s, `"`) {
+			var b strings.Builder
+			i := 1
+			for ; i < len(s); i++ {
+				if s[i] == '"' {
+					if i+1 < len(s) && s[i+1] == '"' {
+						b.WriteByte('"')
+						i++
+						continue
+					}
+					break
+				}
+				b.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, sqlerr.Errorf(codeInvalidName, "invalid name syntax")
+			}
+			part, s = b.String(), s[i+1:]
+		} else {
+			end := strings.IndexByte(s, '.')
+			if end < 0 {
+				end = len(s)
+			}
+			part, s = strings.ToLower(strings.TrimSpace(s[:end])), s[end:]
+		}
+		if part == "" {
+			return nil, sqlerr.Errorf(codeInvalidName, "invalid name syntax")
+		}
+		parts = append(parts, part)
+		if s == "" {
+			return parts, nil
+		}
+		if s[0] != '.' {
+			return nil, sqlerr.Errorf(codeInvalidName, "invalid name syntax")
+		}
+		s = s[1:]
+	}
+}
+
+// codeInvalidName is SQLSTATE invalid_name.
+const codeInvalidName = "42602"

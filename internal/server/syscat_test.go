@@ -187,6 +187,24 @@ func TestSystemCatalogQueries(t *testing.T) {
 		t.Errorf("pg_constraint of t:\n got %q\nwant %q", got, want)
 	}
 
+	// Object-identifier casts look names up (pgx's LoadType starts with
+	// "select $1::text::regtype::oid").
+	var typOID uint32
+	if err := conn.QueryRow(ctx, "select $1::text::regtype::oid", "character varying").Scan(&typOID); err != nil || typOID != 1043 {
+		t.Errorf("regtype of character varying: %d, %v", typOID, err)
+	}
+	got = queryStrings(t, conn, `SELECT 't'::regclass = $1, 'public.t'::regclass = $1, '"t"'::regclass = $1,
+		'pg_catalog.pg_class'::regclass = (SELECT oid FROM pg_class WHERE relname = 'pg_class'),
+		'public'::regnamespace, 'root'::regrole = (SELECT oid FROM pg_roles WHERE rolname = 'root')`, oid)
+	if strings.Join(got, ",") != "true|true|true|true|2200|true" {
+		t.Errorf("regclass/regnamespace/regrole casts: %q", got)
+	}
+	for _, q := range []string{`SELECT 'nope'::regclass`, `SELECT 'nope'::regtype`, `SELECT 'a.b.c.d'::regclass`} {
+		if _, err := conn.Exec(ctx, q); err == nil {
+			t.Errorf("%s: no error", q)
+		}
+	}
+
 	// Visibility follows search_path.
 	got = queryStrings(t, conn, `SELECT c.relname, pg_table_is_visible(c.oid) FROM pg_class c
 		WHERE c.relname IN ('t', 'hidden') ORDER BY 1`)

@@ -98,6 +98,9 @@ func (b *Binder) bindExprInner(n *pg.Node, ec *exprCtx) (expr.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		if e, ok, err := b.bindRegCast(tc.TypeName, arg); ok || err != nil {
+			return e, err // see regcast.go
+		}
 		return expr.NewCast(arg, t, expr.CastExplicit)
 	case n.GetAExpr() != nil:
 		return b.bindAExpr(n.GetAExpr(), ec)
