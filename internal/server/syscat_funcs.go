@@ -242,7 +242,17 @@ func (c *sessionCatalog) relByOID(oid int64) *catalog.Relation {
 // name along search_path (system tables are always visible).
 func (c *sessionCatalog) tableVisible(oid int64) bool {
 	if oid >= oidSysTableBase && oid < oidSysTableBase+int64(len(sysTables)) {
-		return true
+		// pg_catalog is always searched; information_schema only when
+		// named in search_path.
+		if sysTables[oid-oidSysTableBase].schema == "pg_catalog" {
+			return true
+		}
+		for _, s := range c.ss.searchPath() {
+			if s == "information_schema" {
+				return true
+			}
+		}
+		return false
 	}
 	r := c.relByOID(oid)
 	if r == nil {

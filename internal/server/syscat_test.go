@@ -78,6 +78,9 @@ func TestPsqlMetaCommands(t *testing.T) {
 		t.Errorf(`\dt lists a table outside search_path:\n%s`, out)
 	}
 
+	out = runPsql(t, ts, `\dt t*`)
+	wantLines(t, `\dt t*`, out, " public | t    | table | root", "(1 row)")
+
 	out = runPsql(t, ts, `\d t`)
 	wantLines(t, `\d t`, out,
 		`                        Table "public.t"`,
