@@ -142,7 +142,11 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 	case "pg_relation_is_publishable":
 		// Runnel has no logical-replication publications.
 		return mk(types.Bool, 1, 1, true, func([]types.Datum) (types.Datum, error) { return types.DBool(false), nil })
-	case "pg_type_is_visible":
+	case "pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments", "pg_get_functiondef":
+		// pg_proc is empty: no function oid is valid, and PostgreSQL returns
+		// NULL for an unknown one.
+		return mk(types.Text, 1, 1, false, func([]types.Datum) (types.Datum, error) { return types.Datum{}, nil })
+	case "pg_type_is_visible", "pg_function_is_visible":
 		return mk(types.Bool, 1, 1, true, func([]types.Datum) (types.Datum, error) { return types.DBool(true), nil })
 	case "format_type":
 		return mk(types.Text, 2, 2, false, func(a []types.Datum) (types.Datum, error) {

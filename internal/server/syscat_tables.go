@@ -58,6 +58,13 @@ func buildSysTables() []*sysTable {
 		pg("pg_user", `usename name, usesysid oid, usecreatedb bool, usesuper bool, userepl bool,
 			usebypassrls bool, passwd text, valuntil text, useconfig arr`, userRows),
 		pg("pg_auth_members", "oid oid, roleid oid, member oid, grantor oid, admin_option bool", emptyRows),
+		// Runnel has no user-defined functions; built-ins are not listed.
+		pg("pg_proc", `oid oid, proname name, pronamespace oid, proowner oid, prolang oid, procost float4,
+			prorows float4, provariadic oid, prosupport text, prokind char, prosecdef bool, proleakproof bool,
+			proisstrict bool, proretset bool, provolatile char, proparallel char, pronargs int2,
+			pronargdefaults int2, prorettype oid, proargtypes text, proallargtypes arr, proargmodes arr,
+			proargnames arr, proargdefaults text, protrftypes arr, prosrc text, probin text,
+			prosqlbody text, proconfig arr, proacl arr`, emptyRows),
 		pg("pg_am", "oid oid, amname name, amhandler text, amtype char", func(*sysCtx) [][]any {
 			return [][]any{{2, "heap", "heap_tableam_handler", "t"}, {403, "btree", "bthandler", "i"}}
 		}),
