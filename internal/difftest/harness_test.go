@@ -28,6 +28,9 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // is a bug worth a clear failure rather than a test-binary timeout.
 const stmtTimeout = 60 * time.Second
 
+// closeTimeout bounds Server.Close in test cleanup.
+const closeTimeout = 30 * time.Second
+
 // runnel is a Runnel server on a loopback port with its own data directory.
 type runnel struct {
 	srv  *server.Server
@@ -54,8 +57,19 @@ func startRunnel(t testing.TB) *runnel {
 	r := &runnel{srv: srv, addr: ln.Addr().String(), done: make(chan error, 1)}
 	go func() { r.done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
-		r.srv.Close()
-		<-r.done
+		// A server whose barrier never completes cannot close; report it
+		// instead of hanging the test binary (the goroutine leaks).
+		closed := make(chan struct{})
+		go func() {
+			r.srv.Close()
+			<-r.done
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-time.After(closeTimeout):
+			t.Errorf("runnel server did not close within %v (a barrier is stuck?)", closeTimeout)
+		}
 	})
 	return r
 }

@@ -73,6 +73,8 @@ func parseTrace(s string) []string {
 func reproduces(t *testing.T, stmts []string, q string) bool {
 	found := false
 	t.Run(fmt.Sprintf("try%d", len(stmts)), func(t *testing.T) {
+		// Logged so a candidate that hangs Runnel can be recovered.
+		t.Logf("candidate:\n%s;", strings.Join(stmts, ";\n"))
 		p := newPair(t)
 		for _, s := range stmts {
 			if s == "FLUSH" {
