@@ -31,7 +31,7 @@ func (st *statement) copy(ctx context.Context, b *binder.Copy, params []types.Da
 		return pgwire.Result{Copy: &pgwire.Copy{In: true, Options: opts, Columns: cols, Sink: sink}}, nil
 	}
 	snap := st.sess.s.store.Snapshot()
-	env := &batch.Env{Data: &snapshotSource{snap: snap}, Eval: st.evalContext(ctx), Params: params}
+	env := &batch.Env{Data: &snapshotSource{snap: snap, sess: st.sess}, Eval: st.evalContext(ctx), Params: params}
 	it, err := batch.Run(ctx, env, b.Query)
 	if err != nil {
 		snap.Close()

@@ -68,7 +68,7 @@ func (st *statement) collect(ctx context.Context, env *batch.Env, node plan.Node
 // snapshotEnv pins the last committed epoch for the reads of a statement.
 func (st *statement) snapshotEnv(ctx context.Context, params []types.Datum) (*batch.Env, func()) {
 	snap := st.sess.s.store.Snapshot()
-	env := &batch.Env{Data: &snapshotSource{snap: snap}, Eval: st.evalContext(ctx), Params: params}
+	env := &batch.Env{Data: &snapshotSource{snap: snap, sess: st.sess}, Eval: st.evalContext(ctx), Params: params}
 	return env, snap.Close
 }
 
