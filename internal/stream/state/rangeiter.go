@@ -16,7 +16,7 @@ import (
 // IterFrom iterates, in key order, the rows whose primary key starts with
 // prefix and whose full key is >= the key of from (a full row, as for
 // Insert).
-func (t *Table) IterFrom(ctx context.Context, prefix types.Row, from types.Row) (*RowIter, error) {
+func (t *Table) IterFrom(ctx context.Context, prefix types.Row, from types.Row) (*RangeRowIter, error) {
 	lower, upper, err := t.prefixBounds(prefix)
 	if err != nil {
 		return nil, err
@@ -25,12 +25,12 @@ func (t *Table) IterFrom(ctx context.Context, prefix types.Row, from types.Row) 
 	if bytes.Compare(start, lower) > 0 {
 		lower = start
 	}
-	return t.iterRange(ctx, lower, upper)
+	return t.rangeIter(ctx, lower, upper, false)
 }
 
 // IterBefore iterates, in descending key order, the rows whose primary key
 // starts with prefix and whose full key is < the key of before.
-func (t *Table) IterBefore(ctx context.Context, prefix types.Row, before types.Row) (*ReverseRowIter, error) {
+func (t *Table) IterBefore(ctx context.Context, prefix types.Row, before types.Row) (*RangeRowIter, error) {
 	lower, upper, err := t.prefixBounds(prefix)
 	if err != nil {
 		return nil, err
@@ -39,22 +39,15 @@ func (t *Table) IterBefore(ctx context.Context, prefix types.Row, before types.R
 	if upper == nil || bytes.Compare(end, upper) < 0 {
 		upper = end
 	}
-	it, err := t.store.Iter(ctx, t.id, lower, upper, t.epoch, storage.ReadOptions{Reverse: true})
+	return t.rangeIter(ctx, lower, upper, true)
+}
+
+func (t *Table) rangeIter(ctx context.Context, lower, upper []byte, reverse bool) (*RangeRowIter, error) {
+	it, err := t.store.Iter(ctx, t.id, lower, upper, t.epoch, storage.ReadOptions{Reverse: reverse})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.schema.Name, err)
 	}
-	var mem []memEntry
-	t.mem.DescendLessOrEqual(memEntry{key: string(upper)}, func(e memEntry) bool {
-		if e.key >= string(upper) {
-			return true
-		}
-		if e.key < string(lower) {
-			return false
-		}
-		mem = append(mem, e)
-		return true
-	})
-	return &ReverseRowIter{t: t, store: it, mem: mem}, nil
+	return &RangeRowIter{t: t, store: it, mem: memCursor{t: t, lower: string(lower), upper: string(upper), unbounded: upper == nil, reverse: reverse}}, nil
 }
 
 // prefixBounds returns the key range of a PK prefix (the whole table for
@@ -71,19 +64,101 @@ func (t *Table) prefixBounds(prefix types.Row) (lower, upper []byte, err error) 
 	return lower, prefixEnd(lower), nil
 }
 
-// ReverseRowIter is RowIter in descending key order: the memtable's
-// entries (newest writes) shadow the engine's.
-type ReverseRowIter struct {
+// memCursor walks the memtable's entries in [lower, upper) in batches, so
+// that a scan stopped early does not pay for the rest of the range (Iter
+// collects the whole range up front).
+type memCursor struct {
+	t            *Table
+	lower, upper string
+	unbounded    bool // no upper bound
+	reverse      bool
+	buf          []memEntry
+	last         string
+	started      bool
+	done         bool
+}
+
+const memCursorBatch = 64
+
+func (c *memCursor) fill() {
+	if len(c.buf) > 0 || c.done {
+		return
+	}
+	c.buf = c.buf[:0]
+	n := 0
+	if !c.reverse {
+		visit := func(e memEntry) bool {
+			if c.started && e.key <= c.last {
+				return true
+			}
+			if !c.unbounded && e.key >= c.upper {
+				return false
+			}
+			c.buf = append(c.buf, e)
+			n++
+			return n < memCursorBatch
+		}
+		from := c.lower
+		if c.started {
+			from = c.last
+		}
+		c.t.mem.AscendGreaterOrEqual(memEntry{key: from}, visit)
+	} else {
+		visit := func(e memEntry) bool {
+			if c.started && e.key >= c.last {
+				return true
+			}
+			if !c.started && !c.unbounded && e.key >= c.upper {
+				return true
+			}
+			if e.key < c.lower {
+				return false
+			}
+			c.buf = append(c.buf, e)
+			n++
+			return n < memCursorBatch
+		}
+		switch {
+		case c.started:
+			c.t.mem.DescendLessOrEqual(memEntry{key: c.last}, visit)
+		case c.unbounded:
+			c.t.mem.Descend(visit)
+		default:
+			c.t.mem.DescendLessOrEqual(memEntry{key: c.upper}, visit)
+		}
+	}
+	if n < memCursorBatch {
+		c.done = true
+	}
+	if n > 0 {
+		c.started = true
+		c.last = c.buf[n-1].key
+	}
+}
+
+func (c *memCursor) peek() (memEntry, bool) {
+	c.fill()
+	if len(c.buf) == 0 {
+		return memEntry{}, false
+	}
+	return c.buf[0], true
+}
+
+func (c *memCursor) pop() { c.buf = c.buf[1:] }
+
+// RangeRowIter is RowIter over a key range, forward or backward; the
+// memtable's entries (newest writes) shadow the engine's.
+type RangeRowIter struct {
 	t                        *Table
 	store                    storage.Iterator
-	mem                      []memEntry // descending
+	mem                      memCursor
 	row                      types.Row
 	err                      error
 	sValid, advance, started bool
 }
 
 // Next advances; it returns false at the end or on error (see Err).
-func (it *ReverseRowIter) Next() bool {
+func (it *RangeRowIter) Next() bool {
 	if it.err != nil {
 		return false
 	}
@@ -98,14 +173,19 @@ func (it *ReverseRowIter) Next() bool {
 				}
 			}
 		}
-		if !it.sValid && len(it.mem) == 0 {
+		me, mOK := it.mem.peek()
+		if !it.sValid && !mOK {
 			return false
 		}
 		useStore := it.sValid
-		if it.sValid && len(it.mem) > 0 {
-			c := bytes.Compare(it.store.Key(), []byte(it.mem[0].key))
-			useStore = c > 0
+		if it.sValid && mOK {
+			c := bytes.Compare(it.store.Key(), []byte(me.key))
+			if it.mem.reverse {
+				c = -c
+			}
+			useStore = c < 0
 			if c == 0 {
+				// the memtable's newer write shadows the stored row
 				it.advance = true
 			}
 		}
@@ -114,12 +194,11 @@ func (it *ReverseRowIter) Next() bool {
 			val = it.store.Value()
 			it.advance = true
 		} else {
-			e := it.mem[0]
-			it.mem = it.mem[1:]
-			if e.delete {
+			it.mem.pop()
+			if me.delete {
 				continue
 			}
-			val = e.value
+			val = me.value
 		}
 		row, err := types.DecodeValueRow(val, it.t.schema.Types, nil)
 		if err != nil {
@@ -132,10 +211,10 @@ func (it *ReverseRowIter) Next() bool {
 }
 
 // Row returns the current row; it stays valid after Next.
-func (it *ReverseRowIter) Row() types.Row { return it.row }
+func (it *RangeRowIter) Row() types.Row { return it.row }
 
 // Err returns the iteration error, if any.
-func (it *ReverseRowIter) Err() error { return it.err }
+func (it *RangeRowIter) Err() error { return it.err }
 
 // Close releases the iterator.
-func (it *ReverseRowIter) Close() error { return it.store.Close() }
+func (it *RangeRowIter) Close() error { return it.store.Close() }
