@@ -41,6 +41,10 @@ type BarrierLoop struct {
 	committed   uint64
 	commitCond  *sync.Cond
 	loopErr     error // set when the loop has stopped
+	// discarded holds the epoch ranges (lo, hi] that recoveries rolled
+	// back: writes made in them were lost, so waiting for them must fail
+	// rather than be satisfied by a later commit (I7).
+	discarded [][2]uint64
 
 	kick     chan struct{}
 	requests chan *barrierRequest
@@ -141,19 +145,39 @@ func (l *BarrierLoop) WithGraphLock(fn func(curr uint64) error) error {
 	return fn(l.curr)
 }
 
+// ErrWritesDiscarded is returned (wrapped) when writes being waited for
+// were in an epoch that a recovery rolled back.
+var ErrWritesDiscarded = errors.New("writes were rolled back by a recovery")
+
 // Flush returns once every write made before the call is committed: it
 // asks for a barrier now and waits for the commit of the epoch that was
 // current at the call (I7: acknowledged means durable).
 func (l *BarrierLoop) Flush(ctx context.Context) error {
 	target := l.CurrentEpoch()
+	l.kickBarrier()
+	return l.waitCommitted(ctx, target, 0)
+}
+
+// WaitWritten returns once the epochs [lo, hi] in which a session wrote are
+// committed (and the epoch current now, so that FLUSH covers everything
+// before it), or fails with ErrWritesDiscarded if a recovery rolled any
+// of them back.
+func (l *BarrierLoop) WaitWritten(ctx context.Context, lo, hi uint64) error {
+	target := max(hi, l.CurrentEpoch())
+	l.kickBarrier()
+	return l.waitCommitted(ctx, target, lo)
+}
+
+func (l *BarrierLoop) kickBarrier() {
 	select {
 	case l.kick <- struct{}{}:
 	default:
 	}
-	return l.waitCommitted(ctx, target)
 }
 
-func (l *BarrierLoop) waitCommitted(ctx context.Context, epoch uint64) error {
+// waitCommitted waits until epoch is committed. With lo > 0, writes in
+// [lo, epoch] must not have been discarded by a recovery.
+func (l *BarrierLoop) waitCommitted(ctx context.Context, epoch, lo uint64) error {
 	stopWake := context.AfterFunc(ctx, func() {
 		l.committedMu.Lock()
 		l.commitCond.Broadcast()
@@ -162,7 +186,18 @@ func (l *BarrierLoop) waitCommitted(ctx context.Context, epoch uint64) error {
 	defer stopWake()
 	l.committedMu.Lock()
 	defer l.committedMu.Unlock()
-	for l.committed < epoch {
+	for {
+		if lo > 0 {
+			for _, r := range l.discarded {
+				// [lo, epoch] meets the rolled-back range (r0, r1]?
+				if from, to := max(lo, r[0]+1), min(epoch, r[1]); from <= to {
+					return fmt.Errorf("epochs %d..%d: %w", from, to, ErrWritesDiscarded)
+				}
+			}
+		}
+		if l.committed >= epoch {
+			return nil
+		}
 		if l.loopErr != nil {
 			return l.loopErr
 		}
@@ -171,7 +206,6 @@ func (l *BarrierLoop) waitCommitted(ctx context.Context, epoch uint64) error {
 		}
 		l.commitCond.Wait()
 	}
-	return nil
 }
 
 // InjectMutation sends a barrier carrying mutation and returns once that
@@ -195,7 +229,7 @@ func (l *BarrierLoop) InjectMutation(ctx context.Context, m *stream.Mutation, pr
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return l.waitCommitted(ctx, req.epoch)
+	return l.waitCommitted(ctx, req.epoch, 0)
 }
 
 func (l *BarrierLoop) run() {
@@ -328,6 +362,10 @@ func (l *BarrierLoop) recoverLocked(reason string) error {
 	committed := l.store.CommittedEpoch()
 	l.committedMu.Lock()
 	l.committed = committed
+	if l.curr > committed {
+		l.discarded = append(l.discarded, [2]uint64{committed, l.curr})
+	}
+	l.commitCond.Broadcast()
 	l.committedMu.Unlock()
 	l.curr = nextEpoch(max(committed, l.curr))
 	rec.Epoch = committed

@@ -113,14 +113,12 @@ func (s *copySink) Write(ctx context.Context, rows []types.Row) error {
 }
 
 func (s *copySink) Finish(ctx context.Context) (string, error) {
-	affected, err := s.st.sess.s.insert(ctx, s.rel, s.rows, nil)
+	affected, epoch, err := s.st.sess.s.insert(ctx, s.rel, s.rows, nil)
 	if err != nil {
 		return "", mapStorageErr(err)
 	}
-	if s.st.sess.implicitFlush() {
-		if err := s.st.sess.s.epochs.Flush(ctx); err != nil {
-			return "", fmt.Errorf("implicit flush: %w", err)
-		}
+	if err := s.st.sess.acknowledge(ctx, epoch); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("COPY %d", len(affected)), nil
 }

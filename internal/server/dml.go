@@ -63,12 +63,12 @@ type conflictAction struct {
 
 // insert writes rows into rel as one atomic statement and returns the rows
 // actually inserted or updated (for RETURNING and the command tag).
-func (s *Server) insert(ctx context.Context, rel *catalog.Relation, rows []types.Row, conflict *conflictAction) ([]types.Row, error) {
+func (s *Server) insert(ctx context.Context, rel *catalog.Relation, rows []types.Row, conflict *conflictAction) ([]types.Row, uint64, error) {
 	for _, r := range rows {
 		fillRowID(rel, r)
 	}
 	var affected []types.Row
-	err := s.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
+	epoch, err := s.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
 		affected = affected[:0]
 		for i, r := range rows {
 			if i%256 == 255 {
@@ -109,7 +109,7 @@ func (s *Server) insert(ctx context.Context, rel *catalog.Relation, rows []types
 		}
 		return nil
 	})
-	return affected, err
+	return affected, epoch, err
 }
 
 // rowChange is one row UPDATE or DELETE changes: New is nil for a delete.
@@ -123,9 +123,9 @@ type rowChange struct {
 // changes are then applied atomically. It returns the changed rows (new
 // rows for UPDATE, old rows for DELETE).
 func (s *Server) modify(ctx context.Context, rel *catalog.Relation, others batch.DataSource,
-	compute func(ctx context.Context, src batch.DataSource) ([]rowChange, error)) ([]types.Row, error) {
+	compute func(ctx context.Context, src batch.DataSource) ([]rowChange, error)) ([]types.Row, uint64, error) {
 	var out []types.Row
-	err := s.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
+	epoch, err := s.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
 		out = out[:0]
 		src := &writerSource{rel: rel, w: w, others: others}
 		changes, err := compute(ctx, src)
@@ -147,7 +147,7 @@ func (s *Server) modify(ctx context.Context, rel *catalog.Relation, others batch
 		}
 		return nil
 	})
-	return out, err
+	return out, epoch, err
 }
 
 // writerSource scans the target table from its actor's live state and

@@ -17,16 +17,17 @@ import (
 // executeDML runs INSERT, UPDATE, DELETE and COPY.
 func (st *statement) executeDML(ctx context.Context, p *sql.Prepared, params []types.Datum) (pgwire.Result, error) {
 	var (
-		res pgwire.Result
-		err error
+		res   pgwire.Result
+		epoch uint64
+		err   error
 	)
 	switch b := p.Bound.(type) {
 	case *binder.Insert:
-		res, err = st.insert(ctx, b, params)
+		res, epoch, err = st.insert(ctx, b, params)
 	case *binder.Update:
-		res, err = st.update(ctx, b, params)
+		res, epoch, err = st.update(ctx, b, params)
 	case *binder.Delete:
-		res, err = st.delete(ctx, b, params)
+		res, epoch, err = st.delete(ctx, b, params)
 	case *binder.Copy:
 		return st.copy(ctx, b, params)
 	default:
@@ -35,12 +36,8 @@ func (st *statement) executeDML(ctx context.Context, p *sql.Prepared, params []t
 	if err != nil {
 		return pgwire.Result{}, mapStorageErr(err)
 	}
-	// I7: with implicit_flush the statement is acknowledged only once its
-	// epoch is committed.
-	if st.sess.implicitFlush() {
-		if err := st.sess.s.epochs.Flush(ctx); err != nil {
-			return pgwire.Result{}, fmt.Errorf("implicit flush: %w", err)
-		}
+	if err := st.sess.acknowledge(ctx, epoch); err != nil {
+		return pgwire.Result{}, err
 	}
 	return res, nil
 }
@@ -97,12 +94,12 @@ func (st *statement) returning(ctx context.Context, exprs []expr.Expr, sch plan.
 	return res, nil
 }
 
-func (st *statement) insert(ctx context.Context, b *binder.Insert, params []types.Datum) (pgwire.Result, error) {
+func (st *statement) insert(ctx context.Context, b *binder.Insert, params []types.Datum) (pgwire.Result, uint64, error) {
 	env, release := st.snapshotEnv(ctx, params)
 	rows, err := st.collect(ctx, env, b.Source)
 	release()
 	if err != nil {
-		return pgwire.Result{}, err
+		return pgwire.Result{}, 0, err
 	}
 	var conflict *conflictAction
 	if oc := b.OnConflict; oc != nil {
@@ -132,18 +129,19 @@ func (st *statement) insert(ctx context.Context, b *binder.Insert, params []type
 			}
 		}
 	}
-	affected, err := st.sess.s.insert(ctx, b.Table, rows, conflict)
+	affected, epoch, err := st.sess.s.insert(ctx, b.Table, rows, conflict)
 	if err != nil {
-		return pgwire.Result{}, err
+		return pgwire.Result{}, 0, err
 	}
-	return st.returning(ctx, b.Returning, b.ReturningSchema, affected, fmt.Sprintf("INSERT 0 %d", len(affected)))
+	res, err := st.returning(ctx, b.Returning, b.ReturningSchema, affected, fmt.Sprintf("INSERT 0 %d", len(affected)))
+	return res, epoch, err
 }
 
-func (st *statement) update(ctx context.Context, b *binder.Update, params []types.Datum) (pgwire.Result, error) {
+func (st *statement) update(ctx context.Context, b *binder.Update, params []types.Datum) (pgwire.Result, uint64, error) {
 	n := len(b.Table.Columns)
 	env, release := st.snapshotEnv(ctx, params)
 	defer release()
-	changed, err := st.sess.s.modify(ctx, b.Table, env.Data, func(ctx context.Context, src batch.DataSource) ([]rowChange, error) {
+	changed, epoch, err := st.sess.s.modify(ctx, b.Table, env.Data, func(ctx context.Context, src batch.DataSource) ([]rowChange, error) {
 		e := *env
 		e.Data = src
 		rows, err := st.collect(ctx, &e, b.Plan)
@@ -157,15 +155,16 @@ func (st *statement) update(ctx context.Context, b *binder.Update, params []type
 		return out, nil
 	})
 	if err != nil {
-		return pgwire.Result{}, err
+		return pgwire.Result{}, 0, err
 	}
-	return st.returning(ctx, b.Returning, b.ReturningSchema, changed, fmt.Sprintf("UPDATE %d", len(changed)))
+	res, err := st.returning(ctx, b.Returning, b.ReturningSchema, changed, fmt.Sprintf("UPDATE %d", len(changed)))
+	return res, epoch, err
 }
 
-func (st *statement) delete(ctx context.Context, b *binder.Delete, params []types.Datum) (pgwire.Result, error) {
+func (st *statement) delete(ctx context.Context, b *binder.Delete, params []types.Datum) (pgwire.Result, uint64, error) {
 	env, release := st.snapshotEnv(ctx, params)
 	defer release()
-	changed, err := st.sess.s.modify(ctx, b.Table, env.Data, func(ctx context.Context, src batch.DataSource) ([]rowChange, error) {
+	changed, epoch, err := st.sess.s.modify(ctx, b.Table, env.Data, func(ctx context.Context, src batch.DataSource) ([]rowChange, error) {
 		e := *env
 		e.Data = src
 		rows, err := st.collect(ctx, &e, b.Plan)
@@ -179,7 +178,8 @@ func (st *statement) delete(ctx context.Context, b *binder.Delete, params []type
 		return out, nil
 	})
 	if err != nil {
-		return pgwire.Result{}, err
+		return pgwire.Result{}, 0, err
 	}
-	return st.returning(ctx, b.Returning, b.ReturningSchema, changed, fmt.Sprintf("DELETE %d", len(changed)))
+	res, err := st.returning(ctx, b.Returning, b.ReturningSchema, changed, fmt.Sprintf("DELETE %d", len(changed)))
+	return res, epoch, err
 }

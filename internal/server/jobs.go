@@ -51,24 +51,29 @@ func tableStateSchema(rel *catalog.Relation) state.Schema {
 // spawnTable starts the actor of a table at epoch curr. The caller holds
 // the barrier loop's graph lock.
 func (s *Server) spawnTable(rel *catalog.Relation, curr uint64) *tableJob {
+	j, a := s.newTableJob(rel, curr)
+	s.actors.Spawn(a, j.barriers)
+	return j
+}
+
+// newTableJob builds and registers a table's actor without starting it.
+func (s *Server) newTableJob(rel *catalog.Relation, curr uint64) (*tableJob, *stream.Actor) {
 	id := s.actors.NewActorID()
 	st := state.New(storage.TableID(rel.StateTable), tableStateSchema(rel), s.store, curr)
 	j := &tableJob{
-		rel:      rel,
-		actor:    id,
-		dml:      make(chan *exec.DMLRequest),
-		barriers: make(chan *stream.Barrier, 16),
-		replaced: make(chan struct{}),
-		dispatcher: &stream.BroadcastDispatcher{
-			Upstream: id,
-		},
+		rel:        rel,
+		actor:      id,
+		dml:        make(chan *exec.DMLRequest),
+		barriers:   make(chan *stream.Barrier, 16),
+		replaced:   make(chan struct{}),
+		dispatcher: &stream.BroadcastDispatcher{Upstream: id},
 	}
 	ex := exec.NewTableExecutor(rel.Name, st, id, j.barriers, j.dml)
-	s.actors.Spawn(&stream.Actor{ID: id, Job: "table " + rel.Name, Root: ex, Dispatch: j.dispatcher}, j.barriers)
+	a := &stream.Actor{ID: id, Job: "table " + rel.Name, Root: ex, Dispatch: j.dispatcher}
 	s.jobs.mu.Lock()
 	s.jobs.tables[rel.ID] = j
 	s.jobs.mu.Unlock()
-	return j
+	return j, a
 }
 
 // Rebuild recreates every job's actors at epoch curr after recovery
@@ -87,8 +92,16 @@ func (s *Server) Rebuild(ctx context.Context, curr uint64) error {
 	s.jobs.tables = map[catalog.ObjectID]*tableJob{}
 	s.jobs.views = map[catalog.ObjectID]*viewJob{}
 	s.jobs.mu.Unlock()
+	// Nothing starts until every job is wired: a table actor running before
+	// its views are connected would apply DML whose changes no view sees.
+	type pending struct {
+		actor    *stream.Actor
+		barriers chan *stream.Barrier
+	}
+	var start []pending
 	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindTable }) {
-		s.spawnTable(rel, curr)
+		j, a := s.newTableJob(rel, curr)
+		start = append(start, pending{a, j.barriers})
 	}
 	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindMaterializedView }) {
 		if rel.Creating {
@@ -98,11 +111,19 @@ func (s *Server) Rebuild(ctx context.Context, curr uint64) error {
 			}
 			continue
 		}
-		if err := s.rebuildView(ctx, rel, curr); err != nil {
+		job, err := s.rebuildView(ctx, rel, curr)
+		if err != nil {
 			// One broken view must not stop the others (I6); it stays
 			// unavailable until dropped.
 			s.log.Error("cannot rebuild materialized view", "view", rel.Name, "err", err)
+			continue
 		}
+		for _, a := range job.Actors {
+			start = append(start, pending{a, job.SourceBarriers[a.ID]})
+		}
+	}
+	for _, p := range start {
+		s.actors.Spawn(p.actor, p.barriers)
 	}
 	return nil
 }
@@ -147,29 +168,25 @@ func (s *Server) tableJobFor(rel *catalog.Relation) (*tableJob, error) {
 
 // write sends one statement's writes to the table's actor and waits until
 // they are applied (visible to later statements on the table, committed
-// with the current epoch).
-func (s *Server) write(ctx context.Context, rel *catalog.Relation, apply func(ctx context.Context, w *exec.TableWriter) error) error {
+// with the current epoch). It returns the epoch the writes belong to.
+func (s *Server) write(ctx context.Context, rel *catalog.Relation, apply func(ctx context.Context, w *exec.TableWriter) error) (uint64, error) {
 	for {
 		j, err := s.tableJobFor(rel)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		req := &exec.DMLRequest{Apply: apply, Done: make(chan error, 1)}
 		select {
 		case j.dml <- req:
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		case <-j.replaced:
 			// The actor was replaced by recovery before taking the request.
 			continue
 		}
-		select {
-		case err := <-req.Done:
-			return err
-		case <-ctx.Done():
-			// The statement was handed over; it will be applied or lost with
-			// the epoch. Waiting is what keeps the statement atomic.
-			return <-req.Done
-		}
+		// Once handed over, the statement is applied or lost with its
+		// epoch; waiting even past ctx keeps the statement atomic.
+		err = <-req.Done
+		return req.Epoch, err
 	}
 }

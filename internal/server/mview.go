@@ -250,19 +250,21 @@ func (s *Server) startView(ctx context.Context, rel *catalog.Relation, root *str
 			return err
 		}
 		mut.AddOutputs = job.Connect
-		vj = s.registerView(rel, job)
+		vj = s.registerView(rel, job, true)
 		return nil
 	})
 	return vj, err
 }
 
 // registerView spawns an instantiated job's actors and records it.
-func (s *Server) registerView(rel *catalog.Relation, job *streamplan.Job) *viewJob {
+func (s *Server) registerView(rel *catalog.Relation, job *streamplan.Job, spawn bool) *viewJob {
 	vj := &viewJob{rel: rel, outputs: job.Outputs, dispatchers: job.Dispatcher, backfills: job.Backfills, sources: job.Sources,
 		started: time.Now(), replaced: make(chan struct{})}
 	for _, a := range job.Actors {
 		vj.actors = append(vj.actors, a.ID)
-		s.actors.Spawn(a, job.SourceBarriers[a.ID])
+		if spawn {
+			s.actors.Spawn(a, job.SourceBarriers[a.ID])
+		}
 	}
 	s.jobs.mu.Lock()
 	s.jobs.views[rel.ID] = vj
@@ -272,12 +274,13 @@ func (s *Server) registerView(rel *catalog.Relation, job *streamplan.Job) *viewJ
 
 // rebuildView recreates a view's actors after recovery from its stored
 // definition and state tables, connecting them directly (no barrier is in
-// flight during a rebuild).
-func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr uint64) error {
+// flight during a rebuild). The caller starts the returned actors once the
+// whole graph is wired.
+func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr uint64) (*streamplan.Job, error) {
 	ss := s.internalSession(rel)
 	root, _, err := s.planView(ss, rel, "CREATE MATERIALIZED VIEW "+quoteIdent(rel.Name)+" AS "+rel.Definition)
 	if err != nil {
-		return fmt.Errorf("rebuild materialized view %s: %w", rel.Name, err)
+		return nil, fmt.Errorf("rebuild materialized view %s: %w", rel.Name, err)
 	}
 	next := 0
 	err = streamplan.AssignStateTables(root, rel.Name, func() (catalog.TableID, error) {
@@ -288,23 +291,27 @@ func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr ui
 		return rel.StateTables[next-1], nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	job, err := streamplan.Instantiate(root, s.viewEnv(rel, false, curr))
 	if err != nil {
-		return fmt.Errorf("rebuild materialized view %s: %w", rel.Name, err)
+		return nil, fmt.Errorf("rebuild materialized view %s: %w", rel.Name, err)
+	}
+	// Check every upstream first: a half-connected view that never starts
+	// would block its upstreams once their channels to it fill.
+	for up := range job.Connect {
+		if s.dispatcherOf(up) == nil {
+			return nil, fmt.Errorf("rebuild materialized view %s: upstream actor %d is not running", rel.Name, up)
+		}
 	}
 	for up, outs := range job.Connect {
 		d := s.dispatcherOf(up)
-		if d == nil {
-			return fmt.Errorf("rebuild materialized view %s: upstream actor %d is not running", rel.Name, up)
-		}
 		for _, o := range outs {
 			d.AddOutput(o)
 		}
 	}
-	s.registerView(rel, job)
-	return nil
+	s.registerView(rel, job, false)
+	return job, nil
 }
 
 // dropView stops a view's actors at a barrier, joins them, and only then

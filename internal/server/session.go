@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/meta"
 	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/sql/parser"
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -34,6 +36,9 @@ type session struct {
 	// COMMIT/ROLLBACK fail with 25P02 until the block ends (PostgreSQL's
 	// behaviour, which drivers rely on).
 	txFailed bool
+	// written is the range of epochs this session's acknowledged writes
+	// went to since its last FLUSH (zero: none).
+	written struct{ lo, hi uint64 }
 }
 
 // settingDefaults are the session parameters and their defaults, as
@@ -217,8 +222,8 @@ func (st *statement) executeRunnel(ctx context.Context, r parser.RunnelStmt) (pg
 	ss := st.sess
 	switch r := r.(type) {
 	case *parser.Flush:
-		if err := ss.s.epochs.Flush(ctx); err != nil {
-			return pgwire.Result{}, fmt.Errorf("flush: %w", err)
+		if err := ss.flush(ctx); err != nil {
+			return pgwire.Result{}, err
 		}
 		return pgwire.Result{Tag: "FLUSH"}, nil
 	case *parser.Recover:
@@ -452,3 +457,45 @@ func (r *sliceRows) Next(context.Context) (types.Row, error) {
 }
 
 func (r *sliceRows) Close() {}
+
+// acknowledge finishes a write statement that went to epoch: with
+// implicit_flush it returns only once that epoch is committed (I7) and
+// fails if a recovery rolled it back; otherwise the epoch is remembered
+// for the session's next FLUSH.
+func (ss *session) acknowledge(ctx context.Context, epoch uint64) error {
+	if ss.implicitFlush() {
+		return ss.waitWritten(ctx, epoch, epoch)
+	}
+	if ss.written.lo == 0 || epoch < ss.written.lo {
+		ss.written.lo = epoch
+	}
+	ss.written.hi = max(ss.written.hi, epoch)
+	return nil
+}
+
+// flush runs FLUSH: everything written before it is committed, and the
+// session learns if any of its own writes since its last FLUSH were
+// rolled back by a recovery.
+func (ss *session) flush(ctx context.Context) error {
+	lo, hi := ss.written.lo, ss.written.hi
+	ss.written.lo, ss.written.hi = 0, 0
+	if lo == 0 {
+		if err := ss.s.epochs.Flush(ctx); err != nil {
+			return fmt.Errorf("flush: %w", err)
+		}
+		return nil
+	}
+	return ss.waitWritten(ctx, lo, hi)
+}
+
+func (ss *session) waitWritten(ctx context.Context, lo, hi uint64) error {
+	err := ss.s.epochs.WaitWritten(ctx, lo, hi)
+	if errors.Is(err, meta.ErrWritesDiscarded) {
+		return sqlerr.Wrap(err, sqlerr.SerializationFailure,
+			"writes of this session were rolled back by a recovery before they were committed; they are lost, retry them")
+	}
+	if err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	return nil
+}

@@ -22,6 +22,9 @@ const chunkSize = 1024
 type DMLRequest struct {
 	Apply func(ctx context.Context, w *TableWriter) error
 	Done  chan error
+	// Epoch is set, before Done is signalled, to the epoch the statement's
+	// writes belong to (what an acknowledgement must wait for, I7).
+	Epoch uint64
 }
 
 // TableExecutor is the actor of a table: it applies DML statements to the
@@ -102,6 +105,7 @@ func (e *TableExecutor) apply(ctx context.Context, req *DMLRequest) {
 	if err == nil {
 		e.queue = append(e.queue, w.commit()...)
 	}
+	req.Epoch = e.state.Epoch()
 	req.Done <- err
 }
 
