@@ -123,6 +123,12 @@ func (ss *session) createView(ctx context.Context, cv *binder.CreateView) (pgwir
 		return pgwire.Result{}, err
 	}
 	rel.Kind = catalog.KindMaterializedView
+	// The cache policy is the view's for life: rebuilds use the same.
+	policy := ss.setting("over_window_cache_policy")
+	if _, err := exec.ParseOverWindowCachePolicy(policy); err != nil {
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid value for over_window_cache_policy: %q (full or recent)", policy)
+	}
+	rel.Options = map[string]string{"over_window_cache_policy": policy}
 	if err := s.createMaterializedView(ctx, rel, cv, root); err != nil {
 		return pgwire.Result{}, err
 	}
@@ -235,6 +241,8 @@ func (s *Server) viewEnv(rel *catalog.Relation, backfill bool, curr uint64) *str
 		Strict:      true,
 		Upstream:    s.upstreamOf,
 		Backfill:    backfill,
+
+		OverWindowCachePolicy: rel.Options["over_window_cache_policy"],
 	}
 }
 
