@@ -44,7 +44,7 @@ func startRunnel(t testing.TB) *runnel {
 		DataDir:         t.TempDir(),
 		BarrierInterval: 50 * time.Millisecond,
 		Parallelism:     2,
-		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:          serverLogger(),
 	})
 	if err != nil {
 		t.Fatalf("open runnel server: %v", err)
@@ -72,6 +72,15 @@ func startRunnel(t testing.TB) *runnel {
 		}
 	})
 	return r
+}
+
+// serverLogger discards the server's log unless RUNNEL_DIFF_LOG is set
+// (then warnings and errors go to stderr: actor failures, recoveries).
+func serverLogger() *slog.Logger {
+	if os.Getenv("RUNNEL_DIFF_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 func (r *runnel) url() string {
