@@ -21,6 +21,15 @@ const (
 	numTypes
 )
 
+// cast is the type name used in casts: plain NUMERIC, so that a cast
+// never overflows (NUMERIC(10,2) would reject the large bigint values).
+func (t typ) cast() string {
+	if t == tNum {
+		return "NUMERIC"
+	}
+	return t.sql()
+}
+
 func (t typ) sql() string {
 	return [...]string{"INT", "BIGINT", "TEXT", "NUMERIC(10,2)", "BOOLEAN", "DATE", "TIMESTAMP"}[t]
 }
@@ -119,10 +128,12 @@ func (g *gen) literal(t typ) string {
 	case tInt:
 		return fmt.Sprint(g.intn(13) - 3)
 	case tBig:
+		// Typed literals keep the generator's type tracking exact (a bare
+		// 5 is an integer).
 		if g.chance(0.2) {
-			return fmt.Sprintf("%d", (int64(g.intn(5))+1)*1_000_000_007)
+			return fmt.Sprintf("%d::bigint", (int64(g.intn(5))+1)*1_000_000_007)
 		}
-		return fmt.Sprint(g.intn(60) - 10)
+		return fmt.Sprintf("%d::bigint", g.intn(60)-10)
 	case tText:
 		return "'" + strings.ReplaceAll(pick(g, texts), "'", "''") + "'"
 	case tNum:

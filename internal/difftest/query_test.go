@@ -356,7 +356,7 @@ func (g *gen) setOpQuery(tables []*relation) (string, []item) {
 		s := scopeFor(a, tb)
 		sel := make([]string, len(types))
 		for j, t := range types {
-			sel[j] = "(" + g.expr(s, t, 1) + ")::" + t.sql()
+			sel[j] = "(" + g.expr(s, t, 1) + ")::" + t.cast()
 		}
 		if i > 0 {
 			b.WriteString(" " + pick(g, []string{"UNION", "UNION ALL", "INTERSECT", "INTERSECT ALL", "EXCEPT", "EXCEPT ALL"}) + " ")

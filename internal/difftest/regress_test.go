@@ -90,3 +90,27 @@ func TestBugJoinViewStaleWithSecondJoinView(t *testing.T) {
 	}
 	checkRepro(t, setup, "SELECT * FROM v0", "SELECT * FROM v1")
 }
+
+// Found by TestViewDifferential: PostgreSQL refuses a non-integer constant
+// as a GROUP BY item (42601); Runnel accepts it, in queries and views.
+func TestBugGroupByNonIntegerConstant(t *testing.T) {
+	knownBug(t, "GROUP BY 1.76 (a non-integer constant) is accepted; PostgreSQL raises 42601")
+	p := newPair(t)
+	p.mustBoth("CREATE TABLE t (id INT PRIMARY KEY, g INT)")
+	p.mustBoth("INSERT INTO t VALUES (1, 1), (2, 1)")
+	p.flush()
+	for _, q := range []string{
+		"SELECT 1.76 AS c, count(*) FROM t GROUP BY 1.76",
+		"SELECT g, count(*) FROM t GROUP BY 'x', g",
+	} {
+		want, got := query(p.pg, q, canon{}), query(p.rw, q, canon{})
+		if want.code() != got.code() {
+			t.Errorf("%s:\n postgres: %v\n runnel:   %v %q", q, want.err, got.err, got.rows)
+		}
+	}
+	want := execOn(p.pg, "CREATE VIEW v AS SELECT 1.76 AS c, count(*) FROM t GROUP BY 1.76")
+	got := execOn(p.rw, "CREATE MATERIALIZED VIEW v AS SELECT 1.76 AS c, count(*) FROM t GROUP BY 1.76")
+	if sqlstate(want) != sqlstate(got) {
+		t.Errorf("CREATE [MATERIALIZED] VIEW … GROUP BY 1.76:\n postgres: %v\n runnel:   %v", want, got)
+	}
+}

@@ -361,6 +361,12 @@ func (c *viewCase) groupedSelect(name, from string, s scope, depth int) (string,
 			} else {
 				t = g.someType(s)
 				e = g.expr(s, t, 1)
+				if !mentionsScope(e, s) {
+					// A constant GROUP BY key: see
+					// TestBugGroupByNonIntegerConstant.
+					sc := pick(g, s)
+					e, t = sc.ref, sc.typ
+				}
 			}
 			groups = append(groups, e)
 			uniq = append(uniq, o.add(e, t, false, false))
@@ -583,7 +589,7 @@ func (c *viewCase) unionView(name string, src []*relation) (string, string, *rel
 			if j == 0 || t == tText || t == tNum {
 				// Keep the output type fixed whatever the branch
 				// expression's type resolves to.
-				items[j] = "(" + items[j] + ")::" + t.sql()
+				items[j] = "(" + items[j] + ")::" + t.cast()
 			}
 			if i == 0 {
 				// The first branch names the union's columns.
@@ -598,4 +604,14 @@ func (c *viewCase) unionView(name string, src []*relation) (string, string, *rel
 		o.add("", t, false, false)
 	}
 	return "union all", strings.Join(branches, " UNION ALL "), o.rel(name, depth+1)
+}
+
+// mentionsScope reports whether e refers to a column of s.
+func mentionsScope(e string, s scope) bool {
+	for _, c := range s {
+		if strings.Contains(e, c.ref) {
+			return true
+		}
+	}
+	return false
 }
