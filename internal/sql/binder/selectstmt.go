@@ -121,7 +121,7 @@ func (b *Binder) outputRef(n *pg.Node, names []string) (int, bool, error) {
 			}
 			return i - 1, true, nil
 		}
-		return 0, false, nil
+		return 0, false, b.errorf(c.Location, sqlerr.SyntaxError, "non-integer constant in ORDER BY")
 	}
 	cr := n.GetColumnRef()
 	if cr == nil || len(cr.Fields) != 1 || cr.Fields[0].GetString_() == nil {
@@ -704,6 +704,10 @@ func (b *Binder) bindGroupBy(sel *pg.SelectStmt, targets []selItem, ac *aggCtx) 
 				return b.errorf(c.Location, sqlerr.InvalidColumnReference, "GROUP BY position %d is not in select list", i)
 			}
 			ast = targets[i-1].ast
+		} else if c := g.GetAConst(); c != nil {
+			// PostgreSQL reads an integer constant as a position and refuses
+			// every other constant.
+			return b.errorf(c.Location, sqlerr.SyntaxError, "non-integer constant in GROUP BY")
 		} else if cr := g.GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetString_() != nil {
 			name := cr.Fields[0].GetString_().Sval
 			if _, ok, _ := ac.input.lookup("", name); !ok {
