@@ -3,6 +3,7 @@ package difftest
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -400,6 +401,12 @@ func (c *viewCase) aggView(name string, src *relation) (string, string, *relatio
 // TestBugJoinKeyIntBigint is skipped (Runnel fails such views with XX000).
 const crossWidthJoinKeys = false
 
+// selfJoins lets a join read the same relation twice. Off while
+// TestBugSelfFullJoinDuplicateKey and
+// TestBugJoinViewStaleWithSecondJoinView are skipped: both involve a
+// relation joined with itself and fail intermittently.
+const selfJoins = false
+
 // joinKeys finds a pair of columns of l and r that can be equated.
 func (c *viewCase) joinKeys(l, r scope) (string, string, bool) {
 	g := c.g
@@ -443,6 +450,9 @@ func (c *viewCase) joinView(name string, src []*relation) (string, string, *rela
 	depth := 0
 	for i := range n {
 		r := pick(g, src)
+		if !selfJoins && slices.Contains(rels, r) {
+			return "", "", nil
+		}
 		rs := scopeFor(aliases[i], r)
 		if len(rs) == 0 {
 			return "", "", nil
