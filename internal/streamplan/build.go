@@ -308,13 +308,32 @@ func (b *builder) join(n *plan.Join) (*Node, error) {
 		cond = Remap(n.Cond, mapping)
 	}
 	joinSchema := append(slices.Clone(lp.Schema), rp.Schema...)
-	key := slices.Clone(l.Key)
+	// The stream key holds both sides' keys and the join keys. Rows are
+	// distributed by join key, so the two halves of an update that changes
+	// a row's join key take different actors and may reach downstream in
+	// either order; with the join key in the stream key they are different
+	// rows, and their order cannot matter. (A view over a one-row
+	// aggregate LEFT JOIN t met this: its NULL-padded row re-inserted
+	// before the old one was deleted.)
+	var key []int
+	addKey := func(cols ...int) {
+		for _, c := range cols {
+			if !slices.Contains(key, c) {
+				key = append(key, c)
+			}
+		}
+	}
+	addKey(l.Key...)
+	addKey(lk...)
 	if semi {
 		// Semi and anti joins output left rows only, each at most once.
 		joinSchema = slices.Clone(lp.Schema)
 	} else {
 		for _, k := range r.Key {
-			key = append(key, wl+k)
+			addKey(wl + k)
+		}
+		for _, k := range rk {
+			addKey(wl + k)
 		}
 	}
 	j := &Node{Op: OpHashJoin, Inputs: []*Node{lp, rp}, Schema: joinSchema, Key: key,
