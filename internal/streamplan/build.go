@@ -279,6 +279,25 @@ func (b *builder) join(n *plan.Join) (*Node, error) {
 		return nil, err
 	}
 	nl, nr := len(n.Left.Schema()), len(n.Right.Schema())
+	// Both sides hash and compare their keys by value: give each pair one
+	// type (INT = BIGINT compares as bigint, as PostgreSQL does).
+	leftKeys, rightKeys := slices.Clone(n.LeftKeys), slices.Clone(n.RightKeys)
+	for i := range leftKeys {
+		lt, rt := leftKeys[i].Type(), rightKeys[i].Type()
+		if lt == rt {
+			continue
+		}
+		t, err := expr.CommonType([]types.Type{lt, rt}, "JOIN")
+		if err != nil {
+			return nil, err
+		}
+		if leftKeys[i], err = expr.NewCast(leftKeys[i], t, expr.CastImplicit); err != nil {
+			return nil, err
+		}
+		if rightKeys[i], err = expr.NewCast(rightKeys[i], t, expr.CastImplicit); err != nil {
+			return nil, err
+		}
+	}
 	withKeys := func(side *Node, keys []expr.Expr) (*Node, []int) {
 		exprs := colRefs(side, seq(0, len(side.Schema)))
 		out := slices.Clone(side.Schema)
@@ -291,8 +310,8 @@ func (b *builder) join(n *plan.Join) (*Node, error) {
 		p := &Node{Op: OpProject, Inputs: []*Node{side}, Schema: out, Key: side.Key, Dist: side.Dist, Exprs: exprs}
 		return exchange(p, Dist{Kind: DistHash, Keys: idx}), idx
 	}
-	lp, lk := withKeys(l, n.LeftKeys)
-	rp, rk := withKeys(r, n.RightKeys)
+	lp, lk := withKeys(l, leftKeys)
+	rp, rk := withKeys(r, rightKeys)
 	wl := len(lp.Schema)
 	// The residual condition was bound against left logical ++ right
 	// logical columns; the join evaluates it over the physical rows.
