@@ -7,9 +7,10 @@ import (
 )
 
 // Confirmed mismatches between Runnel and PostgreSQL, minimised from the
-// randomized differentials. Each test is skipped with "bug: …" until the
-// owning package fixes it; RUNNEL_DIFF_RUN_SKIPPED=1 runs them anyway (they
-// must fail while the bug exists).
+// randomized differentials. A test for an open bug is skipped with
+// knownBug("…") until the owning package fixes it (RUNNEL_DIFF_RUN_SKIPPED=1
+// runs it anyway: it must fail while the bug exists); fixed ones run as
+// regression tests.
 
 // knownBug skips t unless RUNNEL_DIFF_RUN_SKIPPED is set.
 func knownBug(t *testing.T, desc string) {
@@ -61,7 +62,6 @@ func checkRepro(t *testing.T, setup []string, queries ...string) {
 // with a BIGINT column fails to build; PostgreSQL (and Runnel's batch
 // path) compare the keys as bigint.
 func TestBugJoinKeyIntBigint(t *testing.T) {
-	knownBug(t, "CREATE MATERIALIZED VIEW with an INT = BIGINT join key fails with XX000 'hash join: key 0 has types integer and bigint'")
 	checkRepro(t, []string{
 		"CREATE TABLE a (id INT PRIMARY KEY, k INT)",
 		"CREATE TABLE b (id INT PRIMARY KEY, k BIGINT)",
@@ -79,7 +79,6 @@ func TestBugJoinKeyIntBigint(t *testing.T) {
 // NULL-extended rows PostgreSQL has. Without v1 the same statements give
 // the right answer. See testdata/two_join_views.sql.
 func TestBugJoinViewStaleWithSecondJoinView(t *testing.T) {
-	knownBug(t, "a second join view over the same tables leaves a 3-way LEFT/FULL join view with deleted rows (testdata/two_join_views.sql)")
 	data, err := os.ReadFile("testdata/two_join_views.sql")
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +93,6 @@ func TestBugJoinViewStaleWithSecondJoinView(t *testing.T) {
 // Found by TestViewDifferential: PostgreSQL refuses a non-integer constant
 // as a GROUP BY item (42601); Runnel accepts it, in queries and views.
 func TestBugGroupByNonIntegerConstant(t *testing.T) {
-	knownBug(t, "GROUP BY 1.76 (a non-integer constant) is accepted; PostgreSQL raises 42601")
 	p := newPair(t)
 	p.mustBoth("CREATE TABLE t (id INT PRIMARY KEY, g INT)")
 	p.mustBoth("INSERT INTO t VALUES (1, 1), (2, 1)")
@@ -122,7 +120,6 @@ func TestBugGroupByNonIntegerConstant(t *testing.T) {
 // back the session's writes (FLUSH returns 40001). See
 // testdata/self_full_join.sql (one table, one view, 12 DML statements).
 func TestBugSelfFullJoinDuplicateKey(t *testing.T) {
-	knownBug(t, "self FULL JOIN view: Materialize sees an insert of a key already in the view; recovery; FLUSH 40001 (testdata/self_full_join.sql)")
 	data, err := os.ReadFile("testdata/self_full_join.sql")
 	if err != nil {
 		t.Fatal(err)

@@ -397,15 +397,14 @@ func (c *viewCase) aggView(name string, src *relation) (string, string, *relatio
 	return "aggregate", body, r
 }
 
-// crossWidthJoinKeys lets joins equate INT with BIGINT columns. Off while
-// TestBugJoinKeyIntBigint is skipped (Runnel fails such views with XX000).
-const crossWidthJoinKeys = false
+// crossWidthJoinKeys lets joins equate INT with BIGINT columns (regression:
+// TestBugJoinKeyIntBigint).
+const crossWidthJoinKeys = true
 
-// selfJoins lets a join read the same relation twice. Off while
-// TestBugSelfFullJoinDuplicateKey and
-// TestBugJoinViewStaleWithSecondJoinView are skipped: both involve a
-// relation joined with itself and fail intermittently.
-const selfJoins = false
+// selfJoins lets a join read the same relation twice (regressions:
+// TestBugSelfFullJoinDuplicateKey, TestBugJoinViewStaleWithSecondJoinView;
+// both were the join stream key missing the join key).
+const selfJoins = true
 
 // joinKeys finds a pair of columns of l and r that can be equated.
 func (c *viewCase) joinKeys(l, r scope) (string, string, bool) {
