@@ -41,55 +41,12 @@ func floorMod(a, b int64) int64 {
 
 func isInfTS(v int64) bool { return v == math.MinInt64 || v == math.MaxInt64 }
 
-// daysFromCivil converts a proleptic Gregorian date (year 0 = 1 BC) to days
-// since 1970-01-01, using the era-based algorithm (400-year cycles).
-func daysFromCivil(y int64, m, d int) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := floorDiv(y, 400)
-	yoe := y - era*400
-	mp := int64((m + 9) % 12)
-	doy := (153*mp+2)/5 + int64(d) - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
-}
-
-// civilFromDays is the inverse of daysFromCivil.
-func civilFromDays(z int64) (y int64, m, d int) {
-	z += 719468
-	era := floorDiv(z, 146097)
-	doe := z - era*146097
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
-	y = yoe + era*400
-	doy := doe - (365*yoe + yoe/4 - yoe/100)
-	mp := (5*doy + 2) / 153
-	d = int(doy - (153*mp+2)/5 + 1)
-	if mp < 10 {
-		m = int(mp + 3)
-	} else {
-		m = int(mp - 9)
-	}
-	if m <= 2 {
-		y++
-	}
-	return y, m, d
-}
-
-func isLeap(y int64) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
-
-func daysInMonth(y int64, m int) int {
-	switch m {
-	case 2:
-		if isLeap(y) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
+// Calendar arithmetic lives in types (one implementation for I/O and
+// functions).
+func daysFromCivil(y int64, m, d int) int64     { return types.DaysFromCivil(y, m, d) }
+func civilFromDays(z int64) (y int64, m, d int) { return types.CivilFromDays(z) }
+func isLeap(y int64) bool                       { return types.IsLeapYear(y) }
+func daysInMonth(y int64, m int) int            { return types.DaysInMonth(y, m) }
 
 func dateToTimestamp(days int64) (int64, error) {
 	if isInfTS(days) {
