@@ -34,8 +34,20 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	tlsKey := fs.String("tls-key", os.Getenv("RUNNEL_TLS_KEY"), "TLS key file")
 	logFormat := fs.String("log-format", envOr("RUNNEL_LOG_FORMAT", "text"), "log format: text or json")
 	logLevel := fs.String("log-level", envOr("RUNNEL_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	configFile := fs.String("config", os.Getenv("RUNNEL_CONFIG"), "TOML configuration file (flags and environment variables override it)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *configFile != "" {
+		envNames := map[string]string{
+			"listen": "RUNNEL_LISTEN", "data-dir": "RUNNEL_DATA_DIR", "object-store": "RUNNEL_OBJECT_STORE",
+			"meta-store": "RUNNEL_META_STORE", "tls-cert": "RUNNEL_TLS_CERT", "tls-key": "RUNNEL_TLS_KEY",
+			"log-format": "RUNNEL_LOG_FORMAT", "log-level": "RUNNEL_LOG_LEVEL",
+		}
+		if err := applyConfigFile(fs, *configFile, envNames); err != nil {
+			fmt.Fprintln(stderr, "runnel:", err)
+			return 2
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

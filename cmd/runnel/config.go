@@ -1,0 +1,72 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// fileConfig is the optional configuration file (`runnel serve --config
+// runnel.toml`). Precedence, lowest first: built-in defaults, the file,
+// environment variables, flags given on the command line.
+//
+//	listen = "127.0.0.1:4566"
+//	data_dir = "runnel-data"
+//	object_store = "s3://bucket/prefix?endpoint=127.0.0.1:9000"
+//	meta_store = "postgres://runnel@db:5432/runnel_meta"
+//	barrier_interval = "1s"
+//	tls_cert = "server.crt"
+//	tls_key = "server.key"
+//	log_format = "json"
+//	log_level = "info"
+type fileConfig struct {
+	Listen          string `toml:"listen"`
+	DataDir         string `toml:"data_dir"`
+	ObjectStore     string `toml:"object_store"`
+	MetaStore       string `toml:"meta_store"`
+	BarrierInterval string `toml:"barrier_interval"`
+	TLSCert         string `toml:"tls_cert"`
+	TLSKey          string `toml:"tls_key"`
+	LogFormat       string `toml:"log_format"`
+	LogLevel        string `toml:"log_level"`
+}
+
+// applyConfigFile sets every flag that the command line and the
+// environment left alone from the file at path.
+func applyConfigFile(fs *flag.FlagSet, path string, envNames map[string]string) error {
+	var fc fileConfig
+	md, err := toml.DecodeFile(path, &fc)
+	if err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	if undec := md.Undecoded(); len(undec) > 0 {
+		return fmt.Errorf("config file %s: unknown setting %q", path, undec[0].String())
+	}
+	if fc.BarrierInterval != "" {
+		if _, err := time.ParseDuration(fc.BarrierInterval); err != nil {
+			return fmt.Errorf("config file %s: barrier_interval: %w", path, err)
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	values := map[string]string{
+		"listen": fc.Listen, "data-dir": fc.DataDir, "object-store": fc.ObjectStore, "meta-store": fc.MetaStore,
+		"barrier-interval": fc.BarrierInterval, "tls-cert": fc.TLSCert, "tls-key": fc.TLSKey,
+		"log-format": fc.LogFormat, "log-level": fc.LogLevel,
+	}
+	for name, v := range values {
+		if v == "" || set[name] {
+			continue
+		}
+		if env := envNames[name]; env != "" && os.Getenv(env) != "" {
+			continue
+		}
+		if err := fs.Set(name, v); err != nil {
+			return fmt.Errorf("config file %s: %s: %w", path, name, err)
+		}
+	}
+	return nil
+}
