@@ -517,7 +517,11 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		if err != nil {
 			return nil, err
 		}
-		return exec.NewMaterialize(in, g.newState(n, 0), env.Strict, env.Log), nil
+		m := exec.NewMaterialize(in, g.newState(n, 0), env.Strict, env.Log)
+		if appendOnly(n.Inputs[0]) {
+			m.SetAppendOnly()
+		}
+		return m, nil
 	}
 	return nil, fmt.Errorf("%s: cannot instantiate %s", env.Name, n.Op)
 }
@@ -608,4 +612,22 @@ func (c *channelSource) Next(ctx context.Context) (stream.Message, error) {
 	case <-ctx.Done():
 		return stream.Message{}, ctx.Err()
 	}
+}
+
+// appendOnly reports whether n only ever emits inserts of rows with fresh
+// stream keys: connector sources (keyed by their unique positions) seen
+// through filters, projections, exchanges and UNION ALL (keyed by branch).
+func appendOnly(n *Node) bool {
+	switch n.Op {
+	case OpSource:
+		return true
+	case OpFilter, OpProject, OpExchange, OpUnionAll:
+		for _, c := range n.Inputs {
+			if !appendOnly(c) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

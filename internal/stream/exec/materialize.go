@@ -27,7 +27,16 @@ type Materialize struct {
 	strict bool
 	log    *slog.Logger
 	q      queue
+	// appendOnly: the planner proved the input only inserts rows with
+	// fresh keys (a source's positions, through filters and projections),
+	// so inserts skip the existence check — the one point read per row
+	// that dominated append-only views.
+	appendOnly bool
 }
+
+// SetAppendOnly marks the input as insert-only with unique keys. A delete
+// or update arriving anyway is still handled (checked) as usual.
+func (m *Materialize) SetAppendOnly() { m.appendOnly = true }
 
 // NewMaterialize returns the executor writing input into table. The table's
 // schema must match input's row layout. log may be nil (slog.Default).
@@ -82,6 +91,12 @@ func (m *Materialize) violation(row types.Row, format string, args ...any) error
 }
 
 func (m *Materialize) apply(ctx context.Context, in *types.Chunk) (*types.Chunk, error) {
+	if m.appendOnly && onlyInserts(in) {
+		for _, row := range in.Rows {
+			m.table.Insert(row)
+		}
+		return in, nil
+	}
 	ts := m.table.Schema().Types
 	clean := true // strict or no repair needed: forward the input as is
 	out := &types.Chunk{}
@@ -178,4 +193,13 @@ func (m *Materialize) insert(ctx context.Context, row types.Row, out *types.Chun
 	}
 	out.Append(types.OpInsert, row)
 	return nil
+}
+
+func onlyInserts(c *types.Chunk) bool {
+	for _, op := range c.Ops {
+		if op != types.OpInsert {
+			return false
+		}
+	}
+	return true
 }
