@@ -87,7 +87,7 @@ func (st *statement) returning(ctx context.Context, exprs []expr.Expr, sch plan.
 		}
 		out = append(out, o)
 	}
-	res := pgwire.Result{Tag: tag, Rows: &sliceRows{rows: out}}
+	res := pgwire.Result{Tag: tag, Rows: pgwire.SliceRows(out)}
 	for _, c := range sch {
 		res.Columns = append(res.Columns, pgwire.Column{Name: c.Name, Type: c.Type})
 	}

@@ -291,7 +291,7 @@ func (st *statement) showObjects(r *parser.ShowObjects) (pgwire.Result, error) {
 			rows = append(rows, types.Row{types.DVarchar(rel.Name)})
 		}
 	}
-	return pgwire.Result{Columns: cols, Rows: &sliceRows{rows: rows}, Tag: "SHOW"}, nil
+	return pgwire.Result{Columns: cols, Rows: pgwire.SliceRows(rows), Tag: "SHOW"}, nil
 }
 
 // set handles SET / RESET.
@@ -396,7 +396,7 @@ func (ss *session) show(name string) (pgwire.Result, error) {
 		}
 		ss.mu.Unlock()
 		cols := []pgwire.Column{{Name: "name", Type: types.Text}, {Name: "setting", Type: types.Text}, {Name: "description", Type: types.Text}}
-		return pgwire.Result{Columns: cols, Rows: &sliceRows{rows: rows}, Tag: "SHOW"}, nil
+		return pgwire.Result{Columns: cols, Rows: pgwire.SliceRows(rows), Tag: "SHOW"}, nil
 	}
 	ss.mu.Lock()
 	v, ok := ss.settings[lname]
@@ -405,7 +405,7 @@ func (ss *session) show(name string) (pgwire.Result, error) {
 		return pgwire.Result{}, sqlerr.Errorf(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", name)
 	}
 	cols := []pgwire.Column{{Name: lname, Type: types.Text}}
-	return pgwire.Result{Columns: cols, Rows: &sliceRows{rows: []types.Row{{types.DVarchar(v)}}}, Tag: "SHOW"}, nil
+	return pgwire.Result{Columns: cols, Rows: pgwire.SliceRows([]types.Row{{types.DVarchar(v)}}), Tag: "SHOW"}, nil
 }
 
 // transaction accepts BEGIN/COMMIT/ROLLBACK. Each statement is atomic by
@@ -441,22 +441,6 @@ func (ss *session) transaction(n *pg_query.TransactionStmt) (pgwire.Result, erro
 	}
 	return pgwire.Result{}, sqlerr.New(sqlerr.FeatureNotSupported, "savepoints and two-phase commit are not supported")
 }
-
-// sliceRows is a RowIter over rows in memory.
-type sliceRows struct {
-	rows []types.Row
-	i    int
-}
-
-func (r *sliceRows) Next(context.Context) (types.Row, error) {
-	if r.i >= len(r.rows) {
-		return nil, nil
-	}
-	r.i++
-	return r.rows[r.i-1], nil
-}
-
-func (r *sliceRows) Close() {}
 
 // acknowledge finishes a write statement that went to epoch: with
 // implicit_flush it returns only once that epoch is committed (I7) and

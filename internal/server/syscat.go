@@ -26,6 +26,7 @@ import (
 
 	"github.com/runneldb/runnel/internal/batch"
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -346,7 +347,7 @@ func scanSystem(ss *session, rel *catalog.Relation) (batch.RowIterator, error) {
 		}
 		rows = append(rows, row)
 	}
-	return &sliceRows{rows: rows}, nil
+	return pgwire.SliceRows(rows), nil
 }
 
 func toDatum(t types.Type, v any) (types.Datum, error) {

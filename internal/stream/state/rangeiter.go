@@ -16,7 +16,7 @@ import (
 // IterFrom iterates, in key order, the rows whose primary key starts with
 // prefix and whose full key is >= the key of from (a full row, as for
 // Insert).
-func (t *Table) IterFrom(ctx context.Context, prefix types.Row, from types.Row) (*RangeRowIter, error) {
+func (t *Table) IterFrom(ctx context.Context, prefix types.Row, from types.Row) (*RowIter, error) {
 	lower, upper, err := t.prefixBounds(prefix)
 	if err != nil {
 		return nil, err
@@ -30,7 +30,7 @@ func (t *Table) IterFrom(ctx context.Context, prefix types.Row, from types.Row) 
 
 // IterBefore iterates, in descending key order, the rows whose primary key
 // starts with prefix and whose full key is < the key of before.
-func (t *Table) IterBefore(ctx context.Context, prefix types.Row, before types.Row) (*RangeRowIter, error) {
+func (t *Table) IterBefore(ctx context.Context, prefix types.Row, before types.Row) (*RowIter, error) {
 	lower, upper, err := t.prefixBounds(prefix)
 	if err != nil {
 		return nil, err
@@ -42,12 +42,12 @@ func (t *Table) IterBefore(ctx context.Context, prefix types.Row, before types.R
 	return t.rangeIter(ctx, lower, upper, true)
 }
 
-func (t *Table) rangeIter(ctx context.Context, lower, upper []byte, reverse bool) (*RangeRowIter, error) {
+func (t *Table) rangeIter(ctx context.Context, lower, upper []byte, reverse bool) (*RowIter, error) {
 	it, err := t.store.Iter(ctx, t.id, lower, upper, t.epoch, storage.ReadOptions{Reverse: reverse})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.schema.Name, err)
 	}
-	return &RangeRowIter{t: t, store: it, mem: memCursor{t: t, lower: string(lower), upper: string(upper), unbounded: upper == nil, reverse: reverse}}, nil
+	return &RowIter{t: t, store: it, mem: memCursor{t: t, lower: string(lower), upper: string(upper), unbounded: upper == nil, reverse: reverse}}, nil
 }
 
 // prefixBounds returns the key range of a PK prefix (the whole table for
@@ -146,9 +146,10 @@ func (c *memCursor) peek() (memEntry, bool) {
 
 func (c *memCursor) pop() { c.buf = c.buf[1:] }
 
-// RangeRowIter is RowIter over a key range, forward or backward; the
-// memtable's entries (newest writes) shadow the engine's.
-type RangeRowIter struct {
+// RowIter merges the engine's rows in a key range, forward or backward,
+// with the memtable's; the memtable's entries (newest writes) shadow the
+// engine's.
+type RowIter struct {
 	t                        *Table
 	store                    storage.Iterator
 	mem                      memCursor
@@ -158,7 +159,7 @@ type RangeRowIter struct {
 }
 
 // Next advances; it returns false at the end or on error (see Err).
-func (it *RangeRowIter) Next() bool {
+func (it *RowIter) Next() bool {
 	if it.err != nil {
 		return false
 	}
@@ -211,10 +212,10 @@ func (it *RangeRowIter) Next() bool {
 }
 
 // Row returns the current row; it stays valid after Next.
-func (it *RangeRowIter) Row() types.Row { return it.row }
+func (it *RowIter) Row() types.Row { return it.row }
 
 // Err returns the iteration error, if any.
-func (it *RangeRowIter) Err() error { return it.err }
+func (it *RowIter) Err() error { return it.err }
 
 // Close releases the iterator.
-func (it *RangeRowIter) Close() error { return it.store.Close() }
+func (it *RowIter) Close() error { return it.store.Close() }

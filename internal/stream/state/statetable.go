@@ -11,7 +11,6 @@
 package state
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -247,41 +246,17 @@ func (t *Table) Commit(next uint64) error {
 // order; empty: the whole table, across every vnode), in key order within
 // a vnode.
 func (t *Table) Iter(ctx context.Context, prefix types.Row) (*RowIter, error) {
-	var lower, upper []byte
-	if len(prefix) == 0 {
-		lower, upper = nil, nil
-	} else {
-		vnode, ok := t.pkRowVnode(prefix)
-		if !ok {
-			return nil, fmt.Errorf("%s: prefix scan needs the distribution key in the prefix", t.schema.Name)
-		}
-		lower = t.encodePK(nil, vnode, prefix)
-		upper = prefixEnd(lower)
+	lower, upper, err := t.prefixBounds(prefix)
+	if err != nil {
+		return nil, err
 	}
-	return t.iterRange(ctx, lower, upper)
+	return t.rangeIter(ctx, lower, upper, false)
 }
 
 // IterVnode iterates all rows of one vnode.
 func (t *Table) IterVnode(ctx context.Context, vnode uint16) (*RowIter, error) {
 	lower := binary.BigEndian.AppendUint16(nil, vnode)
-	return t.iterRange(ctx, lower, prefixEnd(lower))
-}
-
-func (t *Table) iterRange(ctx context.Context, lower, upper []byte) (*RowIter, error) {
-	it, err := t.store.Iter(ctx, t.id, lower, upper, t.epoch, storage.ReadOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.schema.Name, err)
-	}
-	var mem []memEntry
-	pivot := memEntry{key: string(lower)}
-	t.mem.AscendGreaterOrEqual(pivot, func(e memEntry) bool {
-		if upper != nil && e.key >= string(upper) {
-			return false
-		}
-		mem = append(mem, e)
-		return true
-	})
-	return &RowIter{t: t, store: it, mem: mem}, nil
+	return t.rangeIter(ctx, lower, prefixEnd(lower), false)
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix p
@@ -296,76 +271,3 @@ func prefixEnd(p []byte) []byte {
 	}
 	return nil
 }
-
-// RowIter merges the memtable with the engine's iterator; memtable entries
-// shadow stored ones.
-type RowIter struct {
-	t     *Table
-	store storage.Iterator
-	mem   []memEntry
-	row   types.Row
-	err   error
-	// sValid: the store iterator is positioned on an entry not yet
-	// consumed; advance: the store must move before its entry is used.
-	sValid, advance, started bool
-}
-
-// Next advances; it returns false at the end or on error (see Err).
-func (it *RowIter) Next() bool {
-	if it.err != nil {
-		return false
-	}
-	for {
-		if !it.started || it.advance {
-			it.started, it.advance = true, false
-			it.sValid = it.store.Next()
-			if !it.sValid {
-				if err := it.store.Err(); err != nil {
-					it.err = fmt.Errorf("%s: %w", it.t.schema.Name, err)
-					return false
-				}
-			}
-		}
-		if !it.sValid && len(it.mem) == 0 {
-			return false
-		}
-		useStore := it.sValid
-		if it.sValid && len(it.mem) > 0 {
-			c := bytes.Compare(it.store.Key(), []byte(it.mem[0].key))
-			useStore = c < 0
-			if c == 0 {
-				// The memtable's newer write shadows the stored row.
-				it.advance = true
-			}
-		}
-		var val []byte
-		if useStore {
-			// Decode before the store moves: its Value is valid until Next.
-			val = it.store.Value()
-			it.advance = true
-		} else {
-			e := it.mem[0]
-			it.mem = it.mem[1:]
-			if e.delete {
-				continue
-			}
-			val = e.value
-		}
-		row, err := types.DecodeValueRow(val, it.t.schema.Types, nil)
-		if err != nil {
-			it.err = fmt.Errorf("%s: corrupt row: %w", it.t.schema.Name, err)
-			return false
-		}
-		it.row = row
-		return true
-	}
-}
-
-// Row returns the current row; it stays valid after Next.
-func (it *RowIter) Row() types.Row { return it.row }
-
-// Err returns the iteration error, if any.
-func (it *RowIter) Err() error { return it.err }
-
-// Close releases the iterator.
-func (it *RowIter) Close() error { return it.store.Close() }
