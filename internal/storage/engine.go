@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -132,6 +133,8 @@ type Engine struct {
 	ambiguousDelta *VersionDelta
 	// orphanJobs: jobs whose abort could not be recorded yet; retried by GC.
 	orphanJobs map[uint64]struct{}
+	// tableGroup assigns tables to isolation groups (SetTableGroup).
+	tableGroup func(TableID) uint64
 	// leases: when each spilled upload job's record was last renewed.
 	leases map[uint64]time.Time
 
@@ -387,21 +390,30 @@ func (e *Engine) spill(ctx context.Context) error {
 		e.mu.RUnlock()
 		return nil
 	}
-	byEpoch := map[uint64][]*bufItem{}
-	var epochs []uint64
+	// One set of SSTs per (epoch, table group): a group's uncommitted data
+	// can then be discarded alone (DiscardUncommittedTables).
+	type spillKey struct{ epoch, group uint64 }
+	byKey := map[spillKey][]*bufItem{}
+	var keys []spillKey
 	for _, it := range e.buf {
 		if it.run == nil || !e.cur.hasTable(it.table) {
 			continue
 		}
-		if _, ok := byEpoch[it.epoch]; !ok {
-			epochs = append(epochs, it.epoch)
+		k := spillKey{it.epoch, e.groupOf(it.table)}
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
 		}
-		byEpoch[it.epoch] = append(byEpoch[it.epoch], it)
+		byKey[k] = append(byKey[k], it)
 	}
 	e.mu.RUnlock()
-	slices.Sort(epochs)
-	for _, ep := range epochs {
-		items := byEpoch[ep]
+	slices.SortFunc(keys, func(a, b spillKey) int {
+		if a.epoch != b.epoch {
+			return cmp.Compare(a.epoch, b.epoch)
+		}
+		return cmp.Compare(a.group, b.group)
+	})
+	for _, k := range keys {
+		ep, items := k.epoch, byKey[k]
 		ssts, jobID, err := e.uploadRuns(ctx, items)
 		if err != nil {
 			return fmt.Errorf("storage: spill epoch %d: %w", ep, err)
