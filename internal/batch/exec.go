@@ -234,6 +234,12 @@ func (r *runner) build(n plan.Node) (executor, error) {
 			}
 		}
 		return &projectSetExec{r: r, in: in, node: n}, nil
+	case *plan.HopWindow:
+		in, err := r.build(n.Input)
+		if err != nil {
+			return nil, err
+		}
+		return &hopWindowExec{in: in, node: n}, nil // see timewindow.go
 	case *plan.Window:
 		in, err := r.build(n.Input)
 		if err != nil {

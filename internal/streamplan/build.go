@@ -87,6 +87,8 @@ func (b *builder) build(n plan.Node) (*Node, error) {
 		return nil, unsupported("set-returning function %s in a materialized view is not supported yet", n.Name)
 	case *plan.Window:
 		return b.overWindow(n)
+	case *plan.HopWindow:
+		return b.hopWindow(n) // see timewindow.go
 	}
 	return nil, unsupported("%T in a materialized view is not supported", n)
 }

@@ -65,6 +65,8 @@ type Env struct {
 	// OverWindowCachePolicy is over_window_cache_policy: "full" (default)
 	// or "recent" (see exec.OverWindowCachePolicy).
 	OverWindowCachePolicy string
+	// Group is the isolation group (database) of the job's actors.
+	Group uint64
 }
 
 // Job is an instantiated streaming job, ready to spawn.
@@ -311,7 +313,7 @@ func (g *graphBuilder) fragment(n *Node, parent *fragment) (*fragment, error) {
 		if err != nil {
 			return nil, err
 		}
-		actor := &stream.Actor{ID: a, Job: g.env.Name, Root: ex}
+		actor := &stream.Actor{ID: a, Job: g.env.Name, Group: g.env.Group, Root: ex}
 		g.job.Actors = append(g.job.Actors, actor)
 		if n.Op == OpMaterialize {
 			d := &stream.BroadcastDispatcher{Upstream: a}
@@ -502,6 +504,12 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 			return nil, err
 		}
 		return g.overWindow(n, in)
+	case OpHopWindow:
+		in, err := input(0)
+		if err != nil {
+			return nil, err
+		}
+		return g.hopWindow(n, in) // see timewindow.go
 	case OpUnionAll:
 		ins := make([]stream.Executor, len(n.Inputs))
 		for k := range n.Inputs {
@@ -621,7 +629,9 @@ func appendOnly(n *Node) bool {
 	switch n.Op {
 	case OpSource:
 		return true
-	case OpFilter, OpProject, OpExchange, OpUnionAll:
+	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow:
+		// (A hop window turns an insert into inserts keyed by the input's
+		// key and window_start: fresh keys too.)
 		for _, c := range n.Inputs {
 			if !appendOnly(c) {
 				return false

@@ -57,9 +57,10 @@ const (
 	OpMaterialize
 	OpSource // a connector (nexmark, datagen) read by this job
 	OpOverWindow
+	OpHopWindow // HOP in FROM (timewindow.go)
 )
 
-var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow"}
+var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow"}
 
 func (o Op) String() string { return opNames[o] }
 
@@ -104,6 +105,7 @@ type Node struct {
 	Limit     int64 // OpTopN; -1: no limit
 	Offset    int64
 	Window    *WindowSpec // OpOverWindow
+	Hop       *HopSpec    // OpHopWindow
 
 	// StateTables lists the state tables the operator owns, in plan order.
 	StateTables  []catalog.TableID

@@ -228,6 +228,9 @@ func (b *Binder) bindRangeFunction(rf *pg.RangeFunction, outer *scope) (*rel, er
 	if name == "unnest" {
 		return b.bindUnnest(rf, fc, outer) // see nullarray.go
 	}
+	if isTimeWindowFunc(name) {
+		return b.bindTimeWindow(rf, fc, name, outer) // see timewindow.go
+	}
 	if name != "generate_series" {
 		return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "function %s in FROM is not supported", name)
 	}
