@@ -137,6 +137,8 @@ type Engine struct {
 	tableGroup func(TableID) uint64
 	// leases: when each spilled upload job's record was last renewed.
 	leases map[uint64]time.Time
+	// unregisterHook is a test seam (testhooks.go).
+	unregisterHook atomic.Pointer[func(ids []TableID)]
 
 	// writeMu serialises every metastore write of a version delta, spills
 	// and commits (so the delta is computed from the version it follows).
@@ -1240,6 +1242,7 @@ func (e *Engine) UnregisterTables(ctx context.Context, ids ...TableID) error {
 	if len(d.RemoveTables) == 0 {
 		return nil
 	}
+	e.callUnregisterHook(d.RemoveTables) // testhooks.go
 	nv, err := e.commitDelta(ctx, d)
 	if err != nil {
 		return fmt.Errorf("storage: unregister tables %v: %w", ids, err)

@@ -58,6 +58,8 @@ func (a *Actor) State() (string, time.Time) {
 // cancelled, or it fails. A panic anywhere in the chain is caught here and
 // becomes an actor failure (I6): one bad job never takes the process down.
 func (a *Actor) Run(ctx context.Context, c Collector) {
+	callActorHook(ActorStarted, a)
+	defer callActorHook(ActorExited, a) // test seam (failpoint.go); runs last
 	defer func() {
 		if r := recover(); r != nil {
 			a.setState("failed")
@@ -67,6 +69,9 @@ func (a *Actor) Run(ctx context.Context, c Collector) {
 	a.setState("running")
 	for {
 		msg, err := a.Root.Next(ctx)
+		if err == nil && failpointsArmed() {
+			err = injectedFailure(a, msg) // test seam (failpoint.go)
+		}
 		if err != nil {
 			if errors.Is(err, ErrStopped) {
 				a.setState("stopped")

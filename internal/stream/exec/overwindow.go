@@ -470,6 +470,7 @@ func (w *OverWindow) Next(ctx context.Context) (stream.Message, error) {
 			if w.opts.TestHook != nil {
 				w.opts.TestHook("commit", 0)
 			}
+			w.processHook(ctx, "commit", 0) // testhooks.go
 			if err := commitAll(w.Identity(), b.Curr, w.table); err != nil {
 				return stream.Message{}, err
 			}
@@ -1110,6 +1111,7 @@ func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, c *
 	if w.opts.TestHook != nil {
 		w.opts.TestHook("compute", hi-lo)
 	}
+	w.processHook(ctx, "compute", hi-lo) // testhooks.go
 	in, err := w.windowInput(ctx, s.rows[lo:hi], c)
 	if err != nil {
 		return nil, err
