@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
+	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
 )
 
@@ -23,6 +25,40 @@ type Committer interface {
 type Rebuilder interface {
 	Rebuild(ctx context.Context, curr uint64) error
 }
+
+// GroupRebuilder is a Rebuilder that can also recover one isolation
+// group (a database) alone, so that a failing job does not stop the jobs
+// of other databases.
+type GroupRebuilder interface {
+	Rebuilder
+	// GroupTables lists the state tables of the group's jobs.
+	GroupTables(group uint64) []storage.TableID
+	// TearDownGroup forgets the group's running jobs; their actors have
+	// been joined (I3). DML to the group's tables fails until the rebuild.
+	TearDownGroup(group uint64)
+	// RebuildGroup recreates the group's jobs at the start of epoch curr.
+	RebuildGroup(ctx context.Context, group uint64, curr uint64) error
+}
+
+// GroupCommitter is a Committer that can drop one group's uncommitted
+// writes while the others' commit.
+type GroupCommitter interface {
+	Committer
+	DiscardUncommittedTables(ids []storage.TableID) error
+}
+
+// groupState tracks a group (database) that failed recently.
+type groupState struct {
+	down     bool      // its jobs are torn down, waiting for the rebuild
+	failures int       // consecutive failures (backoff)
+	retryAt  time.Time // when to rebuild
+	upSince  time.Time // last successful rebuild
+	rec      RecoveryRecord
+}
+
+// groupHealthy is how long a rebuilt group must run without failing
+// before its backoff is forgotten.
+const groupHealthy = 10 * time.Second
 
 // BarrierLoop advances and commits epochs.
 type BarrierLoop struct {
@@ -45,6 +81,13 @@ type BarrierLoop struct {
 	// back: writes made in them were lost, so waiting for them must fail
 	// rather than be satisfied by a later commit (I7).
 	discarded [][2]uint64
+	// groupDiscarded holds, per group, the epoch ranges in which that
+	// group's writes were rolled back by a group recovery; a range is open
+	// (hi = MaxUint64) while the group is down.
+	groupDiscarded map[uint64][][2]uint64
+
+	// groups: groups that failed recently (loop goroutine only).
+	groups map[uint64]*groupState
 
 	kick     chan struct{}
 	requests chan *barrierRequest
@@ -67,12 +110,15 @@ type barrierRequest struct {
 
 // RecoveryRecord describes one recovery for the system table.
 type RecoveryRecord struct {
-	Start   time.Time
-	Reason  string
-	Reset   time.Duration
-	Rebuild time.Duration
-	Err     string
-	Epoch   uint64
+	Start  time.Time
+	Reason string
+	// Database is the isolation group recovered alone; 0 when the whole
+	// graph was recovered.
+	Database uint64
+	Reset    time.Duration
+	Rebuild  time.Duration
+	Err      string
+	Epoch    uint64
 }
 
 // NewBarrierLoop creates the loop; Start runs it.
@@ -89,6 +135,9 @@ func NewBarrierLoop(log *slog.Logger, interval time.Duration, local *stream.Barr
 		requests: make(chan *barrierRequest, 64),
 		stop:     make(chan struct{}),
 		stopped:  make(chan struct{}),
+
+		groupDiscarded: map[uint64][][2]uint64{},
+		groups:         map[uint64]*groupState{},
 	}
 	l.commitCond = sync.NewCond(&l.committedMu)
 	l.committed = store.CommittedEpoch()
@@ -145,6 +194,10 @@ func (l *BarrierLoop) WithGraphLock(fn func(curr uint64) error) error {
 	return fn(l.curr)
 }
 
+// errStopping ends a barrier round that was waiting when Stop was called:
+// the epoch is abandoned whole (it was never acknowledged).
+var errStopping = errors.New("barrier loop is stopping")
+
 // ErrWritesDiscarded is returned (wrapped) when writes being waited for
 // were in an epoch that a recovery rolled back.
 var ErrWritesDiscarded = errors.New("writes were rolled back by a recovery")
@@ -155,7 +208,7 @@ var ErrWritesDiscarded = errors.New("writes were rolled back by a recovery")
 func (l *BarrierLoop) Flush(ctx context.Context) error {
 	target := l.CurrentEpoch()
 	l.kickBarrier()
-	return l.waitCommitted(ctx, target, 0)
+	return l.waitCommitted(ctx, target, 0, 0)
 }
 
 // WaitWritten returns once the epochs [lo, hi] in which a session wrote are
@@ -163,9 +216,15 @@ func (l *BarrierLoop) Flush(ctx context.Context) error {
 // before it), or fails with ErrWritesDiscarded if a recovery rolled any
 // of them back.
 func (l *BarrierLoop) WaitWritten(ctx context.Context, lo, hi uint64) error {
+	return l.WaitWrittenIn(ctx, 0, lo, hi)
+}
+
+// WaitWrittenIn is WaitWritten for writes to the jobs of one group: it
+// also fails if a recovery of that group alone rolled them back.
+func (l *BarrierLoop) WaitWrittenIn(ctx context.Context, group, lo, hi uint64) error {
 	target := max(hi, l.CurrentEpoch())
 	l.kickBarrier()
-	return l.waitCommitted(ctx, target, lo)
+	return l.waitCommitted(ctx, target, lo, group)
 }
 
 func (l *BarrierLoop) kickBarrier() {
@@ -176,8 +235,9 @@ func (l *BarrierLoop) kickBarrier() {
 }
 
 // waitCommitted waits until epoch is committed. With lo > 0, writes in
-// [lo, epoch] must not have been discarded by a recovery.
-func (l *BarrierLoop) waitCommitted(ctx context.Context, epoch, lo uint64) error {
+// [lo, epoch] must not have been discarded by a recovery (of everything,
+// or of group when group != 0).
+func (l *BarrierLoop) waitCommitted(ctx context.Context, epoch, lo, group uint64) error {
 	stopWake := context.AfterFunc(ctx, func() {
 		l.committedMu.Lock()
 		l.commitCond.Broadcast()
@@ -192,6 +252,13 @@ func (l *BarrierLoop) waitCommitted(ctx context.Context, epoch, lo uint64) error
 				// [lo, epoch] meets the rolled-back range (r0, r1]?
 				if from, to := max(lo, r[0]+1), min(epoch, r[1]); from <= to {
 					return fmt.Errorf("epochs %d..%d: %w", from, to, ErrWritesDiscarded)
+				}
+			}
+			if group != 0 {
+				for _, r := range l.groupDiscarded[group] {
+					if from, to := max(lo, r[0]+1), min(epoch, r[1]); from <= to {
+						return fmt.Errorf("epochs %d..%d of database %d: %w", from, to, group, ErrWritesDiscarded)
+					}
 				}
 			}
 		}
@@ -229,7 +296,7 @@ func (l *BarrierLoop) InjectMutation(ctx context.Context, m *stream.Mutation, pr
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return l.waitCommitted(ctx, req.epoch, 0)
+	return l.waitCommitted(ctx, req.epoch, 0, 0)
 }
 
 func (l *BarrierLoop) run() {
@@ -238,6 +305,7 @@ func (l *BarrierLoop) run() {
 	defer ticker.Stop()
 	backoff := 100 * time.Millisecond
 	for {
+		l.rebuildDueGroups()
 		var req *barrierRequest
 		select {
 		case <-l.stop:
@@ -245,6 +313,8 @@ func (l *BarrierLoop) run() {
 			return
 		case <-ticker.C:
 		case <-l.kick:
+		case <-l.nextGroupRetry():
+			continue
 		case req = <-l.requests:
 			if req.recoverReason != "" {
 				l.mu.Lock()
@@ -254,10 +324,16 @@ func (l *BarrierLoop) run() {
 				continue
 			}
 		case f := <-l.local.Failures():
-			l.recover(fmt.Sprintf("actor failure: %v", f))
+			if err := l.isolate(f); err != nil {
+				l.recover(fmt.Sprintf("actor failure: %v", err))
+			}
 			continue
 		}
 		if err := l.barrier(req); err != nil {
+			if errors.Is(err, errStopping) {
+				l.setLoopErr(errors.New("server is shutting down"))
+				return
+			}
 			l.log.Error("barrier failed; recovering", "err", err)
 			l.recover(err.Error())
 			select {
@@ -268,6 +344,129 @@ func (l *BarrierLoop) run() {
 			continue
 		}
 		backoff = 100 * time.Millisecond
+	}
+}
+
+// isolate handles an actor failure by recovering only the actor's group:
+// reset (its actors aborted and joined, I3), then its uncommitted writes
+// discarded, while barriers of the other groups go on. The rebuild follows
+// at the group's next retry time (rebuildDueGroups). It returns an error
+// when only a full recovery can handle the failure.
+func (l *BarrierLoop) isolate(f *stream.ActorFailure) error {
+	gr, ok1 := l.rebuilder.(GroupRebuilder)
+	gc, ok2 := l.store.(GroupCommitter)
+	if !ok1 || !ok2 || f.Group == 0 {
+		return f
+	}
+	if !l.local.Has(f.Actor) {
+		return nil // stale: its group was reset since
+	}
+	g := f.Group
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec := RecoveryRecord{Start: time.Now(), Reason: fmt.Sprintf("actor failure: %v", f), Database: g}
+	l.log.Warn("recovering one database", "database", g, "reason", rec.Reason)
+	if err := l.local.ResetGroup(context.Background(), g); err != nil {
+		return err
+	}
+	gr.TearDownGroup(g)
+	if err := gc.DiscardUncommittedTables(gr.GroupTables(g)); err != nil {
+		return fmt.Errorf("%v; recovering everything: %w", f, err)
+	}
+	rec.Reset = time.Since(rec.Start)
+	committed := l.store.CommittedEpoch()
+	rec.Epoch = committed
+	l.committedMu.Lock()
+	l.groupDiscarded[g] = append(l.groupDiscarded[g], [2]uint64{committed, math.MaxUint64})
+	l.commitCond.Broadcast()
+	l.committedMu.Unlock()
+	st := l.groups[g]
+	if st == nil {
+		st = &groupState{}
+		l.groups[g] = st
+	}
+	if !st.upSince.IsZero() && time.Since(st.upSince) > groupHealthy {
+		st.failures = 0
+	}
+	st.failures++
+	st.down = true
+	st.retryAt = time.Now().Add(groupBackoff(st.failures))
+	st.rec = rec
+	return nil
+}
+
+// groupBackoff is the wait before the n-th consecutive rebuild of a
+// failing group: none for the first, then exponential up to 10 s.
+func groupBackoff(n int) time.Duration {
+	if n <= 1 {
+		return 0
+	}
+	return min(100*time.Millisecond<<min(n-2, 10), 10*time.Second)
+}
+
+// nextGroupRetry fires when the next down group is due for its rebuild.
+func (l *BarrierLoop) nextGroupRetry() <-chan time.Time {
+	var next time.Time
+	for _, st := range l.groups {
+		if st.down && (next.IsZero() || st.retryAt.Before(next)) {
+			next = st.retryAt
+		}
+	}
+	if next.IsZero() {
+		return nil
+	}
+	return time.After(time.Until(next))
+}
+
+// rebuildDueGroups rebuilds the down groups whose retry time has come, at
+// the epoch being written (their new actors take part in the next
+// barrier), and forgets the backoff of groups healthy for long enough.
+func (l *BarrierLoop) rebuildDueGroups() {
+	now := time.Now()
+	for g, st := range l.groups {
+		if !st.down {
+			if now.Sub(st.upSince) > groupHealthy {
+				delete(l.groups, g)
+			}
+			continue
+		}
+		if now.Before(st.retryAt) {
+			continue
+		}
+		gr := l.rebuilder.(GroupRebuilder)
+		l.mu.Lock()
+		t := time.Now()
+		err := gr.RebuildGroup(context.Background(), g, l.curr)
+		if err == nil {
+			// Writes of the group before l.curr were rolled back; its new
+			// actors write from l.curr on.
+			l.committedMu.Lock()
+			rs := l.groupDiscarded[g]
+			if n := len(rs); n > 0 && rs[n-1][1] == math.MaxUint64 {
+				rs[n-1][1] = l.curr - 1
+			}
+			l.committedMu.Unlock()
+		} else {
+			// Half-built: tear it down again and retry later.
+			_ = l.local.ResetGroup(context.Background(), g)
+			gr.TearDownGroup(g)
+		}
+		l.mu.Unlock()
+		rec := st.rec
+		rec.Rebuild = time.Since(t)
+		if err != nil {
+			rec.Err = err.Error()
+			st.failures++
+			st.retryAt = time.Now().Add(groupBackoff(st.failures))
+			l.log.Error("rebuild of one database failed", "database", g, "err", err, "retry_in", groupBackoff(st.failures))
+		} else {
+			st.down = false
+			st.upSince = time.Now()
+			l.log.Info("database recovered", "database", g, "reset", rec.Reset, "rebuild", rec.Rebuild, "epoch", rec.Epoch)
+		}
+		l.mu.Lock()
+		l.recoveries = append(l.recoveries, rec)
+		l.mu.Unlock()
 	}
 }
 
@@ -305,8 +504,22 @@ func (l *BarrierLoop) barrier(req *barrierRequest) error {
 		return err
 	}
 	ctx := context.Background()
-	if err := coll.Wait(ctx); err != nil {
-		return fmt.Errorf("collect %s: %w", b, err)
+	for collected := false; !collected; {
+		select {
+		case <-coll.Done():
+			if err := coll.Err(); err != nil {
+				return fmt.Errorf("collect %s: %w", b, err)
+			}
+			collected = true
+		case <-l.stop:
+			return errStopping
+		case f := <-l.local.Failures():
+			// One group failed: reset it alone; the barrier completes
+			// with the others (or everything is recovered).
+			if err := l.isolate(f); err != nil {
+				return fmt.Errorf("collect %s: %w", b, err)
+			}
+		}
 	}
 	l.local.Forget()
 	if err := l.store.Commit(ctx, prev); err != nil {
@@ -365,6 +578,12 @@ func (l *BarrierLoop) recoverLocked(reason string) error {
 	if l.curr > committed {
 		l.discarded = append(l.discarded, [2]uint64{committed, l.curr})
 	}
+	for _, rs := range l.groupDiscarded {
+		if n := len(rs); n > 0 && rs[n-1][1] == math.MaxUint64 {
+			rs[n-1][1] = l.curr
+		}
+	}
+	clear(l.groups) // the rebuild below covers every group
 	l.commitCond.Broadcast()
 	l.committedMu.Unlock()
 	l.curr = nextEpoch(max(committed, l.curr))

@@ -195,22 +195,14 @@ func (s *Server) dropCascade(ctx context.Context, rel *catalog.Relation) error {
 // unregisters its state table and removes it from the catalog (I3: state
 // is purged only after nothing can touch it).
 func (s *Server) dropTable(ctx context.Context, rel *catalog.Relation) error {
-	s.jobs.mu.Lock()
-	j := s.jobs.tables[rel.ID]
-	s.jobs.mu.Unlock()
-	if j != nil {
-		if err := s.epochs.InjectMutation(ctx, &stream.Mutation{Stop: map[stream.ActorID]bool{j.actor: true}}, nil); err != nil {
-			return fmt.Errorf("drop table %s: stop actor: %w", rel.Name, err)
+	defer s.markDropping(rel.ID)()
+	if err := s.stopJob(ctx, rel, func() []stream.ActorID {
+		if j := s.jobs.tables[rel.ID]; j != nil {
+			return []stream.ActorID{j.actor}
 		}
-		if err := s.actors.StopActors(ctx, []stream.ActorID{j.actor}); err != nil {
-			return fmt.Errorf("drop table %s: join actor: %w", rel.Name, err)
-		}
-		s.jobs.mu.Lock()
-		if s.jobs.tables[rel.ID] == j {
-			delete(s.jobs.tables, rel.ID)
-			close(j.replaced)
-		}
-		s.jobs.mu.Unlock()
+		return nil
+	}); err != nil {
+		return fmt.Errorf("drop table %s: %w", rel.Name, err)
 	}
 	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
 		return err

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -20,6 +22,11 @@ type jobs struct {
 	mu     sync.Mutex
 	tables map[catalog.ObjectID]*tableJob
 	views  map[catalog.ObjectID]*viewJob
+	// dropping: relations whose DROP is in progress (never rebuilt).
+	dropping map[catalog.ObjectID]bool
+	// rebuilt is closed (and replaced) after every rebuild: writes waiting
+	// for a recovering table retry then.
+	rebuilt chan struct{}
 }
 
 // tableJob is a table's actor and the channel its DML goes through.
@@ -69,7 +76,7 @@ func (s *Server) newTableJob(rel *catalog.Relation, curr uint64) (*tableJob, *st
 		dispatcher: &stream.BroadcastDispatcher{Upstream: id},
 	}
 	ex := exec.NewTableExecutor(rel.Name, st, id, j.barriers, j.dml)
-	a := &stream.Actor{ID: id, Job: "table " + rel.Name, Root: ex, Dispatch: j.dispatcher}
+	a := &stream.Actor{ID: id, Job: "table " + rel.Name, Group: uint64(rel.DatabaseID), Root: ex, Dispatch: j.dispatcher}
 	s.jobs.mu.Lock()
 	s.jobs.tables[rel.ID] = j
 	s.jobs.mu.Unlock()
@@ -77,21 +84,87 @@ func (s *Server) newTableJob(rel *catalog.Relation, curr uint64) (*tableJob, *st
 }
 
 // Rebuild recreates every job's actors at epoch curr after recovery
-// (meta.Rebuilder). Actors have all been joined by then (I3). Tables come
-// first, then views in creation order (a view's upstreams are older than
-// it). A view that was still being created is dropped: its backfill
-// cannot resume.
+// (meta.Rebuilder). Actors have all been joined by then (I3).
 func (s *Server) Rebuild(ctx context.Context, curr uint64) error {
+	return s.rebuild(ctx, curr, func(*catalog.Relation) bool { return true })
+}
+
+// RebuildGroup recreates the jobs of one database after its recovery
+// (meta.GroupRebuilder); the other databases' jobs keep running.
+func (s *Server) RebuildGroup(ctx context.Context, group uint64, curr uint64) error {
+	return s.rebuild(ctx, curr, inDatabase(group))
+}
+
+// TearDownGroup forgets the running jobs of one database after its actors
+// were joined (meta.GroupRebuilder): DML to its tables fails with 55000
+// until RebuildGroup, and creations in progress end as interrupted.
+func (s *Server) TearDownGroup(group uint64) {
+	s.tearDown(inDatabase(group))
+}
+
+// GroupTables lists the state tables of one database's relations
+// (meta.GroupRebuilder), including views still being created.
+func (s *Server) GroupTables(group uint64) []storage.TableID {
+	var out []storage.TableID
+	for _, rel := range s.catalog.Relations(inDatabase(group)) {
+		out = append(out, relationStateTables(rel)...)
+	}
+	return out
+}
+
+// tableGroup maps a state table to its database (the storage engine's
+// spill grouping, so that one database's uncommitted data can be
+// discarded alone).
+func (s *Server) tableGroup(t storage.TableID) uint64 {
+	for _, rel := range s.catalog.Relations(nil) {
+		if slices.Contains(relationStateTables(rel), t) {
+			return uint64(rel.DatabaseID)
+		}
+	}
+	return 0
+}
+
+func inDatabase(group uint64) func(*catalog.Relation) bool {
+	return func(r *catalog.Relation) bool { return uint64(r.DatabaseID) == group }
+}
+
+// relationStateTables lists a relation's state tables.
+func relationStateTables(rel *catalog.Relation) []storage.TableID {
+	var out []storage.TableID
+	for _, id := range rel.StateTables {
+		out = append(out, storage.TableID(id))
+	}
+	if len(out) == 0 && rel.StateTable != 0 {
+		out = append(out, storage.TableID(rel.StateTable))
+	}
+	return out
+}
+
+// tearDown forgets the running jobs of the relations in scope, closing
+// their replaced channels.
+func (s *Server) tearDown(in func(*catalog.Relation) bool) {
 	s.jobs.mu.Lock()
-	for _, j := range s.jobs.tables {
-		close(j.replaced)
+	defer s.jobs.mu.Unlock()
+	for id, j := range s.jobs.tables {
+		if in(j.rel) {
+			close(j.replaced)
+			delete(s.jobs.tables, id)
+		}
 	}
-	for _, v := range s.jobs.views {
-		close(v.replaced)
+	for id, v := range s.jobs.views {
+		if in(v.rel) {
+			close(v.replaced)
+			delete(s.jobs.views, id)
+		}
 	}
-	s.jobs.tables = map[catalog.ObjectID]*tableJob{}
-	s.jobs.views = map[catalog.ObjectID]*viewJob{}
-	s.jobs.mu.Unlock()
+}
+
+// rebuild recreates the jobs of the relations in scope at epoch curr.
+// Tables come first, then views in creation order (a view's upstreams are
+// older than it). A view that was still being created is dropped: its
+// backfill cannot resume. Relations being dropped are skipped.
+func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Relation) bool) error {
+	s.tearDown(in)
 	// Nothing starts until every job is wired: a table actor running before
 	// its views are connected would apply DML whose changes no view sees.
 	type pending struct {
@@ -99,11 +172,17 @@ func (s *Server) Rebuild(ctx context.Context, curr uint64) error {
 		barriers chan *stream.Barrier
 	}
 	var start []pending
-	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindTable }) {
+	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindTable && in(r) }) {
+		if s.isDropping(rel.ID) {
+			continue
+		}
 		j, a := s.newTableJob(rel, curr)
 		start = append(start, pending{a, j.barriers})
 	}
-	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindMaterializedView }) {
+	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindMaterializedView && in(r) }) {
+		if s.isDropping(rel.ID) {
+			continue
+		}
 		if rel.Creating {
 			s.log.Warn("dropping materialized view whose creation was interrupted", "view", rel.Name)
 			if err := s.purgeRelation(ctx, rel); err != nil {
@@ -125,7 +204,31 @@ func (s *Server) Rebuild(ctx context.Context, curr uint64) error {
 	for _, p := range start {
 		s.actors.Spawn(p.actor, p.barriers)
 	}
+	s.jobs.mu.Lock()
+	close(s.jobs.rebuilt)
+	s.jobs.rebuilt = make(chan struct{})
+	s.jobs.mu.Unlock()
 	return nil
+}
+
+// isDropping reports whether a DROP of the relation is in progress: a
+// rebuild must not bring its actors back while the drop purges its state.
+func (s *Server) isDropping(id catalog.ObjectID) bool {
+	s.jobs.mu.Lock()
+	defer s.jobs.mu.Unlock()
+	return s.jobs.dropping[id]
+}
+
+// markDropping registers a DROP in progress; the returned func ends it.
+func (s *Server) markDropping(id catalog.ObjectID) func() {
+	s.jobs.mu.Lock()
+	s.jobs.dropping[id] = true
+	s.jobs.mu.Unlock()
+	return func() {
+		s.jobs.mu.Lock()
+		delete(s.jobs.dropping, id)
+		s.jobs.mu.Unlock()
+	}
 }
 
 // purgeRelation removes a relation whose actors are not running from the
@@ -134,13 +237,7 @@ func (s *Server) purgeRelation(ctx context.Context, rel *catalog.Relation) error
 	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
 		return err
 	}
-	var tids []storage.TableID
-	for _, id := range rel.StateTables {
-		tids = append(tids, storage.TableID(id))
-	}
-	if len(tids) == 0 && rel.StateTable != 0 {
-		tids = append(tids, storage.TableID(rel.StateTable))
-	}
+	tids := relationStateTables(rel)
 	if len(tids) == 0 {
 		return nil
 	}
@@ -155,15 +252,36 @@ func (s *Server) parallelism() int {
 	return runtime.NumCPU()
 }
 
-// tableJobFor returns the running job of a table.
-func (s *Server) tableJobFor(rel *catalog.Relation) (*tableJob, error) {
-	s.jobs.mu.Lock()
-	defer s.jobs.mu.Unlock()
-	j := s.jobs.tables[rel.ID]
-	if j == nil {
-		return nil, sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "table %q is not available (recovering)", rel.Name)
+// recoveryWait bounds how long a write waits for its table to come back
+// from a recovery before failing.
+const recoveryWait = 10 * time.Second
+
+// tableJobFor returns the running job of a table. While the table's
+// database is recovering it waits (up to recoveryWait) for the rebuild.
+func (s *Server) tableJobFor(ctx context.Context, rel *catalog.Relation) (*tableJob, error) {
+	var deadline <-chan time.Time
+	for {
+		s.jobs.mu.Lock()
+		j := s.jobs.tables[rel.ID]
+		rebuilt, dropping := s.jobs.rebuilt, s.jobs.dropping[rel.ID]
+		s.jobs.mu.Unlock()
+		if j != nil {
+			return j, nil
+		}
+		if dropping {
+			return nil, sqlerr.Errorf(sqlerr.UndefinedTable, "table %q is being dropped", rel.Name)
+		}
+		if deadline == nil {
+			deadline = time.After(recoveryWait)
+		}
+		select {
+		case <-rebuilt:
+		case <-deadline:
+			return nil, sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "table %q is not available: its database is recovering", rel.Name)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	return j, nil
 }
 
 // write sends one statement's writes to the table's actor and waits until
@@ -171,7 +289,7 @@ func (s *Server) tableJobFor(rel *catalog.Relation) (*tableJob, error) {
 // with the current epoch). It returns the epoch the writes belong to.
 func (s *Server) write(ctx context.Context, rel *catalog.Relation, apply func(ctx context.Context, w *exec.TableWriter) error) (uint64, error) {
 	for {
-		j, err := s.tableJobFor(rel)
+		j, err := s.tableJobFor(ctx, rel)
 		if err != nil {
 			return 0, err
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -243,6 +244,7 @@ func (s *Server) viewEnv(rel *catalog.Relation, backfill bool, curr uint64) *str
 		Backfill:    backfill,
 
 		OverWindowCachePolicy: rel.Options["over_window_cache_policy"],
+		Group:                 uint64(rel.DatabaseID),
 	}
 }
 
@@ -323,44 +325,65 @@ func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr ui
 }
 
 // dropView stops a view's actors at a barrier, joins them, and only then
-// removes it from the catalog and unregisters its state tables (I3).
+// removes it from the catalog and unregisters its state tables (I3). It
+// works while the view's database is recovering or crash-looping: once
+// the drop is registered no rebuild brings the view back, and actors torn
+// down by a recovery were joined by it.
 func (s *Server) dropView(ctx context.Context, rel *catalog.Relation) error {
-	s.jobs.mu.Lock()
-	vj := s.jobs.views[rel.ID]
-	s.jobs.mu.Unlock()
-	if vj != nil {
-		stop := map[stream.ActorID]bool{}
-		for _, a := range vj.actors {
-			stop[a] = true
+	defer s.markDropping(rel.ID)()
+	if err := s.stopJob(ctx, rel, func() []stream.ActorID {
+		if vj := s.jobs.views[rel.ID]; vj != nil {
+			return vj.actors
 		}
-		if err := s.epochs.InjectMutation(ctx, &stream.Mutation{Stop: stop}, nil); err != nil {
-			return fmt.Errorf("drop materialized view %s: stop actors: %w", rel.Name, err)
-		}
-		if err := s.actors.StopActors(ctx, vj.actors); err != nil {
-			return fmt.Errorf("drop materialized view %s: join actors: %w", rel.Name, err)
-		}
-		s.jobs.mu.Lock()
-		if s.jobs.views[rel.ID] == vj {
-			delete(s.jobs.views, rel.ID)
-			close(vj.replaced)
-		}
-		s.jobs.mu.Unlock()
+		return nil
+	}); err != nil {
+		return fmt.Errorf("drop materialized view %s: %w", rel.Name, err)
 	}
 	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
 		return err
 	}
-	tids := make([]storage.TableID, len(rel.StateTables))
-	for i, id := range rel.StateTables {
-		tids[i] = storage.TableID(id)
-	}
-	if err := s.store.UnregisterTables(ctx, tids...); err != nil {
+	if err := s.store.UnregisterTables(ctx, relationStateTables(rel)...); err != nil {
 		return fmt.Errorf("drop materialized view %s: unregister state tables: %w", rel.Name, err)
 	}
 	return nil
 }
 
-// internalSession is a session used to re-plan a stored definition: the
-// view's own schema first on the search path.
+// stopJob stops and joins the running actors of a relation being dropped
+// (actors() lists them; it is called with s.jobs.mu held) and forgets its
+// job. A recovery that replaces the job meanwhile joins the old actors and
+// rebuilds nothing for it (the relation is marked dropping), so the loop
+// ends once no job runs.
+func (s *Server) stopJob(ctx context.Context, rel *catalog.Relation, actors func() []stream.ActorID) error {
+	for {
+		s.jobs.mu.Lock()
+		ids := actors()
+		s.jobs.mu.Unlock()
+		if len(ids) == 0 {
+			return nil
+		}
+		stop := map[stream.ActorID]bool{}
+		for _, a := range ids {
+			stop[a] = true
+		}
+		if err := s.epochs.InjectMutation(ctx, &stream.Mutation{Stop: stop}, nil); err != nil {
+			return fmt.Errorf("stop actors: %w", err)
+		}
+		if err := s.actors.StopActors(ctx, ids); err != nil {
+			return fmt.Errorf("join actors: %w", err)
+		}
+		s.jobs.mu.Lock()
+		if j := s.jobs.tables[rel.ID]; j != nil && slices.Contains(ids, j.actor) {
+			delete(s.jobs.tables, rel.ID)
+			close(j.replaced)
+		}
+		if vj := s.jobs.views[rel.ID]; vj != nil && len(vj.actors) > 0 && slices.Contains(ids, vj.actors[0]) {
+			delete(s.jobs.views, rel.ID)
+			close(vj.replaced)
+		}
+		s.jobs.mu.Unlock()
+	}
+}
+
 func (s *Server) internalSession(rel *catalog.Relation) *session {
 	ss := &session{s: s, settings: map[string]string{}}
 	for k, v := range settingDefaults {

@@ -93,7 +93,7 @@ type Server struct {
 // Serve.
 func Open(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.fill()
-	s := &Server{cfg: cfg, log: cfg.Logger, jobs: jobs{tables: map[catalog.ObjectID]*tableJob{}, views: map[catalog.ObjectID]*viewJob{}}}
+	s := &Server{cfg: cfg, log: cfg.Logger, jobs: jobs{tables: map[catalog.ObjectID]*tableJob{}, views: map[catalog.ObjectID]*viewJob{}, dropping: map[catalog.ObjectID]bool{}, rebuilt: make(chan struct{})}}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", cfg.DataDir, err)
 	}
@@ -120,6 +120,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		s.close()
 		return nil, err
 	}
+	s.store.SetTableGroup(s.tableGroup)
 	s.actors = stream.NewBarrierManager(s.log)
 	s.epochs = meta.NewBarrierLoop(s.log, cfg.BarrierInterval, s.actors, s.store)
 	s.epochs.SetRebuilder(s)

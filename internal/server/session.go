@@ -473,7 +473,7 @@ func (ss *session) flush(ctx context.Context) error {
 }
 
 func (ss *session) waitWritten(ctx context.Context, lo, hi uint64) error {
-	err := ss.s.epochs.WaitWritten(ctx, lo, hi)
+	err := ss.s.epochs.WaitWrittenIn(ctx, uint64(ss.db.ID), lo, hi)
 	if errors.Is(err, meta.ErrWritesDiscarded) {
 		return sqlerr.Wrap(err, sqlerr.SerializationFailure,
 			"writes of this session were rolled back by a recovery before they were committed; they are lost, retry them")

@@ -13,8 +13,11 @@ import (
 // Actor runs a chain of executors in one goroutine and sends its output to
 // a dispatcher.
 type Actor struct {
-	ID       ActorID
-	Job      string // the streaming job (table or view) the actor belongs to
+	ID  ActorID
+	Job string // the streaming job (table or view) the actor belongs to
+	// Group is the isolation group (the database) of the job: a failure
+	// resets and rebuilds only the actors of its group.
+	Group    uint64
 	Root     Executor
 	Dispatch Dispatcher
 
@@ -26,6 +29,7 @@ type Actor struct {
 type ActorFailure struct {
 	Actor ActorID
 	Job   string
+	Group uint64 // the actor's isolation group (set by the barrier manager)
 	Err   error
 	Stack string // set when the failure was a panic
 }

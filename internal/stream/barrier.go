@@ -114,8 +114,8 @@ func (m *BarrierManager) Inject(b *Barrier) (*Collection, error) {
 	return c, nil
 }
 
-// Wait blocks until the barrier is collected by every actor, an actor
-// fails, or ctx ends.
+// Wait blocks until the barrier is collected by every actor, the barrier
+// is aborted, or ctx ends.
 func (c *Collection) Wait(ctx context.Context) error {
 	select {
 	case <-c.done:
@@ -124,6 +124,12 @@ func (c *Collection) Wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// Done is closed when the barrier is collected or aborted (then Err is set).
+func (c *Collection) Done() <-chan struct{} { return c.done }
+
+// Err is why the barrier was aborted, after Done.
+func (c *Collection) Err() error { return c.err }
 
 // Collected implements Collector.
 func (m *BarrierManager) Collected(actor ActorID, b *Barrier) {
@@ -140,21 +146,79 @@ func (m *BarrierManager) Collected(actor ActorID, b *Barrier) {
 	}
 }
 
-// Failed implements Collector: the failure fails every in-flight barrier
-// and is reported to meta.
+// Failed implements Collector: the failure is reported to meta, which
+// resets the failed actor's group (ResetGroup) or everything (Reset). The
+// in-flight barriers keep waiting for the other actors. A failure of an
+// actor that was already reset is stale and dropped.
 func (m *BarrierManager) Failed(f *ActorFailure) {
-	m.log.Error("actor failed", "actor", f.Actor, "job", f.Job, "err", f.Err, "stack", f.Stack)
 	m.mu.Lock()
-	for curr, c := range m.inflight {
-		c.err = f
-		close(c.done)
-		delete(m.inflight, curr)
+	e, ok := m.actors[f.Actor]
+	if ok {
+		f.Group = e.actor.Group
 	}
 	m.mu.Unlock()
+	if !ok {
+		m.log.Debug("failure of an actor that was already reset", "actor", f.Actor, "job", f.Job, "err", f.Err)
+		return
+	}
+	m.log.Error("actor failed", "actor", f.Actor, "job", f.Job, "group", f.Group, "err", f.Err, "stack", f.Stack)
 	select {
 	case m.failures <- f:
-	default: // recovery is already pending; it handles every actor.
+	default:
+		// Too many failures queued for meta to handle one by one: abort
+		// every in-flight barrier, which makes meta recover everything.
+		m.mu.Lock()
+		for curr, c := range m.inflight {
+			c.err = f
+			close(c.done)
+			delete(m.inflight, curr)
+		}
+		m.mu.Unlock()
 	}
+}
+
+// Has reports whether actor id is registered (not reset or forgotten).
+func (m *BarrierManager) Has(id ActorID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.actors[id]
+	return ok
+}
+
+// ResetGroup aborts the actors of one isolation group and returns only
+// after each of their goroutines has exited (I3). The in-flight barriers
+// stop waiting for them and complete with the other groups' actors.
+func (m *BarrierManager) ResetGroup(ctx context.Context, group uint64) error {
+	m.mu.Lock()
+	var entries []*actorEntry
+	for id, e := range m.actors {
+		if e.actor.Group != group {
+			continue
+		}
+		e.cancel()
+		entries = append(entries, e)
+		delete(m.actors, id)
+		for _, c := range m.inflight {
+			delete(c.remaining, id)
+		}
+	}
+	for curr, c := range m.inflight {
+		if len(c.remaining) == 0 {
+			close(c.done)
+			delete(m.inflight, curr)
+		}
+	}
+	m.mu.Unlock()
+	start := time.Now()
+	for _, e := range entries {
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			return fmt.Errorf("reset of group %d: actor %d of %s did not exit: %w", group, e.actor.ID, e.actor.Job, ctx.Err())
+		}
+	}
+	m.log.Info("actors of one group reset", "group", group, "actors", len(entries), "took", time.Since(start))
+	return nil
 }
 
 // Reset aborts every actor and returns only after every actor goroutine has

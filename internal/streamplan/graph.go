@@ -65,6 +65,8 @@ type Env struct {
 	// OverWindowCachePolicy is over_window_cache_policy: "full" (default)
 	// or "recent" (see exec.OverWindowCachePolicy).
 	OverWindowCachePolicy string
+	// Group is the isolation group (database) of the job's actors.
+	Group uint64
 }
 
 // Job is an instantiated streaming job, ready to spawn.
@@ -311,7 +313,7 @@ func (g *graphBuilder) fragment(n *Node, parent *fragment) (*fragment, error) {
 		if err != nil {
 			return nil, err
 		}
-		actor := &stream.Actor{ID: a, Job: g.env.Name, Root: ex}
+		actor := &stream.Actor{ID: a, Job: g.env.Name, Group: g.env.Group, Root: ex}
 		g.job.Actors = append(g.job.Actors, actor)
 		if n.Op == OpMaterialize {
 			d := &stream.BroadcastDispatcher{Upstream: a}
