@@ -89,12 +89,15 @@ type OverWindow struct {
 	lru       *list.List
 	cacheRows int
 	bounded   bool // every call's reach is bounded (recent policy can load ranges)
+	hasRange  bool // some call has a RANGE offset frame (reachRange)
 	reach     int  // bound on rows/peer groups to load each side of a change
 
-	dels output
-	out  output
-	q    queue
-	buf  []byte
+	dels    output
+	out     output
+	q       queue
+	buf     []byte
+	scratch types.Row     // a stored row being written
+	slab    []types.Datum // free space for output rows (outRow)
 }
 
 // OverWindowCall is one window function call over input columns.
@@ -205,8 +208,9 @@ type owReach uint8
 const (
 	reachFrame   owReach = iota // aggregates, first/last/nth_value
 	reachToEnd                  // row_number, rank, dense_rank
-	reachAll                    // percent_rank, cume_dist, ntile, RANGE offsets, varying lag/lead
+	reachAll                    // percent_rank, cume_dist, ntile, varying lag/lead
 	reachLagLead                // lag/lead with a constant offset
+	reachRange                  // aggregates and values over RANGE frames with an offset
 )
 
 type owRow struct {
@@ -334,8 +338,9 @@ func NewOverWindow(input stream.Executor, partition []int, order []ColumnOrder, 
 		w.calls = append(w.calls, rt)
 		w.schema = append(w.schema, c.Func.ResultType)
 		switch rt.kind {
-		case reachAll, reachToEnd:
+		case reachAll, reachToEnd, reachRange:
 			w.bounded = false
+			w.hasRange = w.hasRange || rt.kind == reachRange
 		case reachLagLead:
 			w.reach = max(w.reach, int(2*abs64(rt.ConstOffset)+2))
 		case reachFrame:
@@ -411,8 +416,9 @@ func classifyWindowCall(c OverWindowCall, nOrder int) (overWindowCall, error) {
 	hasOffset := f.Start.Kind == expr.OffsetPreceding || f.Start.Kind == expr.OffsetFollowing ||
 		f.End.Kind == expr.OffsetPreceding || f.End.Kind == expr.OffsetFollowing
 	if f.Mode == expr.FrameRange && hasOffset {
-		// The reach of a RANGE offset depends on the key values.
-		rt.kind = reachAll
+		// The reach of a RANGE offset depends on the key values: the rows
+		// it affects are found by key (affectedRange).
+		rt.kind = reachRange
 		return rt, nil
 	}
 	var err error
@@ -490,8 +496,13 @@ func (w *OverWindow) Next(ctx context.Context) (stream.Message, error) {
 
 // stored extends an input row with its NULLS FIRST flags.
 func (w *OverWindow) stored(row types.Row) types.Row {
-	out := make(types.Row, w.nIn, w.nStored+len(w.calls))
-	copy(out, row[:w.nIn])
+	return w.appendStored(make(types.Row, 0, w.nStored+len(w.calls)), row)
+}
+
+// appendStored appends row's stored form (input and NULLS FIRST flags) to
+// dst.
+func (w *OverWindow) appendStored(dst, row types.Row) types.Row {
+	out := append(dst, row[:w.nIn]...)
 	for _, o := range w.order {
 		if o.NullsFirst {
 			out = append(out, types.DBool(row[o.Col].IsNull()))
@@ -526,7 +537,9 @@ func (w *OverWindow) buffer(ctx context.Context, c *types.Chunk) error {
 			w.pending[ks] = p
 			w.porder = append(w.porder, ks)
 		}
-		key := string(w.table.EncodeKey(nil, w.stored(row)))
+		w.scratch = w.appendStored(w.scratch[:0], row)
+		w.buf = w.table.EncodeKey(w.buf[:0], w.scratch)
+		key := string(w.buf)
 		p.ops = append(p.ops, owOp{insert: c.Ops[i].IsInsert(), row: row[:w.nIn:w.nIn], key: key})
 		w.nPending++
 	}
@@ -680,6 +693,14 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 	}
 	var changed []change // positions of inserted/replaced rows, ascending
 	var marks []int      // positions whose window inputs changed (gaps: both neighbours)
+	// okeys are the ORDER BY values of the changed rows, deleted ones
+	// included (RANGE offset frames find their affected rows by key).
+	var okeys []types.Datum
+	okeyOf := func(in types.Row) {
+		if w.hasRange {
+			okeys = append(okeys, in[w.order[0].Col])
+		}
+	}
 	ei := 0
 	for i := 0; i <= len(s.rows); i++ {
 		// effects whose key sorts before s.rows[i]
@@ -693,11 +714,13 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 					w.opts.Stats.RowsEmitted.Add(1)
 					w.table.DeleteKey(e.key)
 					marks = append(marks, len(rows)-1, len(rows))
+					okeyOf(e.old.in)
 				} else {
 					nr := &owRow{key: e.key, okey: w.orderKey(e.newIn), in: e.newIn, out: e.old.out}
 					changed = append(changed, change{pos: len(rows), old: e.old})
 					if w.windowInputsDiffer(e.old.in, e.newIn) {
 						marks = append(marks, len(rows))
+						okeyOf(e.newIn)
 					}
 					rows = append(rows, nr)
 				}
@@ -707,6 +730,7 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 			nr := &owRow{key: e.key, okey: w.orderKey(e.newIn), in: e.newIn}
 			changed = append(changed, change{pos: len(rows)})
 			marks = append(marks, len(rows))
+			okeyOf(e.newIn)
 			rows = append(rows, nr)
 		}
 		if i < len(s.rows) {
@@ -743,7 +767,10 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 	perCall := make([][]owInterval, len(w.calls))
 	var union []owInterval
 	for ci := range w.calls {
-		iv := w.affected(ns, pg, &w.calls[ci], marks)
+		iv, err := w.affected(ns, pg, &w.calls[ci], marks, okeys)
+		if err != nil {
+			return nil, err
+		}
 		perCall[ci] = iv
 		union = append(union, iv...)
 	}
@@ -755,18 +782,26 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 	newOut := make([][][]types.Datum, len(union))
 	for ui, u := range union {
 		newOut[ui] = make([][]types.Datum, u.hi-u.lo)
+		nc := len(w.calls)
+		var slab []types.Datum
 		for j := u.lo; j < u.hi; j++ {
 			if err := tk.tick(ctx); err != nil {
 				return nil, err
 			}
-			o := make([]types.Datum, len(w.calls))
+			// the new outputs become the cached row's: slabs of
+			// owSlabRows rows, as outRow
+			if len(slab) < nc {
+				slab = make([]types.Datum, nc*min(owSlabRows, u.hi-j))
+			}
+			o := slab[:nc:nc]
+			slab = slab[nc:]
 			copy(o, rows[j].out)
 			newOut[ui][j-u.lo] = o
 		}
 	}
 	for ci := range w.calls {
 		for _, iv := range perCall[ci] {
-			res, err := w.compute(ctx, ns, pg, &w.calls[ci], iv)
+			res, err := w.compute(ctx, ns, pg, ci, iv)
 			if err != nil {
 				return nil, err
 			}
@@ -825,9 +860,10 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 				w.out.update(w.outRow(prevIn, prevOut), w.outRow(r.in, no))
 			}
 			w.opts.Stats.RowsEmitted.Add(1)
-			st := w.stored(r.in)
-			st = append(st, no...)
-			w.table.InsertKey(r.key, st)
+			// InsertKey encodes the row at once: one scratch row serves
+			// every write.
+			w.scratch = append(w.appendStored(w.scratch[:0], r.in), no...)
+			w.table.InsertKey(r.key, w.scratch)
 		}
 	}
 	return ns, nil
@@ -856,11 +892,24 @@ func (w *OverWindow) windowInputsDiffer(a, b types.Row) bool {
 	return false
 }
 
+// outRow builds an output row (input ++ outputs). Rows are carved from
+// a shared slab: one allocation serves owSlabRows rows, each capped so
+// that appending to one cannot reach the next.
 func (w *OverWindow) outRow(in types.Row, out []types.Datum) types.Row {
-	r := make(types.Row, 0, len(in)+len(out))
+	n := len(in) + len(out)
+	if len(w.slab) < n {
+		w.slab = make([]types.Datum, n*owSlabRows)
+	}
+	r := w.slab[:0:n]
+	w.slab = w.slab[n:]
 	r = append(r, in...)
 	return append(r, out...)
 }
+
+// owSlabRows is how many output rows (or rows of outputs) one allocation
+// holds: large enough to amortise the allocation, small enough that a
+// slab kept alive by one row wastes little.
+const owSlabRows = 256
 
 // owSame is sameRow without its per-value String: only a numeric's
 // representation (scale) can differ between equal values.
@@ -1005,23 +1054,28 @@ func clampInt(x int64, lo, hi int) int {
 // affected returns the positions of the segment whose outputs of call c
 // can change, given the positions marks whose window inputs changed. For
 // a frame call in group mode the peer groups are built (applySegment).
-func (w *OverWindow) affected(s *owSegment, pg *owPeers, c *overWindowCall, marks []int) []owInterval {
+func (w *OverWindow) affected(s *owSegment, pg *owPeers, c *overWindowCall, marks []int, okeys []types.Datum) ([]owInterval, error) {
 	n := len(s.rows)
-	if len(marks) == 0 {
-		return nil
+	if len(marks) == 0 && len(okeys) == 0 {
+		return nil, nil
 	}
 	switch c.kind {
 	case reachAll:
-		return []owInterval{{0, n}}
+		return []owInterval{{0, n}}, nil
 	case reachToEnd:
-		return []owInterval{{pg.peerStart(marks[0]), n}}
+		if len(marks) == 0 {
+			return nil, nil
+		}
+		return []owInterval{{pg.peerStart(marks[0]), n}}, nil
 	case reachLagLead:
 		k := abs64(c.ConstOffset)
 		var out []owInterval
 		for _, m := range marks {
 			out = append(out, owInterval{clampInt(int64(m)-k-1, 0, n), clampInt(int64(m)+k+2, 0, n)})
 		}
-		return mergeIntervals(out)
+		return mergeIntervals(out), nil
+	case reachRange:
+		return w.affectedRange(s, c, marks, okeys)
 	}
 	var out []owInterval
 	for _, m := range marks {
@@ -1060,19 +1114,197 @@ func (w *OverWindow) affected(s *owSegment, pg *owPeers, c *overWindowCall, mark
 			break
 		}
 	}
-	return mergeIntervals(out)
+	return mergeIntervals(out), nil
+}
+
+// rangeFrameEdge returns the start (first row) or end (one past the last
+// row) of row j's RANGE offset frame, by key, as expr computes it.
+func (w *OverWindow) rangeFrameEdge(s *owSegment, pg *owPeers, c *overWindowCall, j int, start bool) (int, error) {
+	b := c.Frame.End
+	if start {
+		b = c.Frame.Start
+	}
+	switch {
+	case b.Kind == expr.UnboundedPreceding:
+		return 0, nil
+	case b.Kind == expr.UnboundedFollowing:
+		return len(s.rows), nil
+	}
+	x := s.rows[j].in[w.order[0].Col]
+	if b.Kind == expr.CurrentRow || x.IsNull() {
+		// a NULL key's frame is its peer group
+		if start {
+			return pg.peerStart(j), nil
+		}
+		return pg.peerEnd(j), nil
+	}
+	t, err := w.rangeMove(x, b.Offset, b.Kind == expr.OffsetFollowing)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %s: %w", w.Identity(), c.Func.Name, err)
+	}
+	return w.rangeSearch(s.rows, t, false, !start), nil
+}
+
+// rangeMove returns x moved by off toward the end of the sort order
+// (towardEnd) or toward its start.
+func (w *OverWindow) rangeMove(x, off types.Datum, towardEnd bool) (types.Datum, error) {
+	return expr.RangeFrameTarget(w.ec, x, off, towardEnd != w.order[0].Desc)
+}
+
+// rangeNonNull returns the positions [lo, hi) of the rows whose (single)
+// ORDER BY key is not NULL.
+func (w *OverWindow) rangeNonNull(rows []*owRow) (int, int) {
+	o := w.order[0]
+	n := len(rows)
+	if o.NullsFirst {
+		return sort.Search(n, func(j int) bool { return !rows[j].in[o.Col].IsNull() }), n
+	}
+	return 0, sort.Search(n, func(j int) bool { return rows[j].in[o.Col].IsNull() })
+}
+
+// rangeSearch returns the first row with a non-NULL key at or after
+// target in sort order (strict: after); raw: target is a key itself,
+// not a RangeFrameTarget result.
+func (w *OverWindow) rangeSearch(rows []*owRow, target types.Datum, raw, strict bool) int {
+	o := w.order[0]
+	nlo, nhi := w.rangeNonNull(rows)
+	return nlo + sort.Search(nhi-nlo, func(k int) bool {
+		key := rows[nlo+k].in[o.Col]
+		var cmp int
+		if raw {
+			cmp = types.Compare(key, target)
+		} else {
+			cmp = expr.CompareRangeFrameKey(key, target)
+		}
+		if o.Desc {
+			cmp = -cmp
+		}
+		if strict {
+			return cmp > 0
+		}
+		return cmp >= 0
+	})
+}
+
+// affectedRange finds the rows whose RANGE offset frame holds one of the
+// changed keys (x). In sort order a row's frame is the keys between
+// start(key) and end(key), both monotone in the row's key, so the rows
+// holding x are those whose key lies between x moved back by the end
+// offset and x moved forward by the start offset:
+//
+//	RANGE BETWEEN 3 PRECEDING AND 2 FOLLOWING, x = 10 (ASC):
+//	rows with keys 8 .. 13 (the frame of 8 is 5..10, of 13 is 10..16)
+//
+// A NULL key's frame is its peer group (the NULLs), widened by an
+// unbounded side to the partition's edge; a changed NULL key or a frame
+// with an unbounded side adds the NULL rows. The changed rows themselves
+// (marks) are always recomputed.
+func (w *OverWindow) affectedRange(s *owSegment, c *overWindowCall, marks []int, okeys []types.Datum) ([]owInterval, error) {
+	rows := s.rows
+	n := len(rows)
+	nlo, nhi := w.rangeNonNull(rows)
+	f := c.Frame
+	unbounded := f.Start.Kind == expr.UnboundedPreceding || f.End.Kind == expr.UnboundedFollowing
+	var out []owInterval
+	for _, m := range marks {
+		out = append(out, owInterval{m, m + 1})
+	}
+	nullsAdded := false
+	move, first := w.rangeMove, func(t types.Datum, raw, strict bool) int { return w.rangeSearch(rows, t, raw, strict) }
+	for _, x := range okeys {
+		if x.IsNull() || (unbounded && !nullsAdded) {
+			if x.IsNull() && unbounded {
+				return []owInterval{{0, n}}, nil
+			}
+			if nlo > 0 {
+				out = append(out, owInterval{0, nlo})
+			}
+			if nhi < n {
+				out = append(out, owInterval{nhi, n})
+			}
+			nullsAdded = true
+			if x.IsNull() {
+				continue
+			}
+		}
+		// a: the first row whose frame end reaches x
+		var a int
+		switch f.End.Kind {
+		case expr.UnboundedFollowing:
+			a = nlo
+		case expr.CurrentRow:
+			a = first(x, true, false)
+		default:
+			t, err := move(x, f.End.Offset, f.End.Kind == expr.OffsetPreceding)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", w.Identity(), c.Func.Name, err)
+			}
+			a = first(t, false, false)
+		}
+		// b: one past the last row whose frame start is at or before x
+		var b int
+		switch f.Start.Kind {
+		case expr.UnboundedPreceding:
+			b = nhi
+		case expr.CurrentRow:
+			b = first(x, true, true)
+		default:
+			t, err := move(x, f.Start.Offset, f.Start.Kind == expr.OffsetPreceding)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", w.Identity(), c.Func.Name, err)
+			}
+			b = first(t, false, true)
+		}
+		if a < b {
+			out = append(out, owInterval{a, b})
+		}
+	}
+	return mergeIntervals(out), nil
 }
 
 // compute runs the kernel for positions iv of the segment over the
 // smallest slice holding their frames.
-func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, c *overWindowCall, iv owInterval) ([]types.Datum, error) {
+func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, ci int, iv owInterval) ([]types.Datum, error) {
+	c := &w.calls[ci]
 	n := len(s.rows)
 	var lo, hi int
+	// base is added to every output of a ranking function computed over a
+	// slice starting after the partition's start.
+	var base int64
 	switch c.kind {
-	case reachAll, reachToEnd:
+	case reachAll, reachToEnd, reachRange:
 		lo, hi = 0, n
 		if !s.atStart || !s.atEnd {
 			return nil, fmt.Errorf("%s: internal error: %s needs the whole partition", w.Identity(), c.Func.Name)
+		}
+		if c.kind == reachRange {
+			// frames are monotone: those of iv lie between the first
+			// row's frame start and the last row's frame end
+			var err error
+			if lo, err = w.rangeFrameEdge(s, pg, c, iv.lo, true); err != nil {
+				return nil, err
+			}
+			if hi, err = w.rangeFrameEdge(s, pg, c, iv.hi-1, false); err != nil {
+				return nil, err
+			}
+			lo = pg.peerStart(min(lo, iv.lo))
+			hi = pg.peerEnd(max(hi, iv.hi) - 1)
+		}
+		if c.kind == reachToEnd && iv.lo > 0 && iv.hi == n {
+			// row_number / rank / dense_rank of the rows from a peer
+			// group's start (affected) to the end: the rows before keep
+			// their outputs, so the slice starts at iv.lo and the outputs
+			// are shifted by what precedes it: its position (row_number,
+			// rank) or the dense rank of the row before it (unchanged:
+			// it lies before every change).
+			switch c.Func.Name {
+			case "row_number", "rank":
+				lo, base = iv.lo, int64(iv.lo)
+			case "dense_rank":
+				if prev := s.rows[iv.lo-1].out[ci]; !prev.IsNull() && prev.Kind() == types.KindInt64 {
+					lo, base = iv.lo, prev.Int()
+				}
+			}
 		}
 	case reachLagLead:
 		k := abs64(c.ConstOffset)
@@ -1124,6 +1356,11 @@ func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, c *
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("%s: %s: %w", w.Identity(), c.Func.Name, err)
+	}
+	if base != 0 {
+		for i, v := range out {
+			out[i] = types.DInt64(v.Int() + base)
+		}
 	}
 	return out, nil
 }

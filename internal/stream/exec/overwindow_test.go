@@ -111,6 +111,14 @@ var owUnboundedCalls = []owCallSpec{
 	{name: "last_value", args: []int{3}, frame: expr.Frame{Mode: expr.FrameRange, Start: cur, End: unbFol}},
 	{name: "bool_and", args: []int{4}, frame: rowsFrame(unbPre, foll(1))},
 	{name: "count", frame: expr.Frame{Mode: expr.FrameRows, Start: prec(1), End: unbFol, Exclude: expr.ExcludeTies}},
+	// RANGE offsets: the affected rows are found by key (affectedRange)
+	{name: "sum", args: []int{3}, frame: expr.Frame{Mode: expr.FrameRange, Start: prec(3), End: foll(2)}},
+	{name: "count", frame: expr.Frame{Mode: expr.FrameRange, Start: foll(1), End: foll(3), Exclude: expr.ExcludeCurrentRow}},
+	{name: "max", args: []int{3}, frame: expr.Frame{Mode: expr.FrameRange, Start: unbPre, End: prec(2)}},
+	{name: "avg", args: []int{3}, frame: expr.Frame{Mode: expr.FrameRange, Start: foll(2), End: unbFol, Exclude: expr.ExcludeGroup}},
+	{name: "first_value", args: []int{3}, frame: expr.Frame{Mode: expr.FrameRange, Start: prec(5), End: prec(1)}},
+	{name: "nth_value", args: []int{3, 5}, frame: expr.Frame{Mode: expr.FrameRange, Start: prec(4), End: cur, Exclude: expr.ExcludeTies}},
+	{name: "bool_or", args: []int{4}, frame: expr.Frame{Mode: expr.FrameRange, Start: cur, End: foll(4)}},
 }
 
 func owCompare(order []ColumnOrder) func(a, b types.Row) int {
@@ -728,5 +736,121 @@ func TestOverWindowCacheBound(t *testing.T) {
 	drain(t, ctx, ow, nil)
 	if ow.cacheRows != 0 || len(ow.cache) != 0 || ow.lru.Len() != 0 {
 		t.Fatalf("cache holds %d rows in %d partitions after every row was deleted", ow.cacheRows, len(ow.cache))
+	}
+}
+
+// TestOverWindowRecomputeBoundsByKind checks, per kind of call, how many
+// rows a change recomputes in a 10,000-row partition (o = 2, 4, ...,
+// 20000; v = 3), and how large a slice the kernel is given: a change at
+// position 9,000 (insert o = 18001, delete o = 18002, or an order key
+// update moving o = 202 there).
+//
+//   - row_number / rank / dense_rank: the rows from the change to the end
+//     change, the rows before it must not be recomputed (nor handed to
+//     the kernel).
+//   - percent_rank / cume_dist / ntile: depend on the partition's size;
+//     an insert or delete changes every row (an order key move keeps the
+//     size, but is still recomputed whole).
+//   - RANGE offset frames: only the rows whose key range holds the
+//     changed key.
+//   - lag with a constant offset: the neighbours.
+func TestOverWindowRecomputeBoundsByKind(t *testing.T) {
+	const n = 10_000
+	ts := []types.Type{types.Int32, types.Int32, types.Int32} // (p, o, v), pk o
+	r := func(o int32) types.Row { return types.Row{types.DInt32(0), types.DInt32(o), types.DInt32(3)} }
+	call := func(name string, args []int, frame expr.Frame) OverWindowCall {
+		var at []types.Type
+		for range args {
+			at = append(at, types.Int32)
+		}
+		fn, err := expr.LookupWindowFunc(name, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := OverWindowCall{Func: fn, Args: args, Filter: NoColumn, Frame: frame}
+		if name == "lag" || name == "lead" {
+			c.ConstOffset, c.OffsetConst = 1, true
+		}
+		return c
+	}
+	rangeFrame := func(s, e expr.FrameBound) expr.Frame { return expr.Frame{Mode: expr.FrameRange, Start: s, End: e} }
+	changes := []struct {
+		name string
+		c    *types.Chunk
+		// rows from the first change to the end (after the change)
+		tail int64
+		points int64 // change positions
+	}{
+		{"insert", chunk(types.OpInsert, r(18001)), n - 9000 + 1, 1},
+		{"delete", chunk(types.OpDelete, r(18002)), n - 9000 - 1, 1},
+		{"order-key-update", chunk(types.OpUpdateDelete, r(202), types.OpUpdateInsert, r(18003)), n - 100, 2},
+	}
+	cases := []struct {
+		name string
+		call OverWindowCall
+		// max rows recomputed and max kernel slice, from the change's tail
+		// (rows from the first change to the end) and its change points
+		max func(tail, points int64) int64
+	}{
+		{"row_number", call("row_number", nil, expr.DefaultFrame()), func(tail, _ int64) int64 { return tail + 2 }},
+		{"rank", call("rank", nil, expr.DefaultFrame()), func(tail, _ int64) int64 { return tail + 2 }},
+		{"dense_rank", call("dense_rank", nil, expr.DefaultFrame()), func(tail, _ int64) int64 { return tail + 2 }},
+		{"percent_rank", call("percent_rank", nil, expr.DefaultFrame()), func(_, _ int64) int64 { return n + 1 }},
+		{"cume_dist", call("cume_dist", nil, expr.DefaultFrame()), func(_, _ int64) int64 { return n + 1 }},
+		{"ntile", call("ntile", []int{2}, expr.DefaultFrame()), func(_, _ int64) int64 { return n + 1 }},
+		// keys 2 apart: a key range of 20 holds 11 rows
+		{"sum-range-10-preceding-10-following", call("sum", []int{2}, rangeFrame(prec(10), foll(10))), func(_, p int64) int64 { return 12 * p }},
+		{"max-range-4-following-20-following", call("max", []int{2}, rangeFrame(foll(4), foll(20))), func(_, p int64) int64 { return 12 * p }},
+		{"lag", call("lag", []int{2}, expr.DefaultFrame()), func(_, p int64) int64 { return 6 * p }},
+	}
+	for _, tc := range cases {
+		for _, ch := range changes {
+			t.Run(tc.name+"/"+ch.name, func(t *testing.T) {
+				h := newHarness(t)
+				ctx := context.Background()
+				src := newSource("t", ts...)
+				calls := []OverWindowCall{tc.call}
+				order := []ColumnOrder{{Col: 1}}
+				st := h.table(OverWindowStateSchema("ow", ts, []int{0}, order, []int{1}, calls))
+				stats := &OverWindowStats{}
+				var slice int
+				var recording bool
+				hook := func(point string, rows int) {
+					if point == "compute" && recording {
+						slice = max(slice, rows)
+					}
+				}
+				ow, err := NewOverWindow(src, []int{0}, order, []int{1}, calls, st, OverWindowOptions{Strict: true, Stats: stats, TestHook: hook})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := &types.Chunk{}
+				for o := int32(1); o <= n; o++ {
+					c.Append(types.OpInsert, r(2*o))
+				}
+				src.push(c)
+				src.pushBarrier(h.barrier())
+				v := newView()
+				drain(t, ctx, ow, v)
+				before := stats.RowsRecomputed.Load()
+				recording = true
+				src.push(ch.c)
+				src.pushBarrier(h.barrier())
+				drain(t, ctx, ow, v)
+				got := stats.RowsRecomputed.Load() - before
+				bound := tc.max(ch.tail, ch.points)
+				t.Logf("%d rows recomputed, kernel slice of %d rows (bound %d)", got, slice, bound)
+				if got > bound {
+					t.Fatalf("recomputed %d rows; want at most %d", got, bound)
+				}
+				// the slice adds the frames of the rows at its edges
+				if int64(slice) > 2*bound {
+					t.Fatalf("the kernel got a slice of %d rows; want at most %d", slice, 2*bound)
+				}
+				if got == 0 {
+					t.Fatalf("nothing recomputed")
+				}
+			})
+		}
 	}
 }
