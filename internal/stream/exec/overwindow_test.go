@@ -778,7 +778,7 @@ func TestOverWindowRecomputeBoundsByKind(t *testing.T) {
 		name string
 		c    *types.Chunk
 		// rows from the first change to the end (after the change)
-		tail int64
+		tail   int64
 		points int64 // change positions
 	}{
 		{"insert", chunk(types.OpInsert, r(18001)), n - 9000 + 1, 1},
