@@ -2,11 +2,7 @@ package tests
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runneldb/runnel/internal/pgwire"
-	"github.com/runneldb/runnel/internal/server"
 	"github.com/runneldb/runnel/internal/slt"
 	"github.com/runneldb/runnel/internal/testutil/pgtest"
+	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -77,35 +72,11 @@ func sltFiles(t *testing.T, withKnownBugs bool) []string {
 // postgres:// URL of database dev.
 func startServer(t *testing.T) string {
 	t.Helper()
-	logOut := io.Discard
+	var opts []servertest.Option
 	if os.Getenv("RUNNEL_SLT_SERVER_LOG") != "" {
-		logOut = os.Stderr
+		opts = append(opts, servertest.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
 	}
-	srv, err := server.Open(context.Background(), server.Config{
-		DataDir:         t.TempDir(),
-		BarrierInterval: 50 * time.Millisecond,
-		Parallelism:     2,
-		Logger:          slog.New(slog.NewTextHandler(logOut, nil)),
-	})
-	if err != nil {
-		t.Fatalf("open runnel server: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		srv.Close()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("close runnel server: %v", err)
-		}
-		if err := <-done; err != nil && !errors.Is(err, pgwire.ErrServerClosed) {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return fmt.Sprintf("postgres://root@%s/dev?sslmode=disable", ln.Addr())
+	return servertest.Start(t, opts...).URL()
 }
 
 // runFile runs one file against url and reports each failure at its

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/runneldb/runnel/internal/testutil/pgtest"
+	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -127,7 +128,7 @@ func TestSIGKILLUnderLoad(t *testing.T) {
 	// Clean stop under load: SIGTERM must exit 0 and lose nothing
 	// acknowledged.
 	r.load(p, 300*time.Millisecond+time.Duration(r.rng.Int63n(int64(700*time.Millisecond))), syscall.SIGTERM)
-	if err := exitedCleanly(p.waitErr); err != nil {
+	if err := exitedCleanly(p.WaitErr()); err != nil {
 		t.Errorf("SIGTERM under load: %v", err)
 	}
 	p = r.start()
@@ -313,26 +314,7 @@ func (r *crashRun) readTables(conn *pgx.Conn) (map[int64]acctRow, map[int64]evRo
 // text values joined by "|", sorted.
 func queryText(t *testing.T, conn *pgx.Conn, sql string) []string {
 	t.Helper()
-	rows, err := conn.Query(context.Background(), sql, pgx.QueryExecModeSimpleProtocol)
-	if err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var vals []string
-		for _, v := range rows.RawValues() {
-			if v == nil {
-				vals = append(vals, "NULL")
-			} else {
-				vals = append(vals, string(v))
-			}
-		}
-		out = append(out, strings.Join(vals, "|"))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	out := servertest.QueryText(t, conn, sql)
 	slices.Sort(out)
 	return out
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -18,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/runneldb/runnel/internal/server"
 	"github.com/runneldb/runnel/internal/testutil/pgtest"
+	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -28,50 +27,12 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // is a bug worth a clear failure rather than a test-binary timeout.
 const stmtTimeout = 60 * time.Second
 
-// closeTimeout bounds Server.Close in test cleanup.
-const closeTimeout = 30 * time.Second
-
 // runnel is a Runnel server on a loopback port with its own data directory.
-type runnel struct {
-	srv  *server.Server
-	addr string
-	done chan error
-}
+type runnel struct{ *servertest.Server }
 
 func startRunnel(t testing.TB) *runnel {
 	t.Helper()
-	srv, err := server.Open(context.Background(), server.Config{
-		DataDir:         t.TempDir(),
-		BarrierInterval: 50 * time.Millisecond,
-		Parallelism:     2,
-		Logger:          serverLogger(),
-	})
-	if err != nil {
-		t.Fatalf("open runnel server: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		srv.Close()
-		t.Fatal(err)
-	}
-	r := &runnel{srv: srv, addr: ln.Addr().String(), done: make(chan error, 1)}
-	go func() { r.done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		// A server whose barrier never completes cannot close; report it
-		// instead of hanging the test binary (the goroutine leaks).
-		closed := make(chan struct{})
-		go func() {
-			r.srv.Close()
-			<-r.done
-			close(closed)
-		}()
-		select {
-		case <-closed:
-		case <-time.After(closeTimeout):
-			t.Errorf("runnel server did not close within %v (a barrier is stuck?)", closeTimeout)
-		}
-	})
-	return r
+	return &runnel{servertest.Start(t, servertest.WithLogger(serverLogger()))}
 }
 
 // serverLogger discards the server's log unless RUNNEL_DIFF_LOG is set
@@ -83,20 +44,11 @@ func serverLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func (r *runnel) url() string {
-	return fmt.Sprintf("postgres://root@%s/dev?sslmode=disable", r.addr)
-}
+func (r *runnel) url() string { return r.URL() }
 
 func connect(t testing.TB, url string) *pgx.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatalf("connect %s: %v", url, err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
+	return servertest.Connect(t, url)
 }
 
 // pair is one Runnel session and one PostgreSQL session that receive the

@@ -1,97 +1,38 @@
 package overwindowtest
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand"
-	"net"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/runneldb/runnel/internal/server"
 	"github.com/runneldb/runnel/internal/testutil/pgtest"
+	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
 func startServer(t *testing.T) string {
 	t.Helper()
-	srv, err := server.Open(context.Background(), server.Config{
-		DataDir:         t.TempDir(),
-		BarrierInterval: 50 * time.Millisecond,
-		Parallelism:     2,
-		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatalf("open server: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
-	return fmt.Sprintf("postgres://root@%s/dev?sslmode=disable", ln.Addr())
+	return servertest.Start(t).URL()
 }
 
 func connect(t *testing.T, url string) *pgx.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatalf("connect %s: %v", url, err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
+	return servertest.Connect(t, url)
 }
 
 func exec(t *testing.T, conn *pgx.Conn, sql string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	if _, err := conn.Exec(ctx, sql, pgx.QueryExecModeSimpleProtocol); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	servertest.Exec(t, conn, sql, pgx.QueryExecModeSimpleProtocol)
 }
 
 // query returns the rows as text (simple protocol), one string per row.
 func query(t *testing.T, conn *pgx.Conn, sql string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	rows, err := conn.Query(ctx, sql, pgx.QueryExecModeSimpleProtocol)
-	if err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		vals := rows.RawValues()
-		parts := make([]string, len(vals))
-		for i, v := range vals {
-			if v == nil {
-				parts[i] = "NULL"
-			} else {
-				parts[i] = string(v)
-			}
-		}
-		out = append(out, strings.Join(parts, "|"))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return out
+	return servertest.QueryText(t, conn, sql)
 }
 
 func compare(t *testing.T, what string, got, want []string) {

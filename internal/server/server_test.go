@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -14,16 +13,19 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/testutil/wiretest"
 )
 
 // testServer is a real Runnel server on a loopback port with its own data
-// directory.
+// directory. Tests outside this package use internal/testutil/servertest;
+// this package's tests cannot (it imports this package), so they share its
+// client half, wiretest, and keep this thin wrapper for unexported access.
 type testServer struct {
+	*wiretest.Served
 	t       testing.TB
 	dataDir string
 	srv     *Server
 	addr    string
-	done    chan error
 }
 
 func startTestServer(t testing.TB, dataDir string) *testServer {
@@ -39,73 +41,34 @@ func startTestServer(t testing.TB, dataDir string) *testServer {
 	if err != nil {
 		t.Fatalf("open server: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := &testServer{t: t, dataDir: dataDir, srv: srv, addr: ln.Addr().String(), done: make(chan error, 1)}
-	go func() { ts.done <- srv.Serve(ln) }()
-	t.Cleanup(ts.stop)
-	return ts
+	served := wiretest.Serve(t, srv)
+	return &testServer{Served: served, t: t, dataDir: dataDir, srv: srv, addr: served.Addr}
 }
 
+// stop closes the server (the data directory stays for a restart).
 func (ts *testServer) stop() {
-	if ts.srv == nil {
-		return
+	if err := ts.Stop(); err != nil {
+		ts.t.Fatalf("stop server: %v", err)
 	}
-	ts.srv.Close()
-	<-ts.done
-	ts.srv = nil
 }
 
-func (ts *testServer) url() string {
-	return fmt.Sprintf("postgres://root@%s/dev?sslmode=disable", ts.addr)
-}
+func (ts *testServer) url() string { return ts.URL() }
 
 func (ts *testServer) connect(t testing.TB) *pgx.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, ts.url())
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
+	return ts.Connect(t)
 }
 
 func mustExec(t testing.TB, conn *pgx.Conn, sql string, args ...any) {
 	t.Helper()
-	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	wiretest.Exec(t, conn, sql, args...)
 }
 
 // queryStrings runs a query and renders every row as text, for compact
 // assertions.
 func queryStrings(t testing.TB, conn *pgx.Conn, sql string, args ...any) []string {
 	t.Helper()
-	rows, err := conn.Query(context.Background(), sql, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts := make([]string, len(vals))
-		for i, v := range vals {
-			parts[i] = fmt.Sprint(v)
-		}
-		out = append(out, strings.Join(parts, "|"))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return out
+	return wiretest.QueryStrings(t, conn, sql, args...)
 }
 
 func TestSessionBasics(t *testing.T) {
