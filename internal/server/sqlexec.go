@@ -49,6 +49,9 @@ func (c *sessionCatalog) ResolveRelation(schema, name string) (*catalog.Relation
 			return rel, nil
 		}
 	}
+	if rel, ok := resolveSystemRelation(rwCatalog, name); ok {
+		return rel, nil
+	}
 	return nil, sqlerr.Errorf(sqlerr.UndefinedTable, "relation %q does not exist", name)
 }
 
@@ -178,6 +181,8 @@ func (st *statement) executeBound(ctx context.Context, p *sql.Prepared, params [
 		return ss.createTable(ctx, b)
 	case *binder.CreateView:
 		return ss.createView(ctx, b)
+	case *binder.ExplainCreateView:
+		return ss.explainCreateView(b)
 	case *binder.Drop:
 		return ss.drop(ctx, b)
 	case *binder.CreateDatabase:

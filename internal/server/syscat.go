@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/runneldb/runnel/internal/batch"
 	"github.com/runneldb/runnel/internal/catalog"
@@ -62,6 +63,12 @@ func (c sysCol) sqlType() types.Type {
 		return types.Bool
 	case "float4":
 		return types.Float32
+	case "float8":
+		return types.Float64
+	case "timestamptz":
+		return types.Timestamptz
+	case "interval":
+		return types.Interval
 	}
 	return types.Text
 }
@@ -300,7 +307,7 @@ var (
 )
 
 func init() {
-	sysTables = buildSysTables()
+	sysTables = append(buildSysTables(), rwSysTables()...)
 	sysTableIndex = make(map[string]int, len(sysTables))
 	for i, t := range sysTables {
 		sysTableIndex[t.schema+"."+t.name] = i
@@ -314,7 +321,7 @@ func resolveSystemRelation(schema, name string) (*catalog.Relation, bool) {
 	if schema == "" {
 		schema = "pg_catalog"
 	}
-	if schema != "pg_catalog" && schema != "information_schema" {
+	if schema != "pg_catalog" && schema != "information_schema" && schema != rwCatalog {
 		return nil, false
 	}
 	i, ok := sysTableIndex[schema+"."+name]
@@ -366,6 +373,17 @@ func toDatum(t types.Type, v any) (types.Datum, error) {
 	case float64:
 		if t.Kind == types.KindFloat32 {
 			return types.DFloat32(float32(x)), nil
+		}
+		if t.Kind == types.KindFloat64 {
+			return types.DFloat64(x), nil
+		}
+	case time.Time:
+		if t.Kind == types.KindTimestamptz {
+			return types.DTimestamptz(x.UnixMicro()), nil
+		}
+	case time.Duration:
+		if t.Kind == types.KindInterval {
+			return types.DInterval(types.IntervalValue{Micros: x.Microseconds()}), nil
 		}
 	case int:
 		return intDatum(t, int64(x))

@@ -7,7 +7,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Actor runs a chain of executors in one goroutine and sends its output to
@@ -21,8 +20,8 @@ type Actor struct {
 	Root     Executor
 	Dispatch Dispatcher
 
-	state     atomic.Value // string: what the actor is doing now
-	stateFrom atomic.Int64 // unix nanos when state was entered
+	state     atomic.Pointer[string] // what the actor is doing now (see actorstate.go)
+	stateFrom atomic.Int64           // unix nanos when state was entered
 }
 
 // ActorFailure is an actor's error, with context for logs and recovery.
@@ -47,17 +46,6 @@ type Collector interface {
 	Failed(f *ActorFailure)
 }
 
-func (a *Actor) setState(s string) {
-	a.state.Store(s)
-	a.stateFrom.Store(time.Now().UnixNano())
-}
-
-// State returns what the actor is doing and since when.
-func (a *Actor) State() (string, time.Time) {
-	s, _ := a.state.Load().(string)
-	return s, time.Unix(0, a.stateFrom.Load())
-}
-
 // Run drives the actor until it is stopped by a barrier, its context is
 // cancelled, or it fails. A panic anywhere in the chain is caught here and
 // becomes an actor failure (I6): one bad job never takes the process down.
@@ -66,43 +54,44 @@ func (a *Actor) Run(ctx context.Context, c Collector) {
 	defer callActorHook(ActorExited, a) // test seam (failpoint.go); runs last
 	defer func() {
 		if r := recover(); r != nil {
-			a.setState("failed")
+			a.setState(&StateFailed)
 			c.Failed(&ActorFailure{Actor: a.ID, Job: a.Job, Err: fmt.Errorf("panic: %v", r), Stack: string(debug.Stack())})
 		}
 	}()
-	a.setState("running")
+	ctx = withActor(ctx, a)
 	for {
+		a.setState(&StateProcessing)
 		msg, err := a.Root.Next(ctx)
 		if err == nil && failpointsArmed() {
 			err = injectedFailure(a, msg) // test seam (failpoint.go)
 		}
 		if err != nil {
 			if errors.Is(err, ErrStopped) {
-				a.setState("stopped")
+				a.setState(&StateStopped)
 				return
 			}
 			if ctx.Err() != nil {
 				// Aborted by recovery or shutdown: not a failure of the job.
-				a.setState("aborted")
+				a.setState(&StateAborted)
 				return
 			}
-			a.setState("failed")
+			a.setState(&StateFailed)
 			c.Failed(&ActorFailure{Actor: a.ID, Job: a.Job, Err: err})
 			return
 		}
 		if err := a.Dispatch.Dispatch(ctx, msg); err != nil {
 			if ctx.Err() != nil {
-				a.setState("aborted")
+				a.setState(&StateAborted)
 				return
 			}
-			a.setState("failed")
+			a.setState(&StateFailed)
 			c.Failed(&ActorFailure{Actor: a.ID, Job: a.Job, Err: err})
 			return
 		}
 		if b := msg.Barrier; b != nil {
 			c.Collected(a.ID, b)
 			if b.StopsActor(a.ID) {
-				a.setState("stopped")
+				a.setState(&StateStopped)
 				return
 			}
 		}
@@ -137,10 +126,8 @@ func (d *BroadcastDispatcher) Dispatch(ctx context.Context, msg Message) error {
 	outs := append([]Output(nil), d.outputs...)
 	d.mu.Unlock()
 	for _, o := range outs {
-		select {
-		case o.Ch <- msg:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := send(ctx, o.Ch, msg); err != nil {
+			return err
 		}
 	}
 	if mut != nil && len(mut.Stop) > 0 {

@@ -139,22 +139,20 @@ func (d *HashDispatcher) Dispatch(ctx context.Context, msg Message) error {
 		}
 		parts[t].Append(op, row)
 	}
-	send := make([]*types.Chunk, len(parts))
+	chunks := make([]*types.Chunk, len(parts))
 	for i := range parts {
 		if parts[i].Len() > 0 {
 			p := parts[i]
-			send[i] = &p
+			chunks[i] = &p
 		}
 	}
 	d.mu.Unlock()
 	for i, o := range outs {
-		if send[i] == nil {
+		if chunks[i] == nil {
 			continue
 		}
-		select {
-		case o.Ch <- Message{Chunk: send[i]}:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := send(ctx, o.Ch, Message{Chunk: chunks[i]}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -177,10 +175,8 @@ func (d *HashDispatcher) dispatchBarrier(ctx context.Context, msg Message) error
 	outs := append([]Output(nil), d.outputs...)
 	d.mu.Unlock()
 	for _, o := range outs {
-		select {
-		case o.Ch <- msg:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := send(ctx, o.Ch, msg); err != nil {
+			return err
 		}
 	}
 	if mut != nil && len(mut.Stop) > 0 {
@@ -267,8 +263,13 @@ func (m *Merge) Next(ctx context.Context) (Message, error) {
 		if len(m.inputs) == 1 {
 			select {
 			case msg, ok = <-m.inputs[0]:
-			case <-ctx.Done():
-				return Message{}, ctx.Err()
+			default:
+				m.reportWait(ctx)
+				select {
+				case msg, ok = <-m.inputs[0]:
+				case <-ctx.Done():
+					return Message{}, ctx.Err()
+				}
 			}
 		} else {
 			m.cases = m.cases[:0]
@@ -279,10 +280,16 @@ func (m *Merge) Next(ctx context.Context) (Message, error) {
 					m.caseIdx = append(m.caseIdx, j)
 				}
 			}
-			m.cases = append(m.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+			// Try without blocking first: only an actual wait is reported.
+			m.cases = append(m.cases, reflect.SelectCase{Dir: reflect.SelectDefault})
 			chosen, v, recvOK := reflect.Select(m.cases)
 			if chosen == len(m.cases)-1 {
-				return Message{}, ctx.Err()
+				m.reportWait(ctx)
+				m.cases[len(m.cases)-1] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
+				chosen, v, recvOK = reflect.Select(m.cases)
+				if chosen == len(m.cases)-1 {
+					return Message{}, ctx.Err()
+				}
 			}
 			i, ok = m.caseIdx[chosen], recvOK
 			if ok {
@@ -293,6 +300,7 @@ func (m *Merge) Next(ctx context.Context) (Message, error) {
 			return Message{}, fmt.Errorf("%s: upstream %d closed its channel", m.Identity(), i)
 		}
 		if msg.Chunk != nil {
+			ReportState(ctx, &StateProcessing)
 			return msg, nil
 		}
 		b := msg.Barrier
@@ -316,6 +324,17 @@ func (m *Merge) Next(ctx context.Context) (Message, error) {
 		if out.StopsActor(m.actor) {
 			m.stopped = true
 		}
+		ReportState(ctx, &StateBarrier)
 		return Message{Barrier: out}, nil
+	}
+}
+
+// reportWait reports the actor blocked on this merge: aligning when some
+// upstreams already delivered the barrier, waiting for input otherwise.
+func (m *Merge) reportWait(ctx context.Context) {
+	if m.nBlocked > 0 {
+		ReportState(ctx, &StateAligning)
+	} else {
+		ReportState(ctx, &StateWaitingInput)
 	}
 }

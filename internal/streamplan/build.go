@@ -29,6 +29,9 @@ func (b *builder) build(n plan.Node) (*Node, error) {
 	if err := checkNode(n); err != nil {
 		return nil, err
 	}
+	if readsNothing(n) {
+		return b.constant(n)
+	}
 	switch n := n.(type) {
 	case *plan.Scan:
 		rel := n.Rel
@@ -81,16 +84,19 @@ func (b *builder) build(n plan.Node) (*Node, error) {
 		return b.distinct(in, len(n.Input.Schema())), nil
 	case *plan.SetOp:
 		return b.setOp(n)
-	case *plan.Values:
-		return nil, unsupported("VALUES in a materialized view is not supported yet")
-	case *plan.TableFunc:
-		return nil, unsupported("set-returning function %s in a materialized view is not supported yet", n.Name)
+	case *plan.ProjectSet:
+		// Constant ones were planned above; this one expands rows it reads.
+		names := make([]string, len(n.Calls))
+		for i, c := range n.Calls {
+			names[i] = c.Name + "()"
+		}
+		return nil, unsupported("set-returning function %s over a relation's rows in the select list of a materialized view is not supported yet", strings.Join(names, ", "))
 	case *plan.Window:
 		return b.overWindow(n)
 	case *plan.HopWindow:
 		return b.hopWindow(n) // see timewindow.go
 	}
-	return nil, unsupported("%T in a materialized view is not supported", n)
+	return nil, unsupported("%s in a materialized view is not supported", strings.Fields(n.Describe() + " ?")[0])
 }
 
 // checkNode applies checkStreamable to a node's expressions.
@@ -127,6 +133,9 @@ func checkStreamable(es ...expr.Expr) error {
 		if e != nil && strings.Contains(e.String(), "(subquery)") {
 			return unsupported("subqueries in expressions of a materialized view are not supported yet (write them as joins)")
 		}
+	}
+	if name := volatileCall(es...); name != "" {
+		return unsupported("volatile function %s() in a materialized view is not supported: a view row keeps the value it had when it was computed", name)
 	}
 	return nil
 }
@@ -457,7 +466,7 @@ func (b *builder) distinct(in *Node, n int) *Node {
 // which together identify a row of the union.
 func (b *builder) setOp(n *plan.SetOp) (*Node, error) {
 	if n.Kind != plan.Union {
-		return nil, unsupported("%s in a materialized view is not supported yet", n.Kind)
+		return nil, unsupported("%s in a materialized view is not supported yet", strings.ToUpper(n.Kind.String()))
 	}
 	var branches []plan.Node
 	var flatten func(p plan.Node)

@@ -177,6 +177,8 @@ func stateSchemas(n *Node, job string) ([]state.Schema, error) {
 		return overWindowStateSchemas(n, label)
 	case OpSource:
 		return []state.Schema{exec.SourceStateSchema(label)}, nil
+	case OpValues:
+		return []state.Schema{exec.ValuesStateSchema(label)}, nil
 	case OpMaterialize:
 		s := state.Schema{Name: job, Types: n.Types(), PK: n.Key, ConstraintName: job + "_pkey"}
 		for _, c := range n.Schema {
@@ -367,6 +369,8 @@ func (g *graphBuilder) parallelism(n *Node) (int, error) {
 			if src, err = openConnector(x.Rel); err == nil {
 				par = src.Splits()
 			}
+		case OpValues:
+			par = 1 // the rows are emitted once, by one actor
 		}
 	})
 	if err != nil {
@@ -434,6 +438,11 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		}
 		g.job.Sources = append(g.job.Sources, s)
 		return s, nil
+	case OpValues:
+		// A source actor: meta injects its barriers.
+		barriers := make(chan *stream.Barrier, 16)
+		g.job.SourceBarriers[actor] = barriers
+		return exec.NewValues(context.Background(), env.Name, actor, barriers, n.Types(), n.Rows, g.newState(n, 0))
 	case OpFilter:
 		in, err := input(0)
 		if err != nil {
@@ -611,15 +620,17 @@ func (c *channelSource) Next(ctx context.Context) (stream.Message, error) {
 	if c.stopped {
 		return stream.Message{}, stream.ErrStopped
 	}
-	select {
-	case m := <-c.ch:
-		if m.Barrier != nil && m.Barrier.StopsActor(c.actor) {
-			c.stopped = true
-		}
-		return m, nil
-	case <-ctx.Done():
-		return stream.Message{}, ctx.Err()
+	m, ok, err := stream.Receive(ctx, c.ch)
+	if err != nil {
+		return stream.Message{}, err
 	}
+	if !ok {
+		return stream.Message{}, fmt.Errorf("%s: upstream closed", c.Identity())
+	}
+	if m.Barrier != nil && m.Barrier.StopsActor(c.actor) {
+		c.stopped = true
+	}
+	return m, nil
 }
 
 // appendOnly reports whether n only ever emits inserts of rows with fresh
@@ -627,7 +638,7 @@ func (c *channelSource) Next(ctx context.Context) (stream.Message, error) {
 // through filters, projections, exchanges and UNION ALL (keyed by branch).
 func appendOnly(n *Node) bool {
 	switch n.Op {
-	case OpSource:
+	case OpSource, OpValues:
 		return true
 	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow:
 		// (A hop window turns an insert into inserts keyed by the input's

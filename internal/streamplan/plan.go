@@ -58,9 +58,10 @@ const (
 	OpSource // a connector (nexmark, datagen) read by this job
 	OpOverWindow
 	OpHopWindow // HOP in FROM (timewindow.go)
+	OpValues    // a constant relation, emitted once (constant.go)
 )
 
-var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow"}
+var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values"}
 
 func (o Op) String() string { return opNames[o] }
 
@@ -105,6 +106,7 @@ type Node struct {
 	Limit     int64 // OpTopN; -1: no limit
 	Offset    int64
 	Window    *WindowSpec // OpOverWindow
+	Rows      []types.Row // OpValues: the constant rows, stream key included
 	Hop       *HopSpec    // OpHopWindow
 
 	// StateTables lists the state tables the operator owns, in plan order.

@@ -94,7 +94,10 @@ func (b *Binder) bindFromItem(n *pg.Node, outer *scope) (*rel, error) {
 	case n.GetJoinExpr() != nil:
 		return b.bindJoinExpr(n.GetJoinExpr(), outer)
 	}
-	return nil, unsupported("unsupported FROM item")
+	if n.GetRangeTableSample() != nil {
+		return nil, unsupported("TABLESAMPLE is not supported")
+	}
+	return nil, unsupported("%s in FROM is not supported", statementName(n))
 }
 
 // aliasColumns renames q's output columns per alias's column list.

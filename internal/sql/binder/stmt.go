@@ -64,6 +64,9 @@ func (b *Binder) BindStatement() (Statement, error) {
 				return nil, unsupported("EXPLAIN ANALYZE is not supported")
 			}
 		}
+		if s, ok, err := b.bindExplainCreate(es.Query); ok || err != nil {
+			return s, err
+		}
 		sel := es.Query.GetSelectStmt()
 		if sel == nil {
 			return nil, unsupported("EXPLAIN is only supported for queries")

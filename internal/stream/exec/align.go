@@ -80,7 +80,8 @@ func (a *aligner) next(ctx context.Context) (int, stream.Message, error) {
 	if !a.started {
 		a.started = true
 		for _, p := range a.pumps {
-			go p.run(ctx)
+			// The pumps read ahead of the actor: their waits are not its.
+			go p.run(stream.WithoutStateReports(ctx))
 		}
 	}
 	for {
@@ -97,10 +98,19 @@ func (a *aligner) next(ctx context.Context) (int, stream.Message, error) {
 			a.cases = append(a.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.resp)})
 			a.caseIdx = append(a.caseIdx, i)
 		}
-		a.cases = append(a.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+		// Try without blocking first: only an actual wait is reported.
+		a.cases = append(a.cases, reflect.SelectCase{Dir: reflect.SelectDefault})
 		chosen, v, _ := reflect.Select(a.cases)
 		if chosen == len(a.cases)-1 {
-			return 0, stream.Message{}, ctx.Err()
+			if a.nBlocked > 0 {
+				stream.ReportState(ctx, &stream.StateAligning)
+			} else {
+				stream.ReportState(ctx, &stream.StateWaitingInput)
+			}
+			a.cases[len(a.cases)-1] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
+			if chosen, v, _ = reflect.Select(a.cases); chosen == len(a.cases)-1 {
+				return 0, stream.Message{}, ctx.Err()
+			}
 		}
 		i := a.caseIdx[chosen]
 		a.pumps[i].busy = false
@@ -109,6 +119,7 @@ func (a *aligner) next(ctx context.Context) (int, stream.Message, error) {
 			return 0, stream.Message{}, r.err
 		}
 		if r.msg.Chunk != nil {
+			stream.ReportState(ctx, &stream.StateProcessing)
 			return i, r.msg, nil
 		}
 		b := r.msg.Barrier
@@ -124,6 +135,7 @@ func (a *aligner) next(ctx context.Context) (int, stream.Message, error) {
 			a.barrier = nil
 			a.nBlocked = 0
 			clear(a.blocked)
+			stream.ReportState(ctx, &stream.StateBarrier)
 			return -1, stream.Message{Barrier: out}, nil
 		}
 	}

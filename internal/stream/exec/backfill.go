@@ -84,22 +84,21 @@ func (b *Backfill) Next(ctx context.Context) (stream.Message, error) {
 		if !b.started || b.done {
 			// Before the first barrier there is no snapshot epoch; after the
 			// snapshot is exhausted this is a pass-through.
-			select {
-			case m, ok := <-b.upstream:
-				if !ok {
-					return stream.Message{}, fmt.Errorf("%s: upstream closed", b.Identity())
-				}
-				if m.Barrier != nil {
-					b.onBarrier(m.Barrier)
-					continue
-				}
-				if !b.started {
-					return stream.Message{}, fmt.Errorf("%s: data before the first barrier", b.Identity())
-				}
-				return m, nil
-			case <-ctx.Done():
-				return stream.Message{}, ctx.Err()
+			m, ok, err := stream.Receive(ctx, b.upstream)
+			if err != nil {
+				return stream.Message{}, err
 			}
+			if !ok {
+				return stream.Message{}, fmt.Errorf("%s: upstream closed", b.Identity())
+			}
+			if m.Barrier != nil {
+				b.onBarrier(m.Barrier)
+				continue
+			}
+			if !b.started {
+				return stream.Message{}, fmt.Errorf("%s: data before the first barrier", b.Identity())
+			}
+			return m, nil
 		}
 		select {
 		case m, ok := <-b.upstream:
@@ -117,6 +116,7 @@ func (b *Backfill) Next(ctx context.Context) (stream.Message, error) {
 		case <-ctx.Done():
 			return stream.Message{}, ctx.Err()
 		default:
+			stream.ReportState(ctx, &stream.StateBackfilling)
 			if err := b.readSnapshot(ctx); err != nil {
 				return stream.Message{}, err
 			}

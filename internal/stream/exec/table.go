@@ -69,10 +69,13 @@ func (e *TableExecutor) Next(ctx context.Context) (stream.Message, error) {
 			return e.onBarrier(b)
 		default:
 		}
+		stream.ReportState(ctx, &stream.StateWaitingInput)
 		select {
 		case b := <-e.barriers:
+			stream.ReportState(ctx, &stream.StateBarrier)
 			return e.onBarrier(b)
 		case req := <-e.dml:
+			stream.ReportState(ctx, &stream.StateApplyingDML)
 			e.apply(ctx, req)
 		case <-ctx.Done():
 			return stream.Message{}, ctx.Err()

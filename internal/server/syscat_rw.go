@@ -1,0 +1,55 @@
+package server
+
+import (
+	"sort"
+	"time"
+)
+
+// rw_catalog: Runnel's own system tables (RisingWave keeps its in a schema
+// of that name). They are resolved schema-qualified, or unqualified after
+// search_path (a user's relation of the same name wins).
+
+const rwCatalog = "rw_catalog"
+
+func rwSysTables() []*sysTable {
+	rw := func(name, spec string, rows func(*sysCtx) [][]any) *sysTable {
+		return &sysTable{schema: rwCatalog, name: name, cols: cols(spec), rows: rows}
+	}
+	return []*sysTable{
+		rw("rw_actors", "actor_id int4, job text, root text, state text, since timestamptz, duration interval", actorRows),
+		rw("rw_recovery_history", `started_at timestamptz, reason text, reset_ms float8, rebuild_ms float8,
+			epoch int8, error text`, recoveryRows),
+	}
+}
+
+// actorRows lists every running actor of the process: its job, the root
+// executor of its chain, what it is doing now and since when.
+func actorRows(sc *sysCtx) [][]any {
+	actors := sc.ss.s.actors.Actors()
+	sort.Slice(actors, func(i, j int) bool { return actors[i].ID < actors[j].ID })
+	now := time.Now()
+	out := make([][]any, 0, len(actors))
+	for _, a := range actors {
+		var since, dur any
+		if !a.Since.IsZero() {
+			since, dur = a.Since, now.Sub(a.Since)
+		}
+		out = append(out, []any{int64(a.ID), a.Job, a.Root, a.State, since, dur})
+	}
+	return out
+}
+
+// recoveryRows lists past recoveries, oldest first.
+func recoveryRows(sc *sysCtx) [][]any {
+	recs := sc.ss.s.epochs.Recoveries()
+	out := make([][]any, 0, len(recs))
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	for _, r := range recs {
+		var errText any
+		if r.Err != "" {
+			errText = r.Err
+		}
+		out = append(out, []any{r.Start, r.Reason, ms(r.Reset), ms(r.Rebuild), int64(r.Epoch), errText})
+	}
+	return out
+}
