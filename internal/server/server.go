@@ -18,6 +18,7 @@ import (
 	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/stream/exec"
 )
 
 // Config configures one single-process Runnel server.
@@ -121,6 +122,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.store.SetTableGroup(s.tableGroup)
+	exec.SetExprErrorLogger(s.log)
 	s.actors = stream.NewBarrierManager(s.log)
 	s.epochs = meta.NewBarrierLoop(s.log, cfg.BarrierInterval, s.actors, s.store)
 	s.epochs.SetRebuilder(s)

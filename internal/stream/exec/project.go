@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -67,7 +66,10 @@ func (p *Project) Next(ctx context.Context) (stream.Message, error) {
 		for j, e := range p.exprs {
 			d, err := e.Eval(ec, row)
 			if err != nil {
-				return stream.Message{}, fmt.Errorf("%s: %w", p.Identity(), err)
+				if err := exprError(ctx, p.Identity(), err); err != nil {
+					return stream.Message{}, err
+				}
+				d = types.NullDatum
 			}
 			r[j] = d
 		}
@@ -110,7 +112,10 @@ func (f *Filter) Next(ctx context.Context) (stream.Message, error) {
 			}
 			d, err := f.pred.Eval(ec, row)
 			if err != nil {
-				return stream.Message{}, fmt.Errorf("%s: %w", f.Identity(), err)
+				if err := exprError(ctx, f.Identity(), err); err != nil {
+					return stream.Message{}, err
+				}
+				continue // not true: the row does not pass
 			}
 			pass[i] = !d.IsNull() && d.Bool()
 		}
