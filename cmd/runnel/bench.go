@@ -14,8 +14,12 @@ import (
 
 // benchMain runs the built-in benchmarks.
 func benchMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "ivm" {
+		return benchIVM(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "nexmark" {
 		fmt.Fprintln(stderr, "usage: runnel bench nexmark [--queries q0,q1,...] [--events N] [--json]")
+		fmt.Fprintln(stderr, "       runnel bench ivm [--rows N] [--updates K] [--json]")
 		return 2
 	}
 	fs := flag.NewFlagSet("bench nexmark", flag.ContinueOnError)
@@ -45,7 +49,8 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if *queries != "" {
 		qs = strings.Split(*queries, ",")
 	}
-	results, err := bench.RunNexmark(context.Background(), bench.NexmarkOptions{Queries: qs, Events: *events, JSON: *asJSON, Splits: *splits, Out: stdout})
+	results, err := bench.RunNexmark(context.Background(), bench.NexmarkOptions{Queries: qs, Events: *events, JSON: *asJSON, Splits: *splits,
+		Out: stdout, Progress: progressWriter(*asJSON, stdout, stderr)})
 	if err != nil {
 		fmt.Fprintln(stderr, "runnel: bench:", err)
 		return 1

@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"os"
 	"runtime"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/runneldb/runnel/internal/server"
+	"github.com/runneldb/runnel/internal/connector/nexmark"
 )
 
 // nexmarkTables declares the three nexmark sources in the column order of
@@ -80,7 +76,10 @@ type NexmarkOptions struct {
 	// Splits is the number of source splits (default: GOMAXPROCS).
 	Splits int
 	Out    io.Writer
-	Log    *slog.Logger
+	// Progress, when set, receives a progress bar per query (redrawn in
+	// place on a terminal, a line every few seconds elsewhere).
+	Progress io.Writer
+	Log      *slog.Logger
 }
 
 // NexmarkResult is one query's measurement.
@@ -133,25 +132,13 @@ func RunNexmark(ctx context.Context, opts NexmarkOptions) ([]NexmarkResult, erro
 func runOne(ctx context.Context, q NexmarkQuery, opts NexmarkOptions) NexmarkResult {
 	cores := runtime.GOMAXPROCS(0)
 	res := NexmarkResult{Query: q.Name, Events: opts.Events, Cores: cores}
-	dir, err := os.MkdirTemp("", "runnel-bench-")
+	e, err := startEmbedded(ctx, opts.Log)
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
-	defer os.RemoveAll(dir)
-	srv, err := server.Open(ctx, server.Config{DataDir: dir, BarrierInterval: time.Second, Logger: opts.Log})
-	if err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	go srv.Serve(ln)
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://root@%s/dev?sslmode=disable", ln.Addr()))
+	defer e.close()
+	conn, err := e.connect(ctx)
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -160,23 +147,25 @@ func runOne(ctx context.Context, q NexmarkQuery, opts NexmarkOptions) NexmarkRes
 	tables := append([]string(nil), q.Tables...)
 	sort.Strings(tables)
 	for _, t := range tables {
-		stmt := fmt.Sprintf(`CREATE SOURCE %s WITH (connector = 'nexmark', nexmark.table.type = '%s', nexmark.event.num = '%d',
-			nexmark.split.num = '%d', nexmark.min.event.gap.in.ns = '0')`, nexmarkTables[t], t, opts.Events, opts.Splits)
-		if _, err := conn.Exec(ctx, stmt); err != nil {
+		if _, err := conn.Exec(ctx, nexmarkSourceDDL(t, opts.Events, opts.Splits)); err != nil {
 			res.Error = err.Error()
 			return res
 		}
 	}
 	start := time.Now()
-	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS %s", q.Name, q.SQL)); err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	if err := srv.WaitSources(ctx, q.Name); err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	if _, err := conn.Exec(ctx, "FLUSH"); err != nil {
+	stopProgress := watchNexmark(e, q, opts)
+	err = func() error {
+		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS %s", q.Name, q.SQL)); err != nil {
+			return err
+		}
+		if err := e.srv.WaitSources(ctx, q.Name); err != nil {
+			return err
+		}
+		_, err := conn.Exec(ctx, "FLUSH")
+		return err
+	}()
+	stopProgress()
+	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
@@ -184,4 +173,56 @@ func runOne(ctx context.Context, q NexmarkQuery, opts NexmarkOptions) NexmarkRes
 	res.EventsPerSec = float64(opts.Events) / res.Seconds
 	res.EventsPerSecPerCore = res.EventsPerSec / float64(cores)
 	return res
+}
+
+// nexmarkSourceDDL declares nexmark table t as a source of events events
+// over splits splits, unthrottled.
+func nexmarkSourceDDL(t string, events int64, splits int) string {
+	return fmt.Sprintf(`CREATE SOURCE %s WITH (connector = 'nexmark', nexmark.table.type = '%s', nexmark.event.num = '%d',
+		nexmark.split.num = '%d', nexmark.min.event.gap.in.ns = '0')`, nexmarkTables[t], t, events, splits)
+}
+
+// watchNexmark draws the progress of query q's sources on opts.Progress
+// (nothing when it is nil) until the returned stop is called. Progress is
+// counted in events: the rows the view's sources emitted, scaled by the
+// share of the event stream their tables make up (a bid-only query
+// reaches N events when its source has emitted all 92% of bids).
+func watchNexmark(e *embedded, q NexmarkQuery, opts NexmarkOptions) (stop func()) {
+	if opts.Progress == nil {
+		return func() {}
+	}
+	g := nexmark.NewGenerator(nexmark.Config{MaxEvents: opts.Events})
+	var rows int64
+	for _, t := range q.Tables {
+		tt, _ := nexmark.ParseTableType(t)
+		rows += g.Count(tt)
+	}
+	events := func() int64 {
+		n, err := e.srv.SourceRows(q.Name)
+		if err != nil || rows <= 0 {
+			return 0 // the view is still being created
+		}
+		return int64(float64(n) / float64(rows) * float64(opts.Events))
+	}
+	p := newProgress(opts.Progress, IsTerminal(opts.Progress), q.Name, "events", opts.Events)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				p.update(events())
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		p.clear()
+	}
 }

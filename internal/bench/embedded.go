@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/runneldb/runnel/internal/server"
+)
+
+// embedded is a Runnel server in this process on a loopback port, with its
+// data in a temporary directory that close removes.
+type embedded struct {
+	srv *server.Server
+	url string
+	dir string
+}
+
+func startEmbedded(ctx context.Context, log *slog.Logger) (*embedded, error) {
+	dir, err := os.MkdirTemp("", "runnel-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: data dir: %w", err)
+	}
+	srv, err := server.Open(ctx, server.Config{DataDir: dir, BarrierInterval: time.Second, Logger: log})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("bench: open server: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("bench: listen: %w", err)
+	}
+	go srv.Serve(ln)
+	return &embedded{srv: srv, url: fmt.Sprintf("postgres://root@%s/dev?sslmode=disable", ln.Addr()), dir: dir}, nil
+}
+
+func (e *embedded) connect(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, e.url)
+	if err != nil {
+		return nil, fmt.Errorf("bench: connect to runnel: %w", err)
+	}
+	return conn, nil
+}
+
+func (e *embedded) close() {
+	e.srv.Close()
+	os.RemoveAll(e.dir)
+}

@@ -1,0 +1,448 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/runneldb/runnel/internal/testutil/pgtest"
+)
+
+// `runnel bench ivm` measures what incremental view maintenance buys: the
+// time from a single-row UPDATE to reading its effect in a view, when
+// Runnel maintains the view (UPDATE + FLUSH + read) and when PostgreSQL
+// recomputes it (UPDATE + REFRESH MATERIALIZED VIEW + read). Both systems
+// get the same rows, the same view definitions, the same updates and the
+// same reads, interleaved update by update so that machine noise hits both
+// alike, and every read is checked against the expected value computed
+// here, so a fast but wrong answer fails the run.
+//
+// Runnel's FLUSH asks the barrier loop for a barrier at once (it does not
+// wait for the 1 s tick) and returns when that epoch is committed, i.e.
+// when every view has applied the update (I7); that wait is part of the
+// measured latency.
+//
+// PostgreSQL runs with the throwaway-cluster settings of pgtest (fsync off,
+// 32 MB shared_buffers) and work_mem raised to ivmWorkMem so that REFRESH
+// sorts and hashes in memory. Its views have no index: REFRESH then only
+// recomputes, and the point read is a sequential scan of the view (on this
+// data that is cheaper than rebuilding an index at every REFRESH).
+
+// ivmWorkMem is PostgreSQL's work_mem for the run: enough for a hash join
+// and hash aggregate over 1M rows without spilling.
+const ivmWorkMem = "256MB"
+
+// IVMOptions configure RunIVM.
+type IVMOptions struct {
+	Rows      int64 // orders (default 1,000,000)
+	Customers int64 // customers (default Rows/10)
+	Updates   int   // single-row updates per view (default 20)
+	Seed      uint64
+	JSON      bool
+	Out       io.Writer
+	// Progress receives loading progress (nil: none).
+	Progress io.Writer
+	Log      *slog.Logger
+}
+
+// IVMLatency summarises one system's latencies for one view, in
+// milliseconds; the component medians show where the time goes.
+type IVMLatency struct {
+	MedianMs float64 `json:"median_ms"`
+	P95Ms    float64 `json:"p95_ms"`
+	// WriteMs is the UPDATE, MaintainMs the FLUSH (Runnel) or REFRESH
+	// MATERIALIZED VIEW (PostgreSQL), ReadMs the point read of the view.
+	WriteMs    float64 `json:"update_median_ms"`
+	MaintainMs float64 `json:"maintain_median_ms"`
+	ReadMs     float64 `json:"read_median_ms"`
+	// CreateSeconds is the time to create (and fill) the view.
+	CreateSeconds float64 `json:"create_seconds"`
+}
+
+// IVMResult is one view's measurement.
+type IVMResult struct {
+	View            string     `json:"view"`
+	Rows            int64      `json:"rows"`
+	Customers       int64      `json:"customers"`
+	Updates         int        `json:"updates"`
+	Runnel          IVMLatency `json:"runnel"`
+	Postgres        IVMLatency `json:"postgres"`
+	SpeedupMedian   float64    `json:"speedup_median"`
+	SpeedupP95      float64    `json:"speedup_p95"`
+	PostgresVersion string     `json:"postgres_version"`
+	Cores           int        `json:"cores"`
+}
+
+// ivmView is one view of the benchmark, with the read that checks an
+// update.
+type ivmView struct {
+	name string
+	sql  string
+	// read returns the query and argument reading the row order id's
+	// update affects, and the row it must return (as text).
+	read func(d *ivmData, id int64) (query string, arg int64, want []string)
+}
+
+var ivmViews = []ivmView{
+	{
+		name: "order_details",
+		sql: `SELECT o.id, o.customer_id, o.amount, o.status, c.region, c.name
+			FROM orders o JOIN customers c ON o.customer_id = c.id`,
+		read: func(d *ivmData, id int64) (string, int64, []string) {
+			c := d.customerOf(id)
+			return `SELECT amount, region, name FROM order_details WHERE id = $1`, id,
+				[]string{strconv.FormatInt(d.amount[id], 10), d.region(c), d.name(c)}
+		},
+	},
+	{
+		name: "customer_totals",
+		sql:  `SELECT customer_id, count(*) AS n_orders, sum(amount) AS total FROM orders GROUP BY customer_id`,
+		read: func(d *ivmData, id int64) (string, int64, []string) {
+			c := d.customerOf(id)
+			return `SELECT n_orders, total FROM customer_totals WHERE customer_id = $1`, c,
+				[]string{strconv.FormatInt(d.count[c], 10), strconv.FormatInt(d.total[c], 10)}
+		},
+	},
+}
+
+const ivmSchema = `CREATE TABLE customers (id BIGINT PRIMARY KEY, region VARCHAR NOT NULL, name VARCHAR NOT NULL);
+CREATE TABLE orders (id BIGINT PRIMARY KEY, customer_id BIGINT NOT NULL, amount BIGINT NOT NULL, status VARCHAR NOT NULL)`
+
+var (
+	ivmRegions  = []string{"north", "south", "east", "west", "central", "coast", "mountain", "islands"}
+	ivmStatuses = []string{"open", "paid", "shipped"}
+)
+
+// ivmData is the generated data set and the expected state of the views.
+type ivmData struct {
+	rows, customers int64
+	seed            uint64
+	amount          []int64 // by order id
+	count, total    []int64 // by customer id
+}
+
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+func newIVMData(rows, customers int64, seed uint64) *ivmData {
+	d := &ivmData{rows: rows, customers: customers, seed: seed,
+		amount: make([]int64, rows), count: make([]int64, customers), total: make([]int64, customers)}
+	for id := range rows {
+		a := int64(mix64(uint64(id)^seed^0x5eed)%1000) + 1
+		d.amount[id] = a
+		c := d.customerOf(id)
+		d.count[c]++
+		d.total[c] += a
+	}
+	return d
+}
+
+func (d *ivmData) customerOf(id int64) int64 {
+	return int64(mix64(uint64(id)+d.seed) % uint64(d.customers))
+}
+func (d *ivmData) region(c int64) string { return ivmRegions[c%int64(len(ivmRegions))] }
+func (d *ivmData) name(c int64) string   { return "customer-" + strconv.FormatInt(c, 10) }
+
+// copyBatch is the rows per COPY statement: each COPY is one atomic
+// statement that Runnel buffers whole, so batches bound its memory and
+// give the progress display something to count.
+const copyBatch = 100_000
+
+// load copies both tables into conn (COPY FROM STDIN, text format).
+func (d *ivmData) load(ctx context.Context, conn *pgx.Conn, system string, progressOut io.Writer) error {
+	var buf bytes.Buffer
+	copyRows := func(table string, n int64, line func(b []byte, i int64) []byte) error {
+		p := newProgress(progressOut, IsTerminal(progressOut), "load "+system+" "+table, "rows", n)
+		var b []byte
+		for lo := int64(0); lo < n; lo += copyBatch {
+			buf.Reset()
+			for i := lo; i < min(n, lo+copyBatch); i++ {
+				b = line(b[:0], i)
+				buf.Write(b)
+			}
+			if _, err := conn.PgConn().CopyFrom(ctx, &buf, "COPY "+table+" FROM STDIN"); err != nil {
+				return fmt.Errorf("bench ivm: COPY %s into %s: %w", table, system, err)
+			}
+			if progressOut != nil {
+				p.update(min(n, lo+copyBatch))
+			}
+		}
+		if progressOut != nil {
+			p.finish(n)
+		}
+		return nil
+	}
+	err := copyRows("customers", d.customers, func(b []byte, c int64) []byte {
+		b = strconv.AppendInt(b, c, 10)
+		b = append(b, '\t')
+		b = append(b, d.region(c)...)
+		b = append(b, '\t')
+		b = append(b, d.name(c)...)
+		return append(b, '\n')
+	})
+	if err != nil {
+		return err
+	}
+	return copyRows("orders", d.rows, func(b []byte, id int64) []byte {
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, '\t')
+		b = strconv.AppendInt(b, d.customerOf(id), 10)
+		b = append(b, '\t')
+		b = strconv.AppendInt(b, d.amount[id], 10)
+		b = append(b, '\t')
+		b = append(b, ivmStatuses[id%int64(len(ivmStatuses))]...)
+		return append(b, '\n')
+	})
+}
+
+// ivmSystem is one side of the comparison.
+type ivmSystem struct {
+	name string
+	conn *pgx.Conn
+	// maintain makes view's contents reflect the update just made.
+	maintain string
+}
+
+// RunIVM runs the benchmark and writes its report to opts.Out.
+func RunIVM(ctx context.Context, opts IVMOptions) ([]IVMResult, error) {
+	if opts.Rows <= 0 {
+		opts.Rows = 1_000_000
+	}
+	if opts.Customers <= 0 {
+		opts.Customers = max(1, opts.Rows/10)
+	}
+	if opts.Updates <= 0 {
+		opts.Updates = 20
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	say := func(format string, args ...any) {
+		if !opts.JSON {
+			fmt.Fprintf(opts.Out, format+"\n", args...)
+		}
+	}
+
+	pg, err := pgtest.StartCluster("")
+	if err != nil {
+		return nil, fmt.Errorf("bench ivm: start PostgreSQL: %w", err)
+	}
+	defer pg.Stop()
+	pgConn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		return nil, fmt.Errorf("bench ivm: connect to PostgreSQL: %w", err)
+	}
+	defer pgConn.Close(context.Background())
+	var pgVersion string
+	if err := pgConn.QueryRow(ctx, "SHOW server_version").Scan(&pgVersion); err != nil {
+		return nil, fmt.Errorf("bench ivm: PostgreSQL version: %w", err)
+	}
+	if _, err := pgConn.Exec(ctx, "SET work_mem = '"+ivmWorkMem+"'"); err != nil {
+		return nil, fmt.Errorf("bench ivm: PostgreSQL work_mem: %w", err)
+	}
+
+	e, err := startEmbedded(ctx, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	rwConn, err := e.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rwConn.Close(context.Background())
+
+	cores := runtime.NumCPU()
+	say("runnel bench ivm: %d orders, %d customers, %d single-row updates per view", opts.Rows, opts.Customers, opts.Updates)
+	say("PostgreSQL %s (work_mem %s); %d cores (GOMAXPROCS %d); load average %s", pgVersion, ivmWorkMem, cores, runtime.GOMAXPROCS(0), loadAverage())
+
+	d := newIVMData(opts.Rows, opts.Customers, opts.Seed)
+	systems := []ivmSystem{
+		{name: "runnel", conn: rwConn, maintain: "FLUSH"},
+		{name: "postgres", conn: pgConn, maintain: "REFRESH MATERIALIZED VIEW %s"},
+	}
+	created := map[string]float64{} // system/view → seconds
+	for _, s := range systems {
+		for _, stmt := range strings.Split(ivmSchema, ";") {
+			if _, err := s.conn.Exec(ctx, stmt); err != nil {
+				return nil, fmt.Errorf("bench ivm: schema on %s: %w", s.name, err)
+			}
+		}
+		start := time.Now()
+		if err := d.load(ctx, s.conn, s.name, opts.Progress); err != nil {
+			return nil, err
+		}
+		if s.name == "runnel" {
+			if _, err := s.conn.Exec(ctx, "FLUSH"); err != nil {
+				return nil, fmt.Errorf("bench ivm: FLUSH after load: %w", err)
+			}
+		} else if _, err := s.conn.Exec(ctx, "ANALYZE"); err != nil {
+			return nil, fmt.Errorf("bench ivm: ANALYZE: %w", err)
+		}
+		say("%-8s loaded %d rows in %.1fs", s.name, opts.Rows+opts.Customers, time.Since(start).Seconds())
+		for _, v := range ivmViews {
+			start := time.Now()
+			if _, err := s.conn.Exec(ctx, fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS %s", v.name, v.sql)); err != nil {
+				return nil, fmt.Errorf("bench ivm: create view %s on %s: %w", v.name, s.name, err)
+			}
+			created[s.name+"/"+v.name] = time.Since(start).Seconds()
+			say("%-8s created %s in %.1fs", s.name, v.name, created[s.name+"/"+v.name])
+		}
+	}
+
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x1b4))
+	var results []IVMResult
+	for _, v := range ivmViews {
+		lat := map[string]*[4][]time.Duration{} // system → total, update, maintain, read
+		for _, s := range systems {
+			lat[s.name] = &[4][]time.Duration{}
+		}
+		for range opts.Updates {
+			id := rng.Int64N(d.rows)
+			delta := 1 + rng.Int64N(100)
+			d.amount[id] += delta
+			d.total[d.customerOf(id)] += delta
+			query, arg, want := v.read(d, id)
+			for _, s := range systems {
+				t0 := time.Now()
+				tag, err := s.conn.Exec(ctx, "UPDATE orders SET amount = $1 WHERE id = $2", d.amount[id], id)
+				if err != nil {
+					return nil, fmt.Errorf("bench ivm: update on %s: %w", s.name, err)
+				}
+				if tag.RowsAffected() != 1 {
+					return nil, fmt.Errorf("bench ivm: update of order %d on %s: %s; want UPDATE 1", id, s.name, tag)
+				}
+				t1 := time.Now()
+				maintain := s.maintain
+				if strings.Contains(maintain, "%s") {
+					maintain = fmt.Sprintf(maintain, v.name)
+				}
+				if _, err := s.conn.Exec(ctx, maintain); err != nil {
+					return nil, fmt.Errorf("bench ivm: %s on %s: %w", maintain, s.name, err)
+				}
+				t2 := time.Now()
+				got, err := readRow(ctx, s.conn, query, arg)
+				if err != nil {
+					return nil, fmt.Errorf("bench ivm: read %s on %s: %w", v.name, s.name, err)
+				}
+				t3 := time.Now()
+				if strings.Join(got, "|") != strings.Join(want, "|") {
+					return nil, fmt.Errorf("bench ivm: %s on %s after updating order %d: %s with $1 = %d returned %v; want %v",
+						v.name, s.name, id, query, arg, got, want)
+				}
+				l := lat[s.name]
+				l[0] = append(l[0], t3.Sub(t0))
+				l[1] = append(l[1], t1.Sub(t0))
+				l[2] = append(l[2], t2.Sub(t1))
+				l[3] = append(l[3], t3.Sub(t2))
+			}
+		}
+		summary := func(system string) IVMLatency {
+			l := lat[system]
+			return IVMLatency{
+				MedianMs: ms(quantile(l[0], 0.5)), P95Ms: ms(quantile(l[0], 0.95)),
+				WriteMs: ms(quantile(l[1], 0.5)), MaintainMs: ms(quantile(l[2], 0.5)), ReadMs: ms(quantile(l[3], 0.5)),
+				CreateSeconds: created[system+"/"+v.name],
+			}
+		}
+		r := IVMResult{View: v.name, Rows: opts.Rows, Customers: opts.Customers, Updates: opts.Updates,
+			Runnel: summary("runnel"), Postgres: summary("postgres"), PostgresVersion: pgVersion, Cores: cores}
+		r.SpeedupMedian = r.Postgres.MedianMs / r.Runnel.MedianMs
+		r.SpeedupP95 = r.Postgres.P95Ms / r.Runnel.P95Ms
+		results = append(results, r)
+		if opts.JSON {
+			b, _ := json.Marshal(r)
+			fmt.Fprintln(opts.Out, string(b))
+			continue
+		}
+		say("")
+		say("%s (%d updates): update -> visible in the view, ms", v.name, opts.Updates)
+		say("  %-9s %9s %9s   %s", "system", "median", "p95", "median of: update / flush|refresh / read")
+		for _, sys := range []struct {
+			name string
+			l    IVMLatency
+		}{{"runnel", r.Runnel}, {"postgres", r.Postgres}} {
+			say("  %-9s %9.1f %9.1f   %.1f / %.1f / %.1f", sys.name, sys.l.MedianMs, sys.l.P95Ms, sys.l.WriteMs, sys.l.MaintainMs, sys.l.ReadMs)
+		}
+		say("  speedup (postgres / runnel): %.1fx median, %.1fx p95", r.SpeedupMedian, r.SpeedupP95)
+	}
+	return results, nil
+}
+
+// readRow runs a one-row query and returns its columns as text.
+func readRow(ctx context.Context, conn *pgx.Conn, query string, arg int64) ([]string, error) {
+	// Text results, so both systems' answers compare as PostgreSQL prints
+	// them whatever binary encoding each chooses.
+	rows, err := conn.Query(ctx, query, pgx.QueryResultFormats{pgx.TextFormatCode}, arg)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	n := 0
+	for rows.Next() {
+		n++
+		out = out[:0]
+		for _, raw := range rows.RawValues() {
+			out = append(out, string(raw))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("%d rows; want 1", n)
+	}
+	return out, nil
+}
+
+// quantile is the nearest-rank q-quantile (the median of an even count is
+// the mean of the middle two).
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	if q == 0.5 && len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// loadAverage is the 1-, 5- and 15-minute load average (Linux), or "n/a".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "n/a"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "n/a"
+	}
+	return strings.Join(f[:3], " ")
+}
