@@ -239,7 +239,7 @@ func (s *Server) viewEnv(rel *catalog.Relation, backfill bool, curr uint64) *str
 		Epoch:       curr,
 		Location:    time.UTC,
 		Log:         s.log,
-		Strict:      true,
+		Strict:      s.strictConsistency(),
 		Upstream:    s.upstreamOf,
 		Backfill:    backfill,
 

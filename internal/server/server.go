@@ -85,6 +85,7 @@ type Server struct {
 	epochs  *meta.BarrierLoop
 	pg      *pgwire.Server
 	jobs    jobs
+	params  sysParams
 
 	ln net.Listener
 }
@@ -118,6 +119,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("open storage: %w", err)
 	}
 	if s.catalog, err = catalog.Open(ctx, s.metaDB); err != nil {
+		s.close()
+		return nil, err
+	}
+	if err := s.loadSystemParams(ctx); err != nil {
 		s.close()
 		return nil, err
 	}

@@ -171,8 +171,14 @@ func (st *statement) Describe(ctx context.Context) (pgwire.StatementDescription,
 	}
 	switch n := st.p.AST.Node.(type) {
 	case *pg_query.Node_VariableShowStmt:
+		switch strings.ToLower(n.VariableShowStmt.Name) {
+		case "parameters":
+			return pgwire.StatementDescription{Columns: st.sess.showParameters().Columns}, nil
+		case "all":
+			return pgwire.StatementDescription{Columns: []pgwire.Column{{Name: "name", Type: types.Text}, {Name: "setting", Type: types.Text}, {Name: "description", Type: types.Text}}}, nil
+		}
 		return pgwire.StatementDescription{Columns: []pgwire.Column{{Name: strings.ToLower(n.VariableShowStmt.Name), Type: types.Text}}}, nil
-	case *pg_query.Node_VariableSetStmt, *pg_query.Node_TransactionStmt:
+	case *pg_query.Node_VariableSetStmt, *pg_query.Node_TransactionStmt, *pg_query.Node_AlterSystemStmt:
 		return pgwire.StatementDescription{}, nil
 	}
 	return st.describeSQL(ctx)
@@ -199,6 +205,8 @@ func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.
 		return st.sess.show(n.VariableShowStmt.Name)
 	case *pg_query.Node_TransactionStmt:
 		return st.sess.transaction(n.TransactionStmt)
+	case *pg_query.Node_AlterSystemStmt:
+		return st.sess.alterSystem(ctx, n.AlterSystemStmt)
 	}
 	return st.executeSQL(ctx, params)
 }
@@ -397,6 +405,12 @@ func (ss *session) show(name string) (pgwire.Result, error) {
 		ss.mu.Unlock()
 		cols := []pgwire.Column{{Name: "name", Type: types.Text}, {Name: "setting", Type: types.Text}, {Name: "description", Type: types.Text}}
 		return pgwire.Result{Columns: cols, Rows: pgwire.SliceRows(rows), Tag: "SHOW"}, nil
+	}
+	if lname == "parameters" {
+		return ss.showParameters(), nil
+	}
+	if r, ok := ss.showSystemParam(lname); ok {
+		return r, nil
 	}
 	ss.mu.Lock()
 	v, ok := ss.settings[lname]
