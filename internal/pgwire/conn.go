@@ -776,7 +776,7 @@ func (c *conn) sendRowDescription(cols []Column, formats []int16) {
 			TableAttributeNumber: col.AttNum,
 			DataTypeOID:          col.Type.OID(),
 			DataTypeSize:         col.Type.TypLen(),
-			TypeModifier:         col.Type.Mod,
+			TypeModifier:         col.Type.PGTypmod(), // VARHDRSZ included, as in pg_attribute.atttypmod
 			Format:               formats[i],
 		}
 	}
