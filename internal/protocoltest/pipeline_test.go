@@ -102,7 +102,7 @@ func TestPipelineErrorRecovery(t *testing.T) {
 			{sync: true},
 			{sql: "SELECT 2"},
 			{sql: "SELECT 1/0"},
-			{sql: "SELECT 3"},                            // skipped
+			{sql: "SELECT 3"}, // skipped
 			{sql: "INSERT INTO pl VALUES (99, 'never')"}, // skipped
 			{sync: true},
 			{sql: "SELECT k, v FROM pl ORDER BY k"},
