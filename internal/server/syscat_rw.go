@@ -3,6 +3,9 @@ package server
 import (
 	"sort"
 	"time"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/stream"
 )
 
 // rw_catalog: Runnel's own system tables (RisingWave keeps its in a schema
@@ -16,8 +19,8 @@ func rwSysTables() []*sysTable {
 		return &sysTable{schema: rwCatalog, name: name, cols: cols(spec), rows: rows}
 	}
 	return []*sysTable{
-		rw("rw_actors", "actor_id int4, job text, root text, state text, since timestamptz, duration interval", actorRows),
-		rw("rw_recovery_history", `started_at timestamptz, reason text, reset_ms float8, rebuild_ms float8,
+		rw("rw_actors", "actor_id int4, database text, job text, root text, state text, since timestamptz, duration interval", actorRows),
+		rw("rw_recovery_history", `started_at timestamptz, database text, reason text, reset_ms float8, rebuild_ms float8,
 			epoch int8, error text`, recoveryRows),
 	}
 }
@@ -25,8 +28,21 @@ func rwSysTables() []*sysTable {
 // actorRows lists every running actor of the process: its job, the root
 // executor of its chain, what it is doing now and since when.
 func actorRows(sc *sysCtx) [][]any {
-	actors := sc.ss.s.actors.Actors()
+	s := sc.ss.s
+	actors := s.actors.Actors()
 	sort.Slice(actors, func(i, j int) bool { return actors[i].ID < actors[j].ID })
+	// The database of each actor, from the job that owns it.
+	dbOf := map[stream.ActorID]catalog.ObjectID{}
+	s.jobs.mu.Lock()
+	for _, t := range s.jobs.tables {
+		dbOf[t.actor] = t.rel.DatabaseID
+	}
+	for _, v := range s.jobs.views {
+		for _, a := range v.actors {
+			dbOf[a] = v.rel.DatabaseID
+		}
+	}
+	s.jobs.mu.Unlock()
 	now := time.Now()
 	out := make([][]any, 0, len(actors))
 	for _, a := range actors {
@@ -34,9 +50,23 @@ func actorRows(sc *sysCtx) [][]any {
 		if !a.Since.IsZero() {
 			since, dur = a.Since, now.Sub(a.Since)
 		}
-		out = append(out, []any{int64(a.ID), a.Job, a.Root, a.State, since, dur})
+		var db any
+		if id, ok := dbOf[a.ID]; ok {
+			db = sc.databaseName(id)
+		}
+		out = append(out, []any{int64(a.ID), db, a.Job, a.Root, a.State, since, dur})
 	}
 	return out
+}
+
+// databaseName names a database by id (NULL when it no longer exists).
+func (sc *sysCtx) databaseName(id catalog.ObjectID) any {
+	for _, d := range sc.cat.Databases() {
+		if d.ID == id {
+			return d.Name
+		}
+	}
+	return nil
 }
 
 // recoveryRows lists past recoveries, oldest first.
@@ -49,7 +79,11 @@ func recoveryRows(sc *sysCtx) [][]any {
 		if r.Err != "" {
 			errText = r.Err
 		}
-		out = append(out, []any{r.Start, r.Reason, ms(r.Reset), ms(r.Rebuild), int64(r.Epoch), errText})
+		var db any // NULL: the whole graph was recovered
+		if r.Database != 0 {
+			db = sc.databaseName(catalog.ObjectID(r.Database))
+		}
+		out = append(out, []any{r.Start, db, r.Reason, ms(r.Reset), ms(r.Rebuild), int64(r.Epoch), errText})
 	}
 	return out
 }

@@ -144,6 +144,7 @@ func (b *Backfill) readSnapshot(ctx context.Context) error {
 		b.queue = append(b.queue, stream.Message{Chunk: c})
 		b.pos = append(b.pos[:0], last...)
 		b.Rows.Add(int64(len(rows)))
+		b.batchHook(ctx)
 	}
 	if done {
 		// Every key is now covered by the snapshot: buffered changes all
