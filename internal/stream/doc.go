@@ -15,6 +15,14 @@
 // down (I6). Aborting an actor cancels its context; executors check the
 // context in every data-dependent loop (I5).
 //
+// Actor states (rw_catalog.rw_actors). An actor shows what it is doing
+// now and since when: executors report at the points where they block
+// (ReportState, Receive, the dispatchers' sends: waiting for input,
+// waiting for barrier alignment, blocked on output) and where they work
+// (writing state at a barrier, applying DML, backfilling); the actor
+// reports processing each time it pulls its chain. A report that does not
+// change the state costs a pointer comparison, so the hot path is free.
+//
 // This package imports storage (state tables) and types/expr; it never
 // imports meta, sql or pgwire.
 package stream

@@ -13,5 +13,14 @@
 //     in plan order, so re-planning the same definition assigns the same
 //     ids (how jobs are rebuilt after recovery).
 //
+//   - A subtree that reads no relation (VALUES, generate_series with
+//     constant arguments, SELECT without FROM) is evaluated at planning
+//     time and becomes a Values operator that emits its rows once; a
+//     marker in its state table, committed in the same epoch as the rows,
+//     keeps recovery from emitting them twice (constant.go).
+//   - Expressions whose value changes over time (volatile functions) are
+//     refused: an incrementally maintained row would freeze them.
+//   - Explain renders a planned job for EXPLAIN CREATE MATERIALIZED VIEW.
+//
 // This package plans; it does not run anything.
 package streamplan
