@@ -12,7 +12,6 @@
 //   - Stateful operators get their own state tables; the tables are listed
 //     in plan order, so re-planning the same definition assigns the same
 //     ids (how jobs are rebuilt after recovery).
-//
 //   - A subtree that reads no relation (VALUES, generate_series with
 //     constant arguments, SELECT without FROM) is evaluated at planning
 //     time and becomes a Values operator that emits its rows once; a
