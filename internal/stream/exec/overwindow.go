@@ -483,7 +483,7 @@ func (w *OverWindow) Next(ctx context.Context) (stream.Message, error) {
 			w.q.push(msg)
 			continue
 		}
-		if err := w.buffer(ctx, msg.Chunk); err != nil {
+		if err := w.buffer(ctx, w.inputHook(msg.Chunk)); err != nil {
 			return stream.Message{}, err
 		}
 		if w.nPending >= maxPendingChanges {
