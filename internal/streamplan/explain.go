@@ -70,15 +70,23 @@ func (e *explainer) number(root *Node) {
 func fragmentDist(f *Node) string {
 	scan := ""
 	walkFragment(f, func(n *Node) {
-		if (n.Op == OpScan || n.Op == OpSource) && scan == "" {
-			scan = n.Rel.Name
+		if scan != "" {
+			return
+		}
+		switch n.Op {
+		case OpScan:
+			scan = "one actor per actor of " + n.Rel.Name
+		case OpSource:
+			scan = "one actor per split of source " + n.Rel.Name
+		case OpValues:
+			scan = "single actor"
 		}
 	})
 	switch {
 	case f.Dist.Kind == DistSingle:
 		return "single actor"
 	case scan != "":
-		return "one actor per actor of " + scan
+		return scan
 	}
 	return "parallel, " + distString(f, f.Dist)
 }
