@@ -17,11 +17,12 @@ func benchIVM(args []string, stdout, stderr io.Writer) int {
 	rows := fs.Int64("rows", 1_000_000, "orders to load (customers: rows/10)")
 	updates := fs.Int("updates", 20, "single-row updates measured per view")
 	seed := fs.Uint64("seed", 0, "data and update seed")
+	pgURL := fs.String("pg-url", "", "PostgreSQL database to compare with (default: a throwaway cluster)")
 	asJSON := fs.Bool("json", false, "one JSON object per view")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	_, err := bench.RunIVM(context.Background(), bench.IVMOptions{Rows: *rows, Updates: *updates, Seed: *seed, JSON: *asJSON,
+	_, err := bench.RunIVM(context.Background(), bench.IVMOptions{Rows: *rows, Updates: *updates, Seed: *seed, PostgresURL: *pgURL, JSON: *asJSON,
 		Out: stdout, Progress: progressWriter(*asJSON, stdout, stderr)})
 	if err != nil {
 		fmt.Fprintln(stderr, "runnel: bench:", err)

@@ -51,8 +51,12 @@ type IVMOptions struct {
 	Customers int64 // customers (default Rows/10)
 	Updates   int   // single-row updates per view (default 20)
 	Seed      uint64
-	JSON      bool
-	Out       io.Writer
+	// PostgresURL names the PostgreSQL database to compare with; empty
+	// starts a throwaway cluster (pgtest) for the run. The database must
+	// not have tables or views of the benchmark's names.
+	PostgresURL string
+	JSON        bool
+	Out         io.Writer
 	// Progress receives loading progress (nil: none).
 	Progress io.Writer
 	Log      *slog.Logger
@@ -244,12 +248,16 @@ func RunIVM(ctx context.Context, opts IVMOptions) ([]IVMResult, error) {
 		}
 	}
 
-	pg, err := pgtest.StartCluster("")
-	if err != nil {
-		return nil, fmt.Errorf("bench ivm: start PostgreSQL: %w", err)
+	pgURL := opts.PostgresURL
+	if pgURL == "" {
+		pg, err := pgtest.StartCluster("")
+		if err != nil {
+			return nil, fmt.Errorf("bench ivm: start PostgreSQL: %w", err)
+		}
+		defer pg.Stop()
+		pgURL = pg.URL("postgres")
 	}
-	defer pg.Stop()
-	pgConn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	pgConn, err := pgx.Connect(ctx, pgURL)
 	if err != nil {
 		return nil, fmt.Errorf("bench ivm: connect to PostgreSQL: %w", err)
 	}

@@ -14,13 +14,10 @@ import (
 // every update's effect must be read back from both systems' views (RunIVM
 // fails on a wrong or missing row), and the report names both systems.
 func TestRunIVMSmall(t *testing.T) {
-	if _, err := pgtest.BinDir(); err != nil {
-		t.Skip(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	res, err := RunIVM(ctx, IVMOptions{Rows: 5000, Updates: 3, Seed: 7, Out: &out})
+	res, err := RunIVM(ctx, IVMOptions{Rows: 2000, Updates: 2, Seed: 7, PostgresURL: pgtest.NewDatabase(t), Out: &out})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}

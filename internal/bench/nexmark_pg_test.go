@@ -22,17 +22,17 @@ import (
 
 // nexmarkCheckEvents is the default event count of TestNexmarkMatchesPostgres;
 // RUNNEL_NEXMARK_CHECK_EVENTS overrides it for a longer run.
-const nexmarkCheckEvents = 20_000
+const nexmarkCheckEvents = 10_000
 
 // nexmarkCheckOptions are the source options of the check, besides the
-// table type. An event rate of 200 events per second of event time spreads
-// 20,000 events over 100 s, so the 10 s windows of q5, q7 and q8 see ten
+// table type. An event rate of 100 events per second of event time spreads
+// 10,000 events over 100 s, so the 10 s windows of q5, q7 and q8 see ten
 // tumbling and fifty hopping windows rather than one. Two splits make each
 // source interleave its rows as a parallel source does.
 func nexmarkCheckOptions(events int64) map[string]string {
 	return map[string]string{
 		"nexmark.event.num":           strconv.FormatInt(events, 10),
-		"nexmark.event.rate":          "200",
+		"nexmark.event.rate":          "100",
 		"nexmark.split.num":           "2",
 		"nexmark.min.event.gap.in.ns": "0",
 	}
