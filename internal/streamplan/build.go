@@ -20,6 +20,7 @@ func Build(root plan.Node) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	fuseHopWindowProjects(n) // see timewindow.go
 	return b.materialize(n), nil
 }
 

@@ -44,9 +44,34 @@ func (b *builder) hopWindow(n *plan.HopWindow) (*Node, error) {
 	return b.project(hop, colRefs(hop, cols), n.Out), nil
 }
 
+// fuseHopWindowProjects merges every projection reading a hop window
+// into it: the executor then evaluates the projection over each window of
+// an input row without materializing the expanded row (see
+// exec.HopWindow). The merged node keeps the projection's schema, key and
+// distribution; Exprs set on an OpHopWindow means "then project".
+func fuseHopWindowProjects(n *Node) {
+	for _, c := range n.Inputs {
+		fuseHopWindowProjects(c)
+	}
+	if n.Op != OpProject || len(n.Inputs) != 1 {
+		return
+	}
+	hop := n.Inputs[0]
+	if hop.Op != OpHopWindow || hop.Exprs != nil {
+		return
+	}
+	n.Op, n.Hop, n.Inputs = OpHopWindow, hop.Hop, hop.Inputs
+}
+
 func (g *graphBuilder) hopWindow(n *Node, in stream.Executor) (stream.Executor, error) {
 	h := n.Hop
-	ex, err := exec.NewHopWindow(in, h.TimeCol, h.Slide, h.Size, h.Offset)
+	var ex stream.Executor
+	var err error
+	if n.Exprs != nil {
+		ex, err = exec.NewHopWindowProject(in, h.TimeCol, h.Slide, h.Size, h.Offset, n.Exprs, g.env.Location)
+	} else {
+		ex, err = exec.NewHopWindow(in, h.TimeCol, h.Slide, h.Size, h.Offset)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", g.env.Name, err)
 	}

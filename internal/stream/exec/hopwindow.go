@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -23,6 +24,12 @@ import (
 // halves of an update alike.
 //
 //	slide 2s, size 4s:  +(a, 5s)  ->  +(a, 5s, 2s, 6s) +(a, 5s, 4s, 8s)
+//
+// With a projection (NewHopWindowProject) it emits the projection of
+// each expanded row instead, without building the expanded row: the
+// planner fuses HOP with the projection above it (typically an
+// aggregation's, keeping two or three of the input's columns), which
+// saves copying every input column once per window.
 type HopWindow struct {
 	input   stream.Executor
 	timeCol int
@@ -30,8 +37,15 @@ type HopWindow struct {
 	size    int64
 	offset  int64
 	n       int
+	inWidth int
 	schema  []types.Type
 	starts  []int64
+	// exprs, when set, are evaluated over each expanded row (input
+	// columns, window_start, window_end) to give the output row.
+	exprs []expr.Expr
+	loc   *time.Location
+	// scratch is the expanded row the projection reads.
+	scratch types.Row
 }
 
 // NewHopWindow returns the executor. slide and size are microseconds
@@ -51,12 +65,33 @@ func NewHopWindow(input stream.Executor, timeCol int, slide, size, offset int64)
 	}
 	schema := append(append([]types.Type(nil), in...), tt, tt)
 	return &HopWindow{input: input, timeCol: timeCol, slide: slide, size: size, offset: offset,
-		n: int(size / slide), schema: schema}, nil
+		n: int(size / slide), inWidth: len(in), schema: schema}, nil
+}
+
+// NewHopWindowProject is NewHopWindow followed by a projection: exprs are
+// bound against the expanded row (the input columns, window_start,
+// window_end). loc is the view's session time zone (nil: UTC).
+func NewHopWindowProject(input stream.Executor, timeCol int, slide, size, offset int64, exprs []expr.Expr, loc *time.Location) (*HopWindow, error) {
+	h, err := NewHopWindow(input, timeCol, slide, size, offset)
+	if err != nil {
+		return nil, err
+	}
+	h.exprs, h.loc = exprs, loc
+	h.schema = make([]types.Type, len(exprs))
+	for i, e := range exprs {
+		h.schema[i] = e.Type()
+	}
+	h.scratch = make(types.Row, h.inWidth+2)
+	return h, nil
 }
 
 func (h *HopWindow) Schema() []types.Type { return h.schema }
 func (h *HopWindow) Identity() string {
-	return fmt.Sprintf("HopWindow(col %d, slide %dus, size %dus)", h.timeCol, h.slide, h.size)
+	s := fmt.Sprintf("HopWindow(col %d, slide %dus, size %dus", h.timeCol, h.slide, h.size)
+	for _, e := range h.exprs {
+		s += ", " + e.String()
+	}
+	return s + ")"
 }
 
 func (h *HopWindow) Next(ctx context.Context) (stream.Message, error) {
@@ -77,7 +112,11 @@ func (h *HopWindow) Next(ctx context.Context) (stream.Message, error) {
 
 func (h *HopWindow) expand(ctx context.Context, in *types.Chunk) (*types.Chunk, error) {
 	width := len(h.schema)
-	inWidth := width - 2
+	inWidth := h.inWidth
+	var ec *expr.EvalContext
+	if h.exprs != nil {
+		ec = newEvalContext(ctx, h.loc)
+	}
 	// One backing array for every output row of the chunk.
 	buf := make([]types.Datum, 0, len(in.Rows)*h.n*width)
 	out := &types.Chunk{Ops: make([]types.Op, 0, len(in.Rows)*h.n), Rows: make([]types.Row, 0, len(in.Rows)*h.n)}
@@ -98,6 +137,25 @@ func (h *HopWindow) expand(ctx context.Context, in *types.Chunk) (*types.Chunk, 
 		op := types.OpInsert
 		if in.Ops[i] == types.OpDelete || in.Ops[i] == types.OpUpdateDelete {
 			op = types.OpDelete
+		}
+		if h.exprs != nil {
+			copy(h.scratch, row[:inWidth])
+			for _, s := range h.starts {
+				if tz {
+					h.scratch[inWidth], h.scratch[inWidth+1] = types.DTimestamptz(s), types.DTimestamptz(s+h.size)
+				} else {
+					h.scratch[inWidth], h.scratch[inWidth+1] = types.DTimestamp(s), types.DTimestamp(s+h.size)
+				}
+				for _, e := range h.exprs {
+					d, err := e.Eval(ec, h.scratch)
+					if err != nil {
+						return nil, fmt.Errorf("%s: %w", h.Identity(), err)
+					}
+					buf = append(buf, d)
+				}
+				out.Append(op, types.Row(buf[len(buf)-width:len(buf):len(buf)]))
+			}
+			continue
 		}
 		for _, s := range h.starts {
 			buf = append(buf, row[:inWidth]...)
