@@ -315,7 +315,16 @@ var sstLine = regexp.MustCompile(`^\s+(\S+)\s+.*\btables \[([0-9 ]*)\]`)
 // data of any of tables (from the operator's version description).
 func objectsHolding(t testing.TB, in server.Internals, tables []storage.TableID) []string {
 	t.Helper()
-	text, err := storage.DescribeVersion(context.Background(), in.Meta)
+	// DescribeVersion reads the metastore outside the engine, so it can
+	// meet a delta being written (it then reports the head and the deltas
+	// out of step); read again.
+	var text string
+	var err error
+	for range 10 {
+		if text, err = storage.DescribeVersion(context.Background(), in.Meta); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("describe version: %v", err)
 	}
