@@ -83,7 +83,7 @@ func fragmentDist(f *Node) string {
 		}
 	})
 	switch {
-	case f.Dist.Kind == DistSingle:
+	case f.Dist.Kind == DistSingle || readsSingleExchange(f):
 		return "single actor"
 	case scan != "":
 		return scan

@@ -382,12 +382,25 @@ func (g *graphBuilder) parallelism(n *Node) (int, error) {
 	if n.Dist.Kind == DistSingle || (n.Op == OpMaterialize && n.Dist.Kind != DistHash) {
 		return 1, nil
 	}
-	for _, c := range n.Inputs {
-		if c.Op == OpExchange && c.Dist.Kind == DistSingle {
-			return 1, nil
-		}
+	if readsSingleExchange(n) {
+		return 1, nil
 	}
 	return max(1, g.env.Parallelism), nil
+}
+
+// readsSingleExchange reports whether the fragment rooted at n reads a
+// single-distribution exchange anywhere (not only right under its root:
+// DISTINCT over a window function without PARTITION BY projects the
+// single window output to "any" first). Its upstreams send every row to
+// the fragment's first actor, so the fragment must have only that one.
+func readsSingleExchange(n *Node) bool {
+	single := false
+	walkFragment(n, func(x *Node) {
+		if x != n && x.Op == OpExchange && x.Dist.Kind == DistSingle {
+			single = true
+		}
+	})
+	return single
 }
 
 // openConnector configures a source relation's connector from its
