@@ -13,7 +13,6 @@ import (
 	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/sql/binder"
 	"github.com/runneldb/runnel/internal/sqlerr"
-	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -50,9 +49,6 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 	if ct.Source {
 		return ss.createSource(ctx, sc, ct)
 	}
-	if c, ok := ct.Options["connector"]; ok {
-		return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "CREATE TABLE with connector %q is not supported yet; use CREATE SOURCE", c)
-	}
 	rel := &catalog.Relation{
 		DatabaseID: ss.db.ID,
 		SchemaID:   sc.ID,
@@ -79,24 +75,43 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		rel.Columns[k].NotNull = true
 	}
 	rel.DistKey = append([]int(nil), rel.PK...)
+	nTables := 1
+	if _, ok := ct.Options["connector"]; ok {
+		// A table with a connector stores what the connector delivers
+		// (and accepts DML); its second state table holds the split
+		// positions. Bad options fail the CREATE.
+		if strings.EqualFold(ct.Options["connector"], "datagen") {
+			rel.Options = datagen.PinOptions(connectorColumns(rel), ct.Options, time.Now())
+		}
+		if _, err := connector.Open(connectorColumns(rel), rel.Options); err != nil {
+			return pgwire.Result{}, err
+		}
+		nTables = 2
+	}
 
-	ids, err := s.catalog.AllocateTableIDs(ctx, 1)
+	ids, err := s.catalog.AllocateTableIDs(ctx, nTables)
 	if err != nil {
 		return pgwire.Result{}, err
 	}
 	rel.StateTable = ids[0]
-	if err := s.store.RegisterTables(ctx, storage.TableID(rel.StateTable)); err != nil {
-		return pgwire.Result{}, fmt.Errorf("create table %s: register state table %d: %w", ct.Name, rel.StateTable, err)
+	if nTables > 1 {
+		rel.StateTables = ids
+	}
+	tids := relationStateTables(rel)
+	if err := s.store.RegisterTables(ctx, tids...); err != nil {
+		return pgwire.Result{}, fmt.Errorf("create table %s: register state tables %v: %w", ct.Name, tids, err)
 	}
 	if _, err := s.catalog.CreateRelation(ctx, rel, 0); err != nil {
-		// Nothing references the table yet; give its id back to GC.
-		s.store.UnregisterTables(context.Background(), storage.TableID(rel.StateTable))
+		// Nothing references the table yet; give its ids back to GC.
+		s.store.UnregisterTables(context.Background(), tids...)
 		return pgwire.Result{}, err
 	}
-	s.epochs.WithGraphLock(func(curr uint64) error {
-		s.spawnTable(rel, curr)
-		return nil
-	})
+	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.spawnTable(ctx, rel, curr) }); err != nil {
+		if derr := s.purgeRelation(context.Background(), rel); derr != nil {
+			s.log.Error("drop table whose actor could not start", "table", rel.Name, "err", derr)
+		}
+		return pgwire.Result{}, err
+	}
 	return pgwire.Result{Tag: "CREATE TABLE"}, nil
 }
 
@@ -207,8 +222,8 @@ func (s *Server) dropTable(ctx context.Context, rel *catalog.Relation) error {
 	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
 		return err
 	}
-	if err := s.store.UnregisterTables(ctx, storage.TableID(rel.StateTable)); err != nil {
-		return fmt.Errorf("drop table %s: unregister state table %d: %w", rel.Name, rel.StateTable, err)
+	if err := s.store.UnregisterTables(ctx, relationStateTables(rel)...); err != nil {
+		return fmt.Errorf("drop table %s: unregister state tables: %w", rel.Name, err)
 	}
 	return nil
 }

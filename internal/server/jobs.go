@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/connector"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
@@ -38,6 +39,8 @@ type tableJob struct {
 	dispatcher *stream.BroadcastDispatcher
 	// replaced is closed when recovery replaces this job's actor.
 	replaced chan struct{}
+	// ingest is the connector feed of a table with a connector.
+	ingest *exec.TableIngest
 }
 
 // tableStateSchema is the state-table schema of a table's rows.
@@ -57,14 +60,19 @@ func tableStateSchema(rel *catalog.Relation) state.Schema {
 
 // spawnTable starts the actor of a table at epoch curr. The caller holds
 // the barrier loop's graph lock.
-func (s *Server) spawnTable(rel *catalog.Relation, curr uint64) *tableJob {
-	j, a := s.newTableJob(rel, curr)
+func (s *Server) spawnTable(ctx context.Context, rel *catalog.Relation, curr uint64) error {
+	j, a, err := s.newTableJob(ctx, rel, curr)
+	if err != nil {
+		return err
+	}
 	s.actors.Spawn(a, j.barriers)
-	return j
+	return nil
 }
 
-// newTableJob builds and registers a table's actor without starting it.
-func (s *Server) newTableJob(rel *catalog.Relation, curr uint64) (*tableJob, *stream.Actor) {
+// newTableJob builds and registers a table's actor without starting it. A
+// table with a connector also reads it (exec.TableIngest), resuming at the
+// split positions in its second state table.
+func (s *Server) newTableJob(ctx context.Context, rel *catalog.Relation, curr uint64) (*tableJob, *stream.Actor, error) {
 	id := s.actors.NewActorID()
 	st := state.New(storage.TableID(rel.StateTable), tableStateSchema(rel), s.store, curr)
 	j := &tableJob{
@@ -76,11 +84,45 @@ func (s *Server) newTableJob(rel *catalog.Relation, curr uint64) (*tableJob, *st
 		dispatcher: &stream.BroadcastDispatcher{Upstream: id},
 	}
 	ex := exec.NewTableExecutor(rel.Name, st, id, j.barriers, j.dml)
+	if rel.Options["connector"] != "" {
+		ti, err := s.openTableIngest(ctx, rel, curr)
+		if err != nil {
+			return nil, nil, err
+		}
+		ex.SetIngest(ti)
+		j.ingest = ti
+	}
 	a := &stream.Actor{ID: id, Job: "table " + rel.Name, Group: uint64(rel.DatabaseID), Root: ex, Dispatch: j.dispatcher}
 	s.jobs.mu.Lock()
 	s.jobs.tables[rel.ID] = j
 	s.jobs.mu.Unlock()
-	return j, a
+	return j, a, nil
+}
+
+// connectorColumns are the columns a connector produces for rel: the
+// visible ones (a hidden row id is appended by the ingest).
+func connectorColumns(rel *catalog.Relation) []connector.Column {
+	var cols []connector.Column
+	for _, c := range rel.Columns {
+		if !c.Hidden {
+			cols = append(cols, connector.Column{Name: c.Name, Type: c.Type})
+		}
+	}
+	return cols
+}
+
+// openTableIngest opens the connector of a table with one.
+func (s *Server) openTableIngest(ctx context.Context, rel *catalog.Relation, curr uint64) (*exec.TableIngest, error) {
+	if len(rel.StateTables) < 2 {
+		return nil, fmt.Errorf("table %s: its connector has no position state table", rel.Name)
+	}
+	src, err := connector.Open(connectorColumns(rel), rel.Options)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", rel.Name, err)
+	}
+	positions := state.New(storage.TableID(rel.StateTables[1]), exec.SourceStateSchema("table "+rel.Name), s.store, curr)
+	hidden := len(rel.PK) == 1 && rel.Columns[rel.PK[0]].Hidden
+	return exec.NewTableIngest(ctx, rel.Name, src, positions, hidden)
 }
 
 // Rebuild recreates every job's actors at epoch curr after recovery
@@ -176,7 +218,13 @@ func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rela
 		if s.isDropping(rel.ID) {
 			continue
 		}
-		j, a := s.newTableJob(rel, curr)
+		j, a, err := s.newTableJob(ctx, rel, curr)
+		if err != nil {
+			// The table stays unavailable (its writes wait, then fail
+			// with 55000); the others go on (I6).
+			s.log.Error("cannot rebuild table", "table", rel.Name, "err", err)
+			continue
+		}
 		start = append(start, pending{a, j.barriers})
 	}
 	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindMaterializedView && in(r) }) {

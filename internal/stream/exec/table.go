@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/stream"
@@ -39,7 +40,16 @@ type TableExecutor struct {
 
 	queue   []*types.Chunk
 	stopped bool
+	// ingest feeds a connector into the table (nil for plain tables).
+	ingest *TableIngest
 }
+
+// SetIngest makes the table read a connector between statements
+// (CREATE TABLE … WITH (connector = …)).
+func (e *TableExecutor) SetIngest(ti *TableIngest) { e.ingest = ti }
+
+// Ingest returns the table's connector feed, or nil.
+func (e *TableExecutor) Ingest() *TableIngest { return e.ingest }
 
 // NewTableExecutor creates the executor for one table actor.
 func NewTableExecutor(name string, st *state.Table, actor stream.ActorID, barriers <-chan *stream.Barrier, dml <-chan *DMLRequest) *TableExecutor {
@@ -69,6 +79,13 @@ func (e *TableExecutor) Next(ctx context.Context) (stream.Message, error) {
 			return e.onBarrier(b)
 		default:
 		}
+		if e.ingest != nil && !e.ingest.done() {
+			msg, ok, err := e.ingestStep(ctx)
+			if err != nil || ok {
+				return msg, err
+			}
+			continue
+		}
 		stream.ReportState(ctx, &stream.StateWaitingInput)
 		select {
 		case b := <-e.barriers:
@@ -84,6 +101,13 @@ func (e *TableExecutor) Next(ctx context.Context) (stream.Message, error) {
 }
 
 func (e *TableExecutor) onBarrier(b *stream.Barrier) (stream.Message, error) {
+	if e.ingest != nil {
+		// The positions commit in the same epoch as the rows read up to
+		// them (I7).
+		if err := e.ingest.checkpoint(b.Curr); err != nil {
+			return stream.Message{}, fmt.Errorf("%s: %w", e.Identity(), err)
+		}
+	}
 	if err := e.state.Commit(b.Curr); err != nil {
 		return stream.Message{}, err
 	}
@@ -236,4 +260,78 @@ func (w *TableWriter) commit() []*types.Chunk {
 		start = end
 	}
 	return out
+}
+
+// ingestStep runs one step of a connector-fed table: a waiting statement,
+// else a chunk of connector rows (stored, and returned to emit), else a
+// wait for the pacer, a barrier or a statement. ok reports a message.
+func (e *TableExecutor) ingestStep(ctx context.Context) (msg stream.Message, ok bool, err error) {
+	select {
+	case req := <-e.dml:
+		stream.ReportState(ctx, &stream.StateApplyingDML)
+		e.apply(ctx, req)
+		return stream.Message{}, false, nil
+	default:
+	}
+	n, wait := e.ingest.budget(time.Now())
+	if n > 0 {
+		if c := e.ingest.read(n); c != nil {
+			out, err := e.store(ctx, c)
+			if err != nil {
+				return stream.Message{}, false, err
+			}
+			return stream.Message{Chunk: out}, out.Len() > 0, nil
+		}
+		wait = time.Millisecond // nothing available yet
+	}
+	stream.ReportState(ctx, &stream.StateWaitingInput)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case b := <-e.barriers:
+		stream.ReportState(ctx, &stream.StateBarrier)
+		msg, err := e.onBarrier(b)
+		return msg, err == nil, err
+	case req := <-e.dml:
+		stream.ReportState(ctx, &stream.StateApplyingDML)
+		e.apply(ctx, req)
+	case <-t.C:
+	case <-ctx.Done():
+		return stream.Message{}, false, ctx.Err()
+	}
+	return stream.Message{}, false, nil
+}
+
+// store writes connector rows into the table. With a hidden row id every
+// row is new; with a declared primary key a row replaces the stored row
+// with its key (upsert, as RisingWave's tables with connectors do).
+func (e *TableExecutor) store(ctx context.Context, c *types.Chunk) (*types.Chunk, error) {
+	if e.ingest.rowID {
+		for _, row := range c.Rows {
+			e.state.Insert(row)
+		}
+		return c, nil
+	}
+	out := &types.Chunk{}
+	var tk ticker
+	for _, row := range c.Rows {
+		if err := tk.tick(ctx); err != nil {
+			return nil, err
+		}
+		old, found, err := e.state.GetRow(ctx, row)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Identity(), err)
+		}
+		if found {
+			if sameRow(old, row, e.state.Schema().Types) {
+				continue
+			}
+			out.Append(types.OpUpdateDelete, old)
+			out.Append(types.OpUpdateInsert, row)
+		} else {
+			out.Append(types.OpInsert, row)
+		}
+		e.state.Insert(row)
+	}
+	return out, nil
 }
