@@ -38,6 +38,7 @@ type HopWindow struct {
 	offset  int64
 	n       int
 	inWidth int
+	tz      bool // the time column is a timestamptz
 	schema  []types.Type
 	starts  []int64
 	// exprs, when set, are evaluated over each expanded row (input
@@ -65,7 +66,7 @@ func NewHopWindow(input stream.Executor, timeCol int, slide, size, offset int64)
 	}
 	schema := append(append([]types.Type(nil), in...), tt, tt)
 	return &HopWindow{input: input, timeCol: timeCol, slide: slide, size: size, offset: offset,
-		n: int(size / slide), inWidth: len(in), schema: schema}, nil
+		n: int(size / slide), inWidth: len(in), tz: tt.Kind == types.KindTimestamptz, schema: schema}, nil
 }
 
 // NewHopWindowProject is NewHopWindow followed by a projection: exprs are
@@ -120,7 +121,7 @@ func (h *HopWindow) expand(ctx context.Context, in *types.Chunk) (*types.Chunk, 
 	// One backing array for every output row of the chunk.
 	buf := make([]types.Datum, 0, len(in.Rows)*h.n*width)
 	out := &types.Chunk{Ops: make([]types.Op, 0, len(in.Rows)*h.n), Rows: make([]types.Row, 0, len(in.Rows)*h.n)}
-	tz := h.schema[h.timeCol].Kind == types.KindTimestamptz
+	tz := h.tz
 	var tk ticker
 	for i, row := range in.Rows {
 		if err := tk.tick(ctx); err != nil {

@@ -201,23 +201,24 @@ func TestHopWindowPassesBarriers(t *testing.T) {
 // every change, the projection of what the plain expansion emits.
 func TestHopWindowProjectMatchesExpansion(t *testing.T) {
 	ch := chunk(
-		types.OpInsert, row(1, ts(5*sec)),
-		types.OpUpdateDelete, row(1, ts(5*sec)),
-		types.OpUpdateInsert, row(1, nil),
-		types.OpDelete, row(2, ts(-7*sec/2)),
+		types.OpInsert, row(1, 0, 0, ts(5*sec)),
+		types.OpUpdateDelete, row(1, 0, 0, ts(5*sec)),
+		types.OpUpdateInsert, row(1, 0, 0, nil),
+		types.OpDelete, row(2, 0, 0, ts(-7*sec/2)),
 	)
-	plainSrc := newSource("in", types.Int64, types.Timestamp)
-	plain, err := NewHopWindow(plainSrc, 1, sec, 3*sec, sec/2)
+	in := []types.Type{types.Int64, types.Int64, types.Int64, types.Timestamp}
+	plainSrc := newSource("in", in...)
+	plain, err := NewHopWindow(plainSrc, 3, sec, 3*sec, sec/2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Two output columns only, fewer than the time column's index.
 	exprs := []expr.Expr{
-		&expr.ColumnRef{Index: 3, Typ: types.Timestamp},
+		&expr.ColumnRef{Index: 5, Typ: types.Timestamp}, // window_end
 		&expr.ColumnRef{Index: 0, Typ: types.Int64},
-		&expr.ColumnRef{Index: 2, Typ: types.Timestamp},
 	}
-	fusedSrc := newSource("in", types.Int64, types.Timestamp)
-	fused, err := NewHopWindowProject(fusedSrc, 1, sec, 3*sec, sec/2, exprs, nil)
+	fusedSrc := newSource("in", in...)
+	fused, err := NewHopWindowProject(fusedSrc, 3, sec, 3*sec, sec/2, exprs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,12 +236,12 @@ func TestHopWindowProjectMatchesExpansion(t *testing.T) {
 		t.Fatalf("got %d fused rows, %d plain rows; want 9", len(fm.Chunk.Rows), len(pm.Chunk.Rows))
 	}
 	for i, p := range pm.Chunk.Rows {
-		want := types.Row{p[3], p[0], p[2]}.String()
+		want := types.Row{p[5], p[0]}.String()
 		if got := fm.Chunk.Rows[i].String(); got != want || fm.Chunk.Ops[i] != pm.Chunk.Ops[i] {
 			t.Errorf("row %d: got %s %s, want %s %s", i, fm.Chunk.Ops[i], got, pm.Chunk.Ops[i], want)
 		}
 	}
-	if s := fused.Schema(); len(s) != 3 || s[1] != types.Int64 {
+	if s := fused.Schema(); len(s) != 2 || s[1] != types.Int64 {
 		t.Errorf("fused schema %v", s)
 	}
 }
