@@ -82,7 +82,7 @@ func TestSessionBasics(t *testing.T) {
 		t.Fatalf("after SET, TimeZone = %v", got)
 	}
 	mustExec(t, conn, "SET RW_IMPLICIT_FLUSH TO true")
-	if got := queryStrings(t, conn, "SHOW implicit_flush"); got[0] != "true" {
+	if got := queryStrings(t, conn, "SHOW implicit_flush"); got[0] != "on" {
 		t.Fatalf("implicit_flush = %v", got)
 	}
 	mustExec(t, conn, "FLUSH")

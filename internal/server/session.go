@@ -171,13 +171,14 @@ func (st *statement) Describe(ctx context.Context) (pgwire.StatementDescription,
 	}
 	switch n := st.p.AST.Node.(type) {
 	case *pg_query.Node_VariableShowStmt:
-		switch strings.ToLower(n.VariableShowStmt.Name) {
-		case "parameters":
-			return pgwire.StatementDescription{Columns: st.sess.showParameters().Columns}, nil
-		case "all":
-			return pgwire.StatementDescription{Columns: []pgwire.Column{{Name: "name", Type: types.Text}, {Name: "setting", Type: types.Text}, {Name: "description", Type: types.Text}}}, nil
+		// The description is that of the result, whose column is named
+		// after the canonical parameter (aliases resolved), so Describe
+		// and Execute agree.
+		r, err := st.sess.show(n.VariableShowStmt.Name)
+		if err != nil {
+			return pgwire.StatementDescription{}, err
 		}
-		return pgwire.StatementDescription{Columns: []pgwire.Column{{Name: strings.ToLower(n.VariableShowStmt.Name), Type: types.Text}}}, nil
+		return pgwire.StatementDescription{Columns: r.Columns}, nil
 	case *pg_query.Node_VariableSetStmt, *pg_query.Node_TransactionStmt, *pg_query.Node_AlterSystemStmt:
 		return pgwire.StatementDescription{}, nil
 	}
@@ -341,10 +342,15 @@ func (ss *session) set(n *pg_query.VariableSetStmt) (pgwire.Result, error) {
 		}
 	}
 	if name == "implicit_flush" {
-		switch strings.ToLower(value) {
-		case "on", "true", "1", "off", "false", "0":
-		default:
+		// Stored canonically, so SHOW prints on/off as PostgreSQL does for
+		// a Boolean parameter whatever spelling SET used.
+		b, ok := parseBoolSetting(value)
+		if !ok {
 			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "parameter \"implicit_flush\" requires a Boolean value")
+		}
+		value = "off"
+		if b {
+			value = "on"
 		}
 	}
 	ss.mu.Lock()
@@ -357,6 +363,36 @@ func (ss *session) set(n *pg_query.VariableSetStmt) (pgwire.Result, error) {
 		return pgwire.Result{Tag: "RESET"}, nil
 	}
 	return pgwire.Result{Tag: "SET"}, nil
+}
+
+// parseBoolSetting parses a Boolean parameter value as PostgreSQL's
+// parse_bool does: true/false, yes/no, on/off, 1/0, any case, and unique
+// prefixes of the words.
+func parseBoolSetting(v string) (value, ok bool) {
+	v = strings.ToLower(strings.TrimSpace(v))
+	switch v {
+	case "1":
+		return true, true
+	case "0":
+		return false, true
+	case "", "o": // "o" is a prefix of both on and off
+		return false, false
+	}
+	for _, w := range []struct {
+		word string
+		val  bool
+	}{{"true", true}, {"false", false}, {"yes", true}, {"no", false}} {
+		if strings.HasPrefix(w.word, v) {
+			return w.val, true
+		}
+	}
+	if v == "on" {
+		return true, true
+	}
+	if strings.HasPrefix("off", v) && len(v) >= 2 {
+		return false, true
+	}
+	return false, false
 }
 
 // constText renders a SET argument (a constant or identifier).

@@ -210,7 +210,7 @@ func (b *Binder) bindExprInner(n *pg.Node, ec *exprCtx) (expr.Expr, error) {
 		}
 		return b.bindExpr(cc.Arg, ec)
 	}
-	return nil, unsupported("unsupported expression")
+	return nil, unsupportedExpr(n)
 }
 
 func foldBool(op string, args []expr.Expr) (expr.Expr, error) {
