@@ -19,14 +19,15 @@ func rwSysTables() []*sysTable {
 		return &sysTable{schema: rwCatalog, name: name, cols: cols(spec), rows: rows}
 	}
 	return []*sysTable{
-		rw("rw_actors", "actor_id int4, database text, job text, root text, state text, since timestamptz, duration interval", actorRows),
+		rw("rw_actors", "actor_id int4, database text, job text, fragment int4, root text, state text, since timestamptz, duration interval", actorRows),
 		rw("rw_recovery_history", `started_at timestamptz, database text, reason text, reset_ms float8, rebuild_ms float8,
 			epoch int8, error text`, recoveryRows),
 	}
 }
 
-// actorRows lists every running actor of the process: its job, the root
-// executor of its chain, what it is doing now and since when.
+// actorRows lists every running actor of the process: its job and
+// fragment (numbered as EXPLAIN CREATE MATERIALIZED VIEW numbers them), the
+// root executor of its chain, what it is doing now and since when.
 func actorRows(sc *sysCtx) [][]any {
 	s := sc.ss.s
 	actors := s.actors.Actors()
@@ -54,7 +55,7 @@ func actorRows(sc *sysCtx) [][]any {
 		if id, ok := dbOf[a.ID]; ok {
 			db = sc.databaseName(id)
 		}
-		out = append(out, []any{int64(a.ID), db, a.Job, a.Root, a.State, since, dur})
+		out = append(out, []any{int64(a.ID), db, a.Job, a.Fragment, a.Root, a.State, since, dur})
 	}
 	return out
 }

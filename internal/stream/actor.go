@@ -19,6 +19,9 @@ type Actor struct {
 	Group    uint64
 	Root     Executor
 	Dispatch Dispatcher
+	// Fragment numbers the actor's fragment within its job as EXPLAIN
+	// CREATE MATERIALIZED VIEW does (0 writes the view); 0 for tables.
+	Fragment int
 
 	state     atomic.Pointer[string] // what the actor is doing now (see actorstate.go)
 	stateFrom atomic.Int64           // unix nanos when state was entered

@@ -293,11 +293,12 @@ func (m *BarrierManager) StopActors(ctx context.Context, ids []ActorID) error {
 
 // ActorInfo describes a running actor for system tables.
 type ActorInfo struct {
-	ID    ActorID
-	Job   string
-	Root  string
-	State string
-	Since time.Time
+	ID       ActorID
+	Job      string
+	Fragment int
+	Root     string
+	State    string
+	Since    time.Time
 }
 
 // Actors lists the actors and what each is doing.
@@ -307,7 +308,7 @@ func (m *BarrierManager) Actors() []ActorInfo {
 	out := make([]ActorInfo, 0, len(m.actors))
 	for _, e := range m.actors {
 		s, since := e.actor.State()
-		out = append(out, ActorInfo{ID: e.actor.ID, Job: e.actor.Job, Root: e.actor.Root.Identity(), State: s, Since: since})
+		out = append(out, ActorInfo{ID: e.actor.ID, Job: e.actor.Job, Fragment: e.actor.Fragment, Root: e.actor.Root.Identity(), State: s, Since: since})
 	}
 	return out
 }

@@ -222,6 +222,7 @@ func MaterializeSchema(root *Node) state.Schema { return root.stateSchemas[0] }
 
 // fragment is one piece of the plan between exchanges, with its actors.
 type fragment struct {
+	id     int // as EXPLAIN numbers it
 	root   *Node
 	actors []stream.ActorID
 	// owners[v] is the actor owning vnode v.
@@ -246,12 +247,16 @@ func Instantiate(root *Node, env *Env) (*Job, error) {
 type graphBuilder struct {
 	env *Env
 	job *Job
+	// fragments counts the fragments built: they are numbered depth first
+	// from the root, as Explain numbers them.
+	fragments int
 }
 
 // fragment instantiates the fragment rooted at n, whose output feeds
 // dispatch (nil for the job's root). It returns the fragment.
 func (g *graphBuilder) fragment(n *Node, parent *fragment) (*fragment, error) {
-	f := &fragment{root: n, chans: map[*Node][][]chan stream.Message{}}
+	f := &fragment{root: n, chans: map[*Node][][]chan stream.Message{}, id: g.fragments}
+	g.fragments++
 	par, err := g.parallelism(n)
 	if err != nil {
 		return nil, err
@@ -315,7 +320,7 @@ func (g *graphBuilder) fragment(n *Node, parent *fragment) (*fragment, error) {
 		if err != nil {
 			return nil, err
 		}
-		actor := &stream.Actor{ID: a, Job: g.env.Name, Group: g.env.Group, Root: ex}
+		actor := &stream.Actor{ID: a, Job: g.env.Name, Group: g.env.Group, Root: ex, Fragment: f.id}
 		g.job.Actors = append(g.job.Actors, actor)
 		if n.Op == OpMaterialize {
 			d := &stream.BroadcastDispatcher{Upstream: a}
