@@ -84,6 +84,17 @@ type Relation struct {
 	// Creating is set while a materialized view is being backfilled; such
 	// a view is not visible to queries, and recovery drops it.
 	Creating bool
+	// Watermark is a source's or table's WATERMARK FOR clause, nil when
+	// it has none.
+	Watermark *Watermark `json:",omitempty"`
+}
+
+// Watermark is WATERMARK FOR Columns[Column] AS Expr: rows are expected to
+// arrive with times no older than the largest Expr seen so far. Expr is
+// SQL text over the relation's columns, of the column's type.
+type Watermark struct {
+	Column int
+	Expr   string
 }
 
 // VisibleColumns returns the indices of the columns SELECT * returns.

@@ -58,6 +58,7 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		PK:         append([]int(nil), ct.PK...),
 		AppendOnly: ct.AppendOnly,
 		Options:    ct.Options,
+		Watermark:  catalogWatermark(ct), // see watermark.go
 	}
 	seen := map[string]bool{}
 	for _, c := range ct.Columns {
@@ -374,7 +375,7 @@ func (ss *session) createSource(ctx context.Context, sc *catalog.Schema, ct *bin
 		return pgwire.Result{}, sqlerr.New(sqlerr.InvalidParameterValue, "CREATE SOURCE needs WITH (connector = '...')")
 	}
 	rel := &catalog.Relation{DatabaseID: ss.db.ID, SchemaID: sc.ID, Name: ct.Name, Kind: catalog.KindSource,
-		Owner: ss.user.Name, AppendOnly: true, Options: ct.Options}
+		Owner: ss.user.Name, AppendOnly: true, Options: ct.Options, Watermark: catalogWatermark(ct)}
 	var cols []connector.Column
 	for _, c := range ct.Columns {
 		rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type, NotNull: c.NotNull})

@@ -91,3 +91,39 @@ func TestTimeWindowViewsFollowRandomDML(t *testing.T) {
 		t.Fatalf("seed %d: tw_hop_agg is empty (%v): the test checks nothing", seed, got)
 	}
 }
+
+// TestWatermarkIsStored: CREATE SOURCE / CREATE TABLE with WATERMARK FOR
+// keep the clause in the catalog, across a restart.
+func TestWatermarkIsStored(t *testing.T) {
+	dir := t.TempDir()
+	ts := startTestServer(t, dir)
+	conn := ts.connect(t)
+	mustExec(t, conn, `CREATE SOURCE wm_bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, date_time TIMESTAMP, extra VARCHAR,
+		WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND)
+		WITH (connector = 'nexmark', nexmark.table.type = 'bid', nexmark.event.num = '10')`)
+	mustExec(t, conn, `CREATE TABLE wm_t (id INT, at TIMESTAMPTZ, WATERMARK FOR at AS at - INTERVAL '1 minute') APPEND ONLY`)
+	mustExec(t, conn, `CREATE TABLE wm_none (id INT)`)
+	check := func(s *Server) {
+		t.Helper()
+		for _, c := range []struct {
+			rel  string
+			col  int
+			expr string
+		}{{"wm_bid", 5, "date_time - '4'::interval second"}, {"wm_t", 1, "at - '1 minute'::interval"}} {
+			wm := mustRelation(t, s, c.rel).Watermark
+			if wm == nil || wm.Column != c.col {
+				t.Fatalf("%s: watermark %+v, want column %d", c.rel, wm, c.col)
+			}
+			if !strings.Contains(strings.ToLower(wm.Expr), strings.Split(c.expr, " ")[0]) || !strings.Contains(wm.Expr, "interval") {
+				t.Fatalf("%s: watermark expression %q, want one like %q", c.rel, wm.Expr, c.expr)
+			}
+		}
+		if wm := mustRelation(t, s, "wm_none").Watermark; wm != nil {
+			t.Fatalf("wm_none: watermark %+v, want none", wm)
+		}
+	}
+	check(ts.srv)
+	ts.stop()
+	ts = startTestServer(t, dir)
+	check(ts.srv)
+}
