@@ -3,6 +3,7 @@ package streamplan
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/runneldb/runnel/internal/stream/state"
 )
@@ -159,6 +160,22 @@ func attributes(n *Node) []string {
 		add("rows: %d", len(n.Rows))
 		add("columns: %s", colList(n, seq(0, len(n.Schema))))
 		add("emitted once")
+	case OpHopWindow:
+		if h := n.Hop; h != nil {
+			add("time column: %s", colName(in, h.TimeCol))
+			add("slide: %s", time.Duration(h.Slide)*time.Microsecond)
+			add("size: %s", time.Duration(h.Size)*time.Microsecond)
+			if h.Offset != 0 {
+				add("offset: %s", time.Duration(h.Offset)*time.Microsecond)
+			}
+		}
+		if n.Exprs != nil {
+			parts := make([]string, len(n.Exprs))
+			for i, x := range n.Exprs {
+				parts[i] = x.String()
+			}
+			add("then exprs: [%s]", strings.Join(parts, ", "))
+		}
 	case OpFilter:
 		add("predicate: %s", n.Cond)
 	case OpProject:
