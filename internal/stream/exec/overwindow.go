@@ -44,12 +44,18 @@ import (
 //     rows whose frame holds c: c .. c+2      (plus one row of slack each
 //     side, for the shift a deletion causes)
 //     RANGE UNBOUNDED PRECEDING (the default): the peers of c .. the end
+//     RANGE with offsets: the rows whose key range holds c's key (found
+//     by key with binary searches, deleted rows' keys included)
 //     row_number / rank / dense_rank: the peers of c .. the end
 //     percent_rank / cume_dist / ntile: the whole partition (size changed)
 //     lag / lead with a constant offset k: c-k-1 .. c+k+1
 //
 //  4. Recompute those positions with expr.ComputeWindow over the smallest
-//     slice of the partition that holds their frames, and emit: deletes
+//     slice of the partition that holds their frames (row_number, rank
+//     and dense_rank start the slice at the change and add what precedes
+//     it: its position, or the unchanged dense rank of the row before
+//     it; rows before the change are never handed to the kernel), and
+//     emit: deletes
 //     for removed rows, inserts for added ones, update pairs for rows
 //     whose input or outputs changed. Rows are keyed downstream by
 //     partition | input key, so a row moving between partitions is a
@@ -550,6 +556,9 @@ func (w *OverWindow) buffer(ctx context.Context, c *types.Chunk) error {
 // and updates, so that a downstream keyed by the input key never sees a
 // key twice.
 func (w *OverWindow) flush(ctx context.Context) error {
+	if len(w.porder) > 0 {
+		stream.ReportState(ctx, &stream.StateRecomputing) // rw_actors
+	}
 	for _, pk := range w.porder {
 		if err := w.flushPartition(ctx, pk, w.pending[pk]); err != nil {
 			return err
