@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/types"
 )
 
 // buildSysTables defines the virtual pg_catalog and information_schema
@@ -172,6 +173,9 @@ func attributeRows(sc *sysCtx) [][]any {
 		storage := "p"
 		if typeLen(t.OID()) < 0 {
 			storage = "x"
+		}
+		if t.Kind == types.KindNumeric {
+			storage = "m" // numeric's typstorage is MAIN in PostgreSQL (\d+ shows it)
 		}
 		out = append(out, []any{relOID, a.col.Name, int64(t.OID()), -1, typeLen(t.OID()), a.num, 0, -1,
 			int64(t.PGTypmod()), typeLen(t.OID()) > 0, "i", storage, "", a.col.NotNull, hasDef, false, "", "",
