@@ -583,6 +583,17 @@ func TestOverWindowRecomputeBounds(t *testing.T) {
 				if n > tc.max {
 					t.Fatalf("recomputed %d rows; want at most %d", n, tc.max)
 				}
+				// Rows read from state: none with the full policy (both
+				// partitions stay cached); with the recent policy a range
+				// around each change when the frame is bounded (its reach
+				// plus margin, on both sides of both changes).
+				loadedNow := stats.RowsLoaded.Load() - loaded
+				switch {
+				case pol == CacheFull && loadedNow != 0:
+					t.Fatalf("the full policy read %d rows from state; want 0 (cached)", loadedNow)
+				case pol == CacheRecent && tc.frame.Mode == expr.FrameRows && loadedNow > 40:
+					t.Fatalf("the recent policy read %d rows from state for a ROWS 2 PRECEDING frame; want at most 40", loadedNow)
+				}
 				if n < 2 {
 					t.Fatalf("recomputed %d rows; the moved row alone needs 2", n)
 				}
