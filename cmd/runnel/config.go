@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -22,6 +23,7 @@ import (
 //	tls_key = "server.key"
 //	log_format = "json"
 //	log_level = "info"
+//	streaming_cache_mb = 256
 type fileConfig struct {
 	Listen          string `toml:"listen"`
 	DataDir         string `toml:"data_dir"`
@@ -32,6 +34,8 @@ type fileConfig struct {
 	TLSKey          string `toml:"tls_key"`
 	LogFormat       string `toml:"log_format"`
 	LogLevel        string `toml:"log_level"`
+	// StreamingCacheMB is the streaming operator cache budget in MiB.
+	StreamingCacheMB int64 `toml:"streaming_cache_mb"`
 }
 
 // applyConfigFile sets every flag that the command line and the
@@ -56,6 +60,9 @@ func applyConfigFile(fs *flag.FlagSet, path string, envNames map[string]string) 
 		"listen": fc.Listen, "data-dir": fc.DataDir, "object-store": fc.ObjectStore, "meta-store": fc.MetaStore,
 		"barrier-interval": fc.BarrierInterval, "tls-cert": fc.TLSCert, "tls-key": fc.TLSKey,
 		"log-format": fc.LogFormat, "log-level": fc.LogLevel,
+	}
+	if fc.StreamingCacheMB != 0 {
+		values["streaming-cache-mb"] = strconv.FormatInt(fc.StreamingCacheMB, 10)
 	}
 	for name, v := range values {
 		if v == "" || set[name] {

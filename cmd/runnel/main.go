@@ -6,6 +6,7 @@
 //	runnel ctl storage check|gc|version --data-dir DIR
 //	runnel slt --url URL FILE...   run sqllogictest files against a server
 //	runnel bench nexmark ...       Nexmark throughput against an embedded server
+//	runnel bench views ...         view maintenance rows/s and peak RSS (10 M rows)
 package main
 
 import (
@@ -30,6 +31,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "slt":
 		return sltMain(args[1:], stdout, stderr)
 	case "bench":
+		if len(args) > 1 && args[1] == "views" {
+			return benchViewsMain(args[2:], stdout, stderr)
+		}
 		return benchMain(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
@@ -46,5 +50,6 @@ func usage(w io.Writer) {
   runnel ctl storage check|gc|version --data-dir DIR [--grace DURATION]
   runnel slt --url postgres://root@127.0.0.1:4566/dev FILE...
   runnel bench nexmark [--queries q0,q1,...] [--events N] [--json]
+  runnel bench views [--scenarios table,agg,join] [--rows N] [--json]
 `)
 }

@@ -8,11 +8,19 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/runneldb/runnel/internal/server"
 )
+
+// envInt64 returns the environment variable as an integer (0 when unset
+// or not a number).
+func envInt64(name string) int64 {
+	n, _ := strconv.ParseInt(os.Getenv(name), 10, 64)
+	return n
+}
 
 // envOr returns the environment variable's value, or def.
 func envOr(name, def string) string {
@@ -34,6 +42,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	tlsKey := fs.String("tls-key", os.Getenv("RUNNEL_TLS_KEY"), "TLS key file")
 	logFormat := fs.String("log-format", envOr("RUNNEL_LOG_FORMAT", "text"), "log format: text or json")
 	logLevel := fs.String("log-level", envOr("RUNNEL_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	cacheMB := fs.Int64("streaming-cache-mb", envInt64("RUNNEL_STREAMING_CACHE_MB"), "memory budget of the streaming operators' caches in MiB (default 256; env RUNNEL_STREAMING_CACHE_MB)")
 	configFile := fs.String("config", os.Getenv("RUNNEL_CONFIG"), "TOML configuration file (flags and environment variables override it)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -43,6 +52,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			"listen": "RUNNEL_LISTEN", "data-dir": "RUNNEL_DATA_DIR", "object-store": "RUNNEL_OBJECT_STORE",
 			"meta-store": "RUNNEL_META_STORE", "tls-cert": "RUNNEL_TLS_CERT", "tls-key": "RUNNEL_TLS_KEY",
 			"log-format": "RUNNEL_LOG_FORMAT", "log-level": "RUNNEL_LOG_LEVEL",
+			"streaming-cache-mb": "RUNNEL_STREAMING_CACHE_MB",
 		}
 		if err := applyConfigFile(fs, *configFile, envNames); err != nil {
 			fmt.Fprintln(stderr, "runnel:", err)
@@ -72,6 +82,8 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		TLSCertFile:     *tlsCert,
 		TLSKeyFile:      *tlsKey,
 		Logger:          log,
+
+		StreamingCacheBytes: *cacheMB << 20,
 	})
 	if err != nil {
 		log.Error("cannot start", "err", err)

@@ -43,7 +43,12 @@ type Config struct {
 	// Parallelism is the number of actors per hash-distributed fragment of
 	// a materialized view (default: the number of cores).
 	Parallelism int
-	Logger      *slog.Logger
+	// StreamingCacheBytes bounds the streaming operators' caches (join
+	// rows, aggregation groups) of the whole process together; past it
+	// they evict to the state store (default exec.DefaultCacheBytes,
+	// 256 MiB).
+	StreamingCacheBytes int64
+	Logger              *slog.Logger
 }
 
 func (c *Config) fill() {
@@ -128,6 +133,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.store.SetTableGroup(s.tableGroup)
 	exec.SetExprErrorLogger(s.log)
+	exec.SetCacheBytes(cfg.StreamingCacheBytes)
 	s.actors = stream.NewBarrierManager(s.log)
 	s.epochs = meta.NewBarrierLoop(s.log, cfg.BarrierInterval, s.actors, s.store)
 	s.epochs.SetRebuilder(s)

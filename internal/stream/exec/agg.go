@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -39,6 +40,21 @@ import (
 //
 // SimpleAgg (no GROUP BY) is the same executor with an empty group key
 // whose one output row always exists: count 0 and sum NULL on empty input.
+//
+// Group cache: after a flush, a group's entry (its stored row and decoded
+// states) stays in an LRU cache charged to the operator cache budget
+// (cache.go), so the next epoch's first touch of a hot group is a map hit
+// instead of a storage read and a state decode. The cache is written
+// through: an entry always equals the group's row in the result table, and
+// an evicted group is reloaded from there. Dirty groups leave the cache
+// while they are being changed (they are bounded by maxDirtyGroups).
+//
+// min/max keep their current result per cached group: an insert that
+// beats it (in the input table's key order, the order the scan would use)
+// replaces it, a retraction of a value that sorts after it leaves it
+// alone; only a retraction of the current extreme (or a tie in a value
+// whose text differs, 1.5 vs 1.50) falls back to reading the group's first
+// input row from the table at the flush.
 type HashAgg struct {
 	input    stream.Executor
 	groupKey []int
@@ -52,9 +68,13 @@ type HashAgg struct {
 	dirty  map[string]*aggGroup
 	order  []string
 	keyBuf []byte
-	inited bool // simple agg: the one row was materialized
+	extBuf []byte
+	argBuf types.Row // scratch: one call's arguments
+	rowBuf types.Row // scratch: a row to encode into a call table
+	inited bool      // simple agg: the one row was materialized
 	out    output
 	q      queue
+	cache  *lruCache[*aggGroup]
 }
 
 // AggCall is one aggregate call over input columns. The planner projects
@@ -90,14 +110,37 @@ type aggCallRT struct {
 	first bool            // the result is the first row of the group's prefix (min/max)
 }
 
-// aggGroup is one group touched in the current epoch.
+// aggGroup is one group: touched in the current epoch (dirty) or cached.
 type aggGroup struct {
 	key     types.Row
 	prev    types.Row // stored result row at first touch; nil: none
 	count   int64
 	states  []expr.AggState
 	touched []bool
+	// ext[i] is the current result of min/max call i while extOK[i]
+	// (extKey[i] its key encoding); otherwise the flush scans the table.
+	ext    []types.Datum
+	extKey [][]byte
+	extOK  []bool
 }
+
+// aggGroupBytes approximates a cached group's memory.
+func aggGroupBytes(g *aggGroup) int64 {
+	n := int64(160) + rowBytes(g.key) + rowBytes(g.prev)
+	for _, st := range g.states {
+		if st != nil {
+			n += 96
+		}
+	}
+	for i := range g.ext {
+		n += 48 + int64(len(g.extKey[i])) + 24
+	}
+	return n + int64(len(g.touched))
+}
+
+// aggCacheBudget, when set by a test, replaces the process budget for new
+// aggregation group caches.
+var aggCacheBudget *CacheBudget
 
 // maxDirtyGroups bounds the groups buffered in an epoch: past it the
 // executor emits early (still exact, just less coalesced).
@@ -241,7 +284,7 @@ func newAgg(input stream.Executor, groupKey []int, calls []AggCall, inputPK []in
 		return nil, fmt.Errorf("aggregation: result table %d has %d columns; want %d (see HashAggStateSchemas)", result.ID(), len(result.Schema().Types), want)
 	}
 	h := &HashAgg{input: input, groupKey: groupKey, inTypes: inTypes, inputPK: inputPK, result: result, simple: simple,
-		dirty: map[string]*aggGroup{}}
+		dirty: map[string]*aggGroup{}, cache: newLRUCache[*aggGroup](aggCacheBudget)}
 	h.schema = typesAt(inTypes, groupKey)
 	for i, c := range calls {
 		if err := checkCols("aggregate arguments", c.Args, len(inTypes)); err != nil {
@@ -310,6 +353,7 @@ func (h *HashAgg) Next(ctx context.Context) (stream.Message, error) {
 			if err := h.flush(ctx); err != nil {
 				return stream.Message{}, err
 			}
+			h.cache.shrinkToShare()
 			tables := []*state.Table{h.result}
 			for _, c := range h.calls {
 				tables = append(tables, c.table)
@@ -344,7 +388,14 @@ func (h *HashAgg) group(ctx context.Context, key types.Row) (*aggGroup, error) {
 		return g, nil
 	}
 	ks := string(h.keyBuf)
-	g := &aggGroup{key: key.Copy(), states: make([]expr.AggState, len(h.calls)), touched: make([]bool, len(h.calls))}
+	if g, ok := h.cache.peek(ks); ok {
+		h.cache.remove(ks)
+		h.dirty[ks] = g
+		h.order = append(h.order, ks)
+		return g, nil
+	}
+	g := &aggGroup{key: key.Copy(), states: make([]expr.AggState, len(h.calls)), touched: make([]bool, len(h.calls)),
+		ext: make([]types.Datum, len(h.calls)), extKey: make([][]byte, len(h.calls)), extOK: make([]bool, len(h.calls))}
 	prev, found, err := h.result.Get(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", h.Identity(), err)
@@ -358,6 +409,16 @@ func (h *HashAgg) group(ctx context.Context, key types.Row) (*aggGroup, error) {
 		g.key = prev[:k:k]
 	}
 	for i, c := range h.calls {
+		if c.kind == aggInputs && c.first {
+			// The stored result is the group's current min/max (NULL:
+			// no input yet).
+			if found {
+				h.setExt(g, i, prev[k+2+2*i])
+			} else {
+				h.setExt(g, i, types.NullDatum)
+			}
+			continue
+		}
 		if c.kind != aggValue && c.kind != aggDistinctValue {
 			continue
 		}
@@ -429,7 +490,11 @@ func (h *HashAgg) applyCall(ctx context.Context, ci int, g *aggGroup, row types.
 			return nil
 		}
 	}
-	args := project(row, c.Args)
+	args := h.argBuf[:0]
+	for _, a := range c.Args {
+		args = append(args, row[a])
+	}
+	h.argBuf = args
 	if len(c.Args) > 0 && strictSkip(c.Agg.Name, args) {
 		return nil
 	}
@@ -445,12 +510,19 @@ func (h *HashAgg) applyCall(ctx context.Context, ci int, g *aggGroup, row types.
 			return inconsistent(h.Identity(), h.result, g.key, "aggregate %s: %v", c.Agg.Name, err)
 		}
 	case aggInputs:
-		r := append(types.Row(nil), g.key...)
+		// The table encodes the row at Insert/Delete: a scratch row will do.
+		r := append(h.rowBuf[:0], g.key...)
 		r = c.sort.appendValues(r, row)
 		for _, p := range h.inputPK {
 			r = append(r, row[p])
 		}
 		r = append(r, args...)
+		h.rowBuf = r
+		if c.first {
+			h.trackExt(g, ci, args[0], sign)
+		} else {
+			g.touched[ci] = true
+		}
 		if sign > 0 {
 			c.table.Insert(r)
 		} else {
@@ -463,10 +535,10 @@ func (h *HashAgg) applyCall(ctx context.Context, ci int, g *aggGroup, row types.
 			}
 			c.table.Delete(r)
 		}
-		g.touched[ci] = true
 	case aggDistinctValue, aggDistinctScan:
-		r := append(append(types.Row(nil), g.key...), args...)
+		r := append(append(h.rowBuf[:0], g.key...), args...)
 		r = append(r, types.NullDatum)
+		h.rowBuf = r
 		cur, found, err := c.table.GetRow(ctx, r)
 		if err != nil {
 			return fmt.Errorf("%s: %w", h.Identity(), err)
@@ -551,7 +623,7 @@ func (h *HashAgg) flush(ctx context.Context) error {
 		g := h.dirty[ks]
 		var prevOut types.Row
 		if g.prev != nil {
-			prevOut = append(types.Row(nil), g.key...)
+			prevOut = append(make(types.Row, 0, len(outTypes)), g.key...)
 			for i := range h.calls {
 				prevOut = append(prevOut, g.prev[k+2+2*i])
 			}
@@ -563,9 +635,9 @@ func (h *HashAgg) flush(ctx context.Context) error {
 			}
 			continue
 		}
-		stored := append(types.Row(nil), g.key...)
+		stored := append(make(types.Row, 0, k+1+2*len(h.calls)), g.key...)
 		stored = append(stored, types.DInt64(g.count))
-		newOut := append(types.Row(nil), g.key...)
+		newOut := append(make(types.Row, 0, len(outTypes)), g.key...)
 		for i, c := range h.calls {
 			var res types.Datum
 			enc := types.NullDatum
@@ -574,7 +646,9 @@ func (h *HashAgg) flush(ctx context.Context) error {
 			case g.states[i] != nil:
 				res, err = g.states[i].Result()
 				enc = types.DBytea(g.states[i].Encode(nil))
-			case g.touched[i]:
+			case c.kind == aggInputs && c.first && g.extOK[i]:
+				res = g.ext[i]
+			case g.touched[i] || (c.kind == aggInputs && c.first):
 				res, err = h.scanResult(ctx, i, g.key)
 			case g.prev != nil:
 				res = g.prev[k+2+2*i]
@@ -594,8 +668,67 @@ func (h *HashAgg) flush(ctx context.Context) error {
 		case !sameRow(prevOut, newOut, outTypes):
 			h.out.update(prevOut, newOut)
 		}
+		// The group is clean again and equals its stored row: keep it.
+		g.prev = stored
+		for i, c := range h.calls {
+			g.touched[i] = false
+			if c.kind == aggInputs && c.first {
+				h.setExt(g, i, stored[k+2+2*i])
+			}
+		}
+		h.cache.put(ks, g, aggGroupBytes(g))
 	}
 	clear(h.dirty)
 	h.order = h.order[:0]
 	return nil
+}
+
+// setExt makes v (a min/max result) call ci's known current extreme.
+func (h *HashAgg) setExt(g *aggGroup, ci int, v types.Datum) {
+	g.ext[ci], g.extOK[ci] = v, true
+	if v.IsNull() {
+		g.extKey[ci] = g.extKey[ci][:0]
+		return
+	}
+	g.extKey[ci] = h.calls[ci].appendExtKey(g.extKey[ci][:0], v)
+}
+
+// appendExtKey encodes a min/max argument the way the call's input table
+// orders it (ascending for min, descending for max).
+func (c *aggCallRT) appendExtKey(dst []byte, v types.Datum) []byte {
+	return types.AppendKey(dst, v, c.Agg.ArgTypes[0], c.Agg.Name == "max", false)
+}
+
+// trackExt updates a min/max call's known extreme for an added (sign > 0)
+// or retracted non-NULL argument v, or forgets it when only the table can
+// tell.
+func (h *HashAgg) trackExt(g *aggGroup, ci int, v types.Datum, sign int64) {
+	if !g.extOK[ci] {
+		return
+	}
+	c := &h.calls[ci]
+	h.extBuf = c.appendExtKey(h.extBuf[:0], v)
+	if g.ext[ci].IsNull() {
+		if sign > 0 {
+			g.ext[ci], g.extOK[ci] = v, true
+			g.extKey[ci] = append(g.extKey[ci][:0], h.extBuf...)
+		} else {
+			g.extOK[ci] = false // retracting from nothing: the flush finds out
+		}
+		return
+	}
+	cmp := bytes.Compare(h.extBuf, g.extKey[ci])
+	switch {
+	case sign > 0 && cmp < 0:
+		g.ext[ci] = v
+		g.extKey[ci] = append(g.extKey[ci][:0], h.extBuf...)
+	case sign > 0 && cmp == 0:
+		// A tie: the scan would pick by input pk; only identical values
+		// keep the result without asking.
+		if !sameRow(types.Row{v}, types.Row{g.ext[ci]}, nil) {
+			g.extOK[ci] = false
+		}
+	case sign < 0 && cmp <= 0:
+		g.extOK[ci] = false // the extreme (or a tie of it) left
+	}
 }

@@ -257,13 +257,19 @@ func aggFromScratch(t *testing.T, rows []types.Row, groupKey []int, calls []AggC
 }
 
 func TestHashAggRandomized(t *testing.T) {
-	for _, mode := range []string{"grouped", "simple", "grouped-early-flush"} {
+	for _, mode := range []string{"grouped", "simple", "grouped-early-flush", "grouped-tiny-cache"} {
 		simple := mode == "simple"
 		t.Run(mode, func(t *testing.T) {
 			if mode == "grouped-early-flush" {
 				// Emit whenever 2 groups are dirty: exact at any flush point.
 				defer func(old int) { maxDirtyGroups = old }(maxDirtyGroups)
 				maxDirtyGroups = 2
+			}
+			if mode == "grouped-tiny-cache" {
+				// Room for about two groups: most first touches miss and
+				// reload an evicted group from the result table.
+				defer func(old *CacheBudget) { aggCacheBudget = old }(aggCacheBudget)
+				aggCacheBudget = NewCacheBudget(16 << 10)
 			}
 			seed := testSeed(t)
 			rng := rand.New(rand.NewSource(seed))

@@ -76,6 +76,8 @@ type HashJoin struct {
 	out      output
 	q        queue
 	stopped  bool
+	keyBuf   []byte
+	skeyBuf  []byte
 }
 
 type joinSide struct {
@@ -201,9 +203,15 @@ func (j *HashJoin) Next(ctx context.Context) (stream.Message, error) {
 			if err := commitAll(j.Identity(), b.Curr, j.sides[0].State, j.sides[1].State); err != nil {
 				return stream.Message{}, err
 			}
+			for i := range j.sides {
+				j.sides[i].cache.lru.shrinkToShare()
+			}
 			if b.StopsActor(j.actor) {
 				j.stopped = true
 				j.align.close()
+				for i := range j.sides {
+					j.sides[i].cache.lru.close()
+				}
 			}
 			return msg, nil
 		}
@@ -222,12 +230,12 @@ func (j *HashJoin) joined(side int, row, other types.Row) types.Row {
 		l, r = other, row
 	}
 	if l == nil {
-		out = append(out, make(types.Row, j.sides[0].width)...)
+		out = out[:j.sides[0].width] // NULLs: make zeroes the row
 	} else {
 		out = append(out, l[:j.sides[0].width]...)
 	}
 	if r == nil {
-		out = append(out, make(types.Row, j.sides[1].width)...)
+		out = out[:len(out)+j.sides[1].width]
 	} else {
 		out = append(out, r[:j.sides[1].width]...)
 	}
@@ -276,32 +284,48 @@ func (j *HashJoin) probeKey(side int, row types.Row) types.Row {
 // false when a NULL key means the row is never probed for.
 func (j *HashJoin) cacheKey(side int, row types.Row) (string, bool) {
 	s := &j.sides[side]
-	var buf []byte
+	buf := j.keyBuf[:0]
 	for i, k := range s.Keys {
 		if row[k].IsNull() && !j.nullSafe[i] {
 			return "", false
 		}
 		buf = types.AppendKey(buf, row[k], types.Type{}, false, false)
 	}
+	j.keyBuf = buf
 	return string(buf), true
 }
 
 // write stores row in side's state table (and cache).
 func (j *HashJoin) write(side int, row types.Row) {
+	ck, ok := j.cacheKey(side, row)
+	j.writeKey(side, ck, ok, row)
+}
+
+// writeKey is write with row's cache key already computed (cacheKey).
+func (j *HashJoin) writeKey(side int, ck string, hasCK bool, row types.Row) {
 	s := &j.sides[side]
-	s.State.Insert(row)
-	if ck, ok := j.cacheKey(side, row); ok {
-		s.cache.put(ck, string(s.State.EncodeKey(nil, row)), row)
+	if !hasCK || !s.cache.has(ck) {
+		s.State.Insert(row)
+		return
 	}
+	j.skeyBuf = s.State.EncodeKey(j.skeyBuf[:0], row)
+	skey := string(j.skeyBuf)
+	s.State.InsertKey(skey, row)
+	s.cache.put(ck, skey, row)
 }
 
 // remove deletes row from side's state table (and cache).
 func (j *HashJoin) remove(side int, row types.Row) {
 	s := &j.sides[side]
-	s.State.Delete(row)
-	if ck, ok := j.cacheKey(side, row); ok {
-		s.cache.remove(ck, string(s.State.EncodeKey(nil, row)))
+	ck, ok := j.cacheKey(side, row)
+	if !ok || !s.cache.has(ck) {
+		s.State.Delete(row)
+		return
 	}
+	j.skeyBuf = s.State.EncodeKey(j.skeyBuf[:0], row)
+	skey := string(j.skeyBuf)
+	s.State.DeleteKey(skey)
+	s.cache.remove(ck, skey)
 }
 
 // stored returns side's stored row with row's state key.
@@ -313,7 +337,8 @@ func (j *HashJoin) stored(ctx context.Context, side int, row types.Row) (types.R
 	}
 	if ck, ok := j.cacheKey(side, row); ok {
 		if e, ok := s.cache.get(ck); ok {
-			r, found := e.lookup(string(s.State.EncodeKey(nil, probe)))
+			j.skeyBuf = s.State.EncodeKey(j.skeyBuf[:0], probe)
+			r, found := e.lookup(string(j.skeyBuf))
 			return r, found, nil
 		}
 	}
@@ -329,7 +354,12 @@ func (j *HashJoin) stored(ctx context.Context, side int, row types.Row) (types.R
 // caching the key's rows).
 func (j *HashJoin) forMatches(ctx context.Context, side int, row types.Row, tk *ticker, fn func(other types.Row) error) error {
 	ck, ok := j.cacheKey(side, row)
-	if !ok {
+	return j.forMatchesKey(ctx, side, row, ck, ok, tk, fn)
+}
+
+// forMatchesKey is forMatches with row's cache key already computed.
+func (j *HashJoin) forMatchesKey(ctx context.Context, side int, row types.Row, ck string, hasCK bool, tk *ticker, fn func(other types.Row) error) error {
+	if !hasCK {
 		return nil
 	}
 	o := &j.sides[1-side]
@@ -370,14 +400,18 @@ func (j *HashJoin) forMatches(ctx context.Context, side int, row types.Row, tk *
 	defer it.Close()
 	var skeys []string
 	var rows []types.Row
+	var size int64
 	collect := true
 	for it.Next() {
 		other := it.Row()
 		if collect {
-			if len(rows) >= o.cache.maxRows/4 {
+			j.skeyBuf = o.State.EncodeKey(j.skeyBuf[:0], other)
+			skey := string(j.skeyBuf)
+			size += joinRowBytes(skey, other)
+			if o.cache.tooLarge(size) {
 				collect, skeys, rows = false, nil, nil
 			} else {
-				skeys = append(skeys, string(o.State.EncodeKey(nil, other)))
+				skeys = append(skeys, skey)
 				rows = append(rows, other)
 			}
 		}
@@ -401,7 +435,8 @@ func (j *HashJoin) insert(ctx context.Context, side int, row types.Row, tk *tick
 	s, o := &j.sides[side], &j.sides[1-side]
 	var degree int64
 	var updates []types.Row
-	err := j.forMatches(ctx, side, row, tk, func(other types.Row) error {
+	ck, hasCK := j.cacheKey(side, row)
+	err := j.forMatchesKey(ctx, side, row, ck, hasCK, tk, func(other types.Row) error {
 		degree++
 		if o.outer {
 			d := other[o.width].Int()
@@ -427,7 +462,7 @@ func (j *HashJoin) insert(ctx context.Context, side int, row types.Row, tk *tick
 		}
 		stored = append(row[:s.width:s.width], types.DInt64(degree))
 	}
-	j.write(side, stored)
+	j.writeKey(side, ck, hasCK, stored)
 	return nil
 }
 

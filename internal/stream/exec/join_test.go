@@ -151,13 +151,13 @@ func TestHashJoinRandomized(t *testing.T) {
 			}
 			// The tiny cache bound exercises eviction and uncached hot
 			// keys; the default one mostly hits.
-			cacheRows := 1 << 18
+			var budget *CacheBudget
 			if withCond {
-				cacheRows = 8
+				budget = NewCacheBudget(4096)
 			}
 			t.Run(name, func(t *testing.T) {
-				defer func(old int) { joinCacheRows = old }(joinCacheRows)
-				joinCacheRows = cacheRows
+				defer func(old *CacheBudget) { joinCacheBudget = old }(joinCacheBudget)
+				joinCacheBudget = budget
 				seed := testSeed(t)
 				rng := rand.New(rand.NewSource(seed))
 				h := newHarness(t)

@@ -12,13 +12,12 @@ import (
 // join makes to that table, so a hit answers a probe without creating a
 // storage iterator (the dominant cost of a probe: see BenchmarkHashJoin).
 //
-// Bounded by rows: past maxRows, random keys are evicted until it is back
-// under 3/4 of the bound; a key with more than maxRows/4 rows is never
-// cached (it would evict everything else).
+// It is an LRU over join keys charged, in approximate bytes, to the
+// operator cache budget (cache.go); a key whose rows take more than a
+// quarter of the budget is not cached (it would evict everything else)
+// and is read from the table on every probe.
 type joinCache struct {
-	entries map[string]*joinEntry
-	rows    int
-	maxRows int
+	lru *lruCache[*joinEntry]
 }
 
 // joinEntry is one key's rows, sorted by state-table key (the same order
@@ -28,53 +27,57 @@ type joinEntry struct {
 	rows []types.Row
 }
 
-// joinCacheRows bounds each side's cache. At ~100-200 bytes per cached row
-// this is tens of MB per join side at most.
-var joinCacheRows = 1 << 18
+// joinCacheBudget, when set by a test, replaces the process budget for
+// new join caches.
+var joinCacheBudget *CacheBudget
 
 func newJoinCache() *joinCache {
-	return &joinCache{entries: map[string]*joinEntry{}, maxRows: joinCacheRows}
+	return &joinCache{lru: newLRUCache[*joinEntry](joinCacheBudget)}
 }
 
-func (c *joinCache) get(key string) (*joinEntry, bool) {
-	e, ok := c.entries[key]
-	return e, ok
+// joinRowBytes approximates one cached row with its state key.
+func joinRowBytes(skey string, row types.Row) int64 {
+	return rowBytes(row) + int64(len(skey)) + 16 + 24
+}
+
+func (c *joinCache) get(key string) (*joinEntry, bool) { return c.lru.get(key) }
+
+// has reports whether key is cached, without touching the LRU order.
+func (c *joinCache) has(key string) bool {
+	_, ok := c.lru.peek(key)
+	return ok
 }
 
 // fill caches a loaded key (rows sorted by skeys).
 func (c *joinCache) fill(key string, skeys []string, rows []types.Row) {
-	if len(rows) > c.maxRows/4 {
-		return
+	size := int64(48)
+	for i, r := range rows {
+		size += joinRowBytes(skeys[i], r)
 	}
-	c.entries[key] = &joinEntry{keys: skeys, rows: rows}
-	c.rows += len(rows) + 1
-	c.evict()
+	c.lru.put(key, &joinEntry{keys: skeys, rows: rows}, size)
 }
 
-func (c *joinCache) evict() {
-	if c.rows <= c.maxRows {
-		return
-	}
-	target := c.maxRows * 3 / 4
-	for k, e := range c.entries { // map order is random: random eviction
-		if c.rows <= target {
-			break
-		}
-		c.rows -= len(e.rows) + 1
-		delete(c.entries, k)
-	}
-}
+// tooLarge reports whether n rows of about rowSize bytes could not be
+// cached (probes stop collecting them).
+func (c *joinCache) tooLarge(size int64) bool { return size > c.lru.budget.Limit()/4 }
 
 // put inserts or replaces the row with state key skey under key, if the
-// key is cached.
+// key is cached. The row is copied: a row of an input chunk may share its
+// allocation with other rows (an upstream slab), which the cache must not
+// pin.
 func (c *joinCache) put(key, skey string, row types.Row) {
-	e, ok := c.entries[key]
+	e, ok := c.lru.peek(key)
 	if !ok {
 		return
 	}
+	row = row.Copy()
 	i := sort.SearchStrings(e.keys, skey)
 	if i < len(e.keys) && e.keys[i] == skey {
+		delta := rowBytes(row) - rowBytes(e.rows[i])
 		e.rows[i] = row
+		if delta != 0 {
+			c.lru.resize(key, delta)
+		}
 		return
 	}
 	e.keys = append(e.keys, "")
@@ -82,8 +85,7 @@ func (c *joinCache) put(key, skey string, row types.Row) {
 	copy(e.keys[i+1:], e.keys[i:])
 	copy(e.rows[i+1:], e.rows[i:])
 	e.keys[i], e.rows[i] = skey, row
-	c.rows++
-	c.evict()
+	c.lru.resize(key, joinRowBytes(skey, row))
 }
 
 // lookup returns the row with state key skey under a cached key.
@@ -97,14 +99,15 @@ func (e *joinEntry) lookup(skey string) (types.Row, bool) {
 
 // remove deletes the row with state key skey under key, if cached.
 func (c *joinCache) remove(key, skey string) {
-	e, ok := c.entries[key]
+	e, ok := c.lru.peek(key)
 	if !ok {
 		return
 	}
 	i := sort.SearchStrings(e.keys, skey)
 	if i < len(e.keys) && e.keys[i] == skey {
+		size := joinRowBytes(skey, e.rows[i])
 		e.keys = append(e.keys[:i], e.keys[i+1:]...)
 		e.rows = append(e.rows[:i], e.rows[i+1:]...)
-		c.rows--
+		c.lru.resize(key, -size)
 	}
 }
