@@ -1367,7 +1367,11 @@ func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, ci 
 		return nil, fmt.Errorf("%s: %s: %w", w.Identity(), c.Func.Name, err)
 	}
 	if base != 0 {
+		var tk ticker
 		for i, v := range out {
+			if err := tk.tick(ctx); err != nil {
+				return nil, err
+			}
 			out[i] = types.DInt64(v.Int() + base)
 		}
 	}
@@ -1401,6 +1405,9 @@ func (w *OverWindow) windowInput(ctx context.Context, rows []*owRow, c *overWind
 			o := w.order[0]
 			in.OrderKey = make([]types.Datum, len(rows))
 			for i, r := range rows {
+				if err := tk.tick(ctx); err != nil {
+					return nil, err
+				}
 				in.OrderKey[i] = r.in[o.Col]
 			}
 			in.OrderType, in.Desc, in.NullsFirst = w.inTypes[o.Col], o.Desc, o.NullsFirst
