@@ -91,7 +91,7 @@ const (
 	aggQuery  = "SELECT p, count(*) AS n, sum(v) AS s, min(o) AS lo, max(o) AS hi FROM t GROUP BY p"
 	mvQuery   = "SELECT p, o, v, sum(v) OVER w AS s, max(v) OVER w AS mx, min(v) OVER w AS mn, avg(v) OVER w AS a FROM t WINDOW w AS (PARTITION BY p ORDER BY o)"
 	moveStmt  = "UPDATE t SET p = 0, v = 0 WHERE o = 50"
-	raceLimit = 30 * time.Second
+	raceLimit = 15 * time.Second
 )
 
 func setupRace(t *testing.T) *raceSetup {

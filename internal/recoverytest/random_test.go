@@ -121,7 +121,7 @@ func TestRandomInterleavings(t *testing.T) {
 	stats := map[string]int{}
 	for round = 0; round < rounds; round++ {
 		rng := rand.New(rand.NewSource(base + int64(round)))
-		steps := 2 + rng.Intn(3)
+		steps := 2 + rng.Intn(2)
 		roundStart := time.Now()
 		for step := range steps {
 			ops := m.plan(rng)
