@@ -23,7 +23,8 @@
 // storage.Engine.SetUnregisterHook, and server.Server.Internals.
 //
 // Knobs: RUNNEL_RECOVERY_SEEDS=N interleavings (default 100),
-// RUNNEL_RECOVERY_SEED=S replays one, RUNNEL_RECOVERY_LOG=1 shows server
+// RUNNEL_RECOVERY_SEED=S (or RUNNEL_TEST_SEED) replays the
+// choices of a run (not its timing), RUNNEL_RECOVERY_LOG=1 shows server
 // warnings, RUNNEL_RECOVERY_BENCH=1 runs the recovery-time benchmark
 // (RUNNEL_RECOVERY_BENCH_MB sizes its state).
 package recoverytest

@@ -77,7 +77,7 @@ func TestRandomInterleavings(t *testing.T) {
 		t.Skip("-short")
 	}
 	rounds := envInt("RUNNEL_RECOVERY_SEEDS", 100)
-	base := int64(envInt("RUNNEL_RECOVERY_SEED", int(time.Now().UnixNano()%1_000_000_000)))
+	base := int64(envInt("RUNNEL_RECOVERY_SEED", envInt("RUNNEL_TEST_SEED", int(time.Now().UnixNano()%1_000_000_000))))
 	round := -1
 	t.Cleanup(func() {
 		if t.Failed() {
