@@ -751,10 +751,10 @@ func TestOverWindowCacheBound(t *testing.T) {
 }
 
 // TestOverWindowRecomputeBoundsByKind checks, per kind of call, how many
-// rows a change recomputes in a 10,000-row partition (o = 2, 4, ...,
-// 20000; v = 3), and how large a slice the kernel is given: a change at
-// position 9,000 (insert o = 18001, delete o = 18002, or an order key
-// update moving o = 202 there).
+// rows a change recomputes in a 4,000-row partition (o = 2, 4, ..., 8000;
+// v = 3), and how large a slice the kernel is given: a change at position
+// 3,000 (insert o = 6001, delete o = 6002, or an order key update moving
+// o = 202 there).
 //
 //   - row_number / rank / dense_rank: the rows from the change to the end
 //     change, the rows before it must not be recomputed (nor handed to
@@ -766,7 +766,7 @@ func TestOverWindowCacheBound(t *testing.T) {
 //     changed key.
 //   - lag with a constant offset: the neighbours.
 func TestOverWindowRecomputeBoundsByKind(t *testing.T) {
-	const n = 10_000
+	const n, at = 4_000, 3_000
 	ts := []types.Type{types.Int32, types.Int32, types.Int32} // (p, o, v), pk o
 	r := func(o int32) types.Row { return types.Row{types.DInt32(0), types.DInt32(o), types.DInt32(3)} }
 	call := func(name string, args []int, frame expr.Frame) OverWindowCall {
@@ -792,9 +792,9 @@ func TestOverWindowRecomputeBoundsByKind(t *testing.T) {
 		tail   int64
 		points int64 // change positions
 	}{
-		{"insert", chunk(types.OpInsert, r(18001)), n - 9000 + 1, 1},
-		{"delete", chunk(types.OpDelete, r(18002)), n - 9000 - 1, 1},
-		{"order-key-update", chunk(types.OpUpdateDelete, r(202), types.OpUpdateInsert, r(18003)), n - 100, 2},
+		{"insert", chunk(types.OpInsert, r(2*at+1)), n - at + 1, 1},
+		{"delete", chunk(types.OpDelete, r(2*at+2)), n - at - 1, 1},
+		{"order-key-update", chunk(types.OpUpdateDelete, r(202), types.OpUpdateInsert, r(2*at+3)), n - 100, 2},
 	}
 	cases := []struct {
 		name string
