@@ -23,6 +23,9 @@ import (
 // ROWS frames) order by (o, id); RANGE and GROUPS frames order by o alone
 // and carry aggregates, or value functions of the order key itself.
 //
+// "ranking" also has lag with an offset that varies per row (every change
+// recomputes the partition) and "default" an aggregate with FILTER.
+//
 // "bounded" holds only calls whose reach is bounded (ROWS / GROUPS
 // offsets, lag/lead with constant offsets): under the recent policy its
 // executors load a bounded range of rows around each change instead of
@@ -54,7 +57,8 @@ var diffViews = []struct{ name, query string }{
 	  ntile(3) OVER (PARTITION BY p ORDER BY o, id) AS nt3,
 	  ntile(5) OVER (ORDER BY o, id) AS nt_all,
 	  rank() OVER (PARTITION BY p ORDER BY o DESC) AS rk_desc,
-	  row_number() OVER (ORDER BY o DESC, id) AS rn_all
+	  row_number() OVER (ORDER BY o DESC, id) AS rn_all,
+	  lag(v, id % 3 + 1, 0) OVER (PARTITION BY p ORDER BY o, id) AS lg_var
 	  FROM w WINDOW wo AS (PARTITION BY p ORDER BY o)`},
 	{"range", `SELECT id, p, o, v, ts, x,
 	  sum(v) OVER (PARTITION BY p ORDER BY o RANGE BETWEEN 3 PRECEDING AND 2 FOLLOWING) AS s_r,
@@ -78,7 +82,8 @@ var diffViews = []struct{ name, query string }{
 	  avg(v) OVER (ORDER BY o, id ROWS BETWEEN 5 PRECEDING AND 5 FOLLOWING) AS a_all,
 	  last_value(v) OVER (PARTITION BY p ORDER BY o, id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS lv,
 	  nth_value(v, 3) OVER (PARTITION BY p ORDER BY o, id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS nv,
-	  first_value(v) OVER (PARTITION BY p ORDER BY o, id) AS fv
+	  first_value(v) OVER (PARTITION BY p ORDER BY o, id) AS fv,
+	  sum(v) FILTER (WHERE v > 0) OVER (wp ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS s_pos
 	  FROM w WINDOW wp AS (PARTITION BY p ORDER BY o)`},
 }
 
