@@ -24,7 +24,7 @@ func TestAckedWriteSurvivesViewFailure(t *testing.T) {
 		sess[i] = srv.Connect(t)
 		mustExec(t, sess[i], "SET implicit_flush = true")
 	}
-	for round := 0; round < 8; round++ {
+	for round := 0; round < 5; round++ {
 		disarm := stream.ArmFailpoint(stream.Failpoint{Job: "materialized view top", ChunksOnly: true, Times: 1})
 		var wg sync.WaitGroup
 		errs := make([]error, len(sess))
