@@ -129,7 +129,9 @@ func TestRandomInterleavings(t *testing.T) {
 			var disarm []func() int
 			for _, o := range ops {
 				if o.kind == "fail" {
-					disarm = append(disarm, stream.ArmFailpoint(o.fail))
+					d := stream.ArmFailpoint(o.fail)
+					disarm = append(disarm, d)
+					t.Cleanup(func() { d() }) // if the step fails the test
 					stats["fail"]++
 					continue
 				}
