@@ -269,32 +269,6 @@ func sameKeyType(a, b types.Type) bool {
 	return a.Kind == b.Kind
 }
 
-func location(n *pg.Node) int32 {
-	switch {
-	case n.GetAExpr() != nil:
-		return n.GetAExpr().Location
-	case n.GetColumnRef() != nil:
-		return n.GetColumnRef().Location
-	case n.GetFuncCall() != nil:
-		return n.GetFuncCall().Location
-	case n.GetAConst() != nil:
-		return n.GetAConst().Location
-	case n.GetBoolExpr() != nil:
-		return n.GetBoolExpr().Location
-	case n.GetTypeCast() != nil:
-		return n.GetTypeCast().Location
-	case n.GetSubLink() != nil:
-		return n.GetSubLink().Location
-	case n.GetNullTest() != nil:
-		return n.GetNullTest().Location
-	case n.GetParamRef() != nil:
-		return n.GetParamRef().Location
-	case n.GetCaseExpr() != nil:
-		return n.GetCaseExpr().Location
-	}
-	return -1
-}
-
 // walkAST visits expression nodes depth-first; f returns false to skip a
 // node's children. Subquery bodies are not entered.
 func walkAST(n *pg.Node, f func(*pg.Node) bool) {

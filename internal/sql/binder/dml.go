@@ -510,7 +510,7 @@ func (b *Binder) bindTargetRel(rv *pg.RangeVar, extra []*pg.Node, where *pg.Node
 	}
 	if where != nil {
 		if containsAggregate(where) {
-			return nil, nil, b.errorf(location(where), sqlerr.GroupingError, "aggregate functions are not allowed in WHERE")
+			return nil, nil, b.errorf(aggregateLocation(where), sqlerr.GroupingError, "aggregate functions are not allowed in WHERE")
 		}
 		for _, c := range conjuncts(where) {
 			tabs, movable := b.refTables(c, r)

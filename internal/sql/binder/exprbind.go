@@ -69,7 +69,7 @@ func (b *Binder) bindExpr(n *pg.Node, ec *exprCtx) (expr.Expr, error) {
 	}
 	e, err := b.bindExprInner(n, ec)
 	if err != nil {
-		return nil, b.errAt(err, location(n))
+		return nil, b.errAt(err, ownErrorLocation(n))
 	}
 	return foldConstant(n, e), nil
 }

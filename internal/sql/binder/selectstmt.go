@@ -303,10 +303,10 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 	var semis []*semiJoin
 	if sel.WhereClause != nil {
 		if containsAggregate(sel.WhereClause) {
-			return nil, b.errorf(location(sel.WhereClause), sqlerr.GroupingError, "aggregate functions are not allowed in WHERE")
+			return nil, b.errorf(aggregateLocation(sel.WhereClause), sqlerr.GroupingError, "aggregate functions are not allowed in WHERE")
 		}
 		if containsWindow(sel.WhereClause) {
-			return nil, b.errorf(location(sel.WhereClause), sqlerr.WindowingError, "window functions are not allowed in WHERE")
+			return nil, b.errorf(windowLocation(sel.WhereClause), sqlerr.WindowingError, "window functions are not allowed in WHERE")
 		}
 		for _, c := range conjuncts(sel.WhereClause) {
 			sj, err := b.trySemiJoin(c, r)
@@ -437,7 +437,7 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 		if sel.HavingClause != nil {
 			hc := &exprCtx{sc: ec.sc, clause: "HAVING", agg: ac}
 			if containsWindow(sel.HavingClause) {
-				return b.errorf(location(sel.HavingClause), sqlerr.WindowingError, "window functions are not allowed in HAVING")
+				return b.errorf(windowLocation(sel.HavingClause), sqlerr.WindowingError, "window functions are not allowed in HAVING")
 			}
 			h, err := b.bindExpr(sel.HavingClause, hc)
 			if err != nil {
@@ -720,10 +720,10 @@ func (b *Binder) bindGroupBy(sel *pg.SelectStmt, targets []selItem, ac *aggCtx) 
 			}
 		}
 		if containsAggregate(ast) {
-			return b.errorf(location(ast), sqlerr.GroupingError, "aggregate functions are not allowed in GROUP BY")
+			return b.errorf(aggregateLocation(ast), sqlerr.GroupingError, "aggregate functions are not allowed in GROUP BY")
 		}
 		if containsWindow(ast) {
-			return b.errorf(location(ast), sqlerr.WindowingError, "window functions are not allowed in GROUP BY")
+			return b.errorf(windowLocation(ast), sqlerr.WindowingError, "window functions are not allowed in GROUP BY")
 		}
 		e, err := b.bindExpr(ast, in)
 		if err != nil {
