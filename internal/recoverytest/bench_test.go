@@ -104,9 +104,14 @@ func TestRecoveryTime(t *testing.T) {
 	actors := len(in.Actors.Actors())
 	t.Logf("loaded %d rows (~%d MB logical state), %d MB in SSTs, %d actors, in %v", rows, mb, stored>>20, actors, time.Since(load).Round(time.Millisecond))
 
-	var recoverT, flushT, writeT, readT, resetIdle, rebuildIdle, resetBusy []time.Duration
+	var recoverT, flushT, writeT, readT, resetIdle, rebuildIdle, resetBusy, baseline []time.Duration
 	for r := range rounds {
+		// Baseline: the same write and FLUSH with no recovery before it.
 		start := time.Now()
+		mustExec(t, conn, fmt.Sprintf("INSERT INTO w VALUES (%d, 1, 'x')", rows+1000+r))
+		mustExec(t, conn, "FLUSH")
+		baseline = append(baseline, time.Since(start))
+		start = time.Now()
 		mustExec(t, conn, "RECOVER")
 		recoverT = append(recoverT, time.Since(start))
 		mustExec(t, conn, "FLUSH")
@@ -158,6 +163,7 @@ func TestRecoveryTime(t *testing.T) {
 	row("RECOVER statement (reset + rebuild)", recoverT)
 	row("RECOVER → FLUSH returned", flushT)
 	row("RECOVER → INSERT + FLUSH returned", writeT)
+	row("INSERT + FLUSH with no recovery (baseline)", baseline)
 	row("RECOVER → view read returned", readT)
 	row("reset phase, idle (abort + join every actor)", resetIdle)
 	row("rebuild phase, idle", rebuildIdle)
