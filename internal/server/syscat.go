@@ -36,6 +36,7 @@ const (
 	oidPgCatalog         = 11
 	oidPublic            = 2200
 	oidInformationSchema = 13000
+	oidRwCatalog         = 13100
 	oidBootstrapUser     = 10
 	oidUserBase          = 16384
 	oidSysTableBase      = 1_000_000

@@ -128,6 +128,7 @@ func (sc *sysCtx) allSchemas() [][]any {
 	out := [][]any{
 		{oidPgCatalog, "pg_catalog", oidBootstrapUser, nil},
 		{oidInformationSchema, "information_schema", oidBootstrapUser, nil},
+		{oidRwCatalog, rwCatalog, oidBootstrapUser, nil},
 	}
 	for _, s := range sc.cat.Schemas(sc.db.ID) {
 		out = append(out, []any{sc.schemaOID(s), s.Name, sc.ownerOID(s.Owner), nil})
@@ -160,6 +161,9 @@ func classRows(sc *sysCtx) [][]any {
 		ns := int64(oidPgCatalog)
 		if t.schema == "information_schema" {
 			ns = oidInformationSchema
+		}
+		if t.schema == rwCatalog {
+			ns = oidRwCatalog
 		}
 		out = append(out, row(int64(oidSysTableBase+i), t.name, ns, oidBootstrapUser, 2, false, "r", len(t.cols)))
 	}

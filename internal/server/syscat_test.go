@@ -116,7 +116,8 @@ func TestPsqlMetaCommands(t *testing.T) {
 	wantLines(t, `\l`, out, " dev  | root  | UTF8     | C       | C     |            | libc            |")
 
 	out = runPsql(t, ts, `\dn`)
-	wantLines(t, `\dn`, out, " other  | root", " public | root", "(2 rows)")
+	// rw_catalog (rw_actors, rw_recovery_history) is listed, as RisingWave lists it.
+	wantLines(t, `\dn`, out, " other      | root", " public     | root", " rw_catalog | root", "(3 rows)")
 
 	out = runPsql(t, ts, `\dm`)
 	wantLines(t, `\dm`, out, " public | mv   | materialized view | root", "(1 row)")
