@@ -229,6 +229,12 @@ func (c *conn) receive() (pgproto3.FrontendMessage, error) {
 			"message of %d bytes exceeds the limit of %d bytes", tooBig.ActualBodyLen, tooBig.MaxExpectedBodyLen)}
 	case c.srv.baseCtx.Err() != nil && errors.As(err, &ne) && ne.Timeout():
 		return nil, &fatalError{errAdminShutdown}
+	case err == io.EOF:
+		// pgproto3 reports a failed read as io.ErrUnexpectedEOF; a bare
+		// io.EOF comes from decoding a whole, received body that ends
+		// before a string's terminator (a Parse or Execute cut short).
+		// That is the client's protocol violation, not a disconnect.
+		return nil, &fatalError{sqlerr.Errorf(sqlerr.ProtocolViolation, "invalid frontend message: a string is missing its terminator")}
 	case isDisconnect(err) || errors.As(err, &ne):
 		return nil, &connLostError{err}
 	}

@@ -316,6 +316,10 @@ func TestOversizedAndMalformedMessages(t *testing.T) {
 	raw([]byte{'Q', 0, 0, 0, 2}, "E FATAL 08P01", "EOF")
 	// A Bind whose parameter count runs past the body.
 	raw([]byte{'B', 0, 0, 0, 8, 0, 0, 0, 9}, "E FATAL 08P01", "EOF")
+	// Whole bodies whose strings lack their terminator (pgproto3 reports
+	// these as a bare io.EOF, which is not a disconnect).
+	raw([]byte{'P', 0, 0, 0, 6, 'x', 0}, "E FATAL 08P01", "EOF")
+	raw([]byte{'E', 0, 0, 0, 5, 0xff}, "E FATAL 08P01", "EOF")
 
 	// A garbage startup packet.
 	c := dialRaw(t, ts.addr)
