@@ -47,7 +47,8 @@ import (
 //     RANGE with offsets: the rows whose key range holds c's key (found
 //     by key with binary searches, deleted rows' keys included)
 //     row_number / rank / dense_rank: the peers of c .. the end
-//     percent_rank / cume_dist / ntile: the whole partition (size changed)
+//     percent_rank / cume_dist / ntile: the whole partition when its size
+//     changed, else the first change's peers .. the last change's peers
 //     lag / lead with a constant offset k: c-k-1 .. c+k+1
 //
 //  4. Recompute those positions with expr.ComputeWindow over the smallest
@@ -207,6 +208,7 @@ type overWindowCall struct {
 	unbS, unbE   bool
 	groupsFrame  bool
 	usesPeerEdge bool // frame edges or exclusion depend on peer groups
+	sizeOnly     bool // percent_rank, cume_dist, ntile: reachAll only when the size changes
 }
 
 type owReach uint8
@@ -408,7 +410,7 @@ func classifyWindowCall(c OverWindowCall, nOrder int) (overWindowCall, error) {
 		rt.kind = reachToEnd
 		return rt, nil
 	case "percent_rank", "cume_dist", "ntile":
-		rt.kind = reachAll
+		rt.kind, rt.sizeOnly = reachAll, true
 		return rt, nil
 	case "lag", "lead":
 		rt.kind = reachAll
@@ -776,7 +778,7 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 	perCall := make([][]owInterval, len(w.calls))
 	var union []owInterval
 	for ci := range w.calls {
-		iv, err := w.affected(ns, pg, &w.calls[ci], marks, okeys)
+		iv, err := w.affected(ns, pg, &w.calls[ci], marks, okeys, len(rows) == len(s.rows))
 		if err != nil {
 			return nil, err
 		}
@@ -1063,13 +1065,20 @@ func clampInt(x int64, lo, hi int) int {
 // affected returns the positions of the segment whose outputs of call c
 // can change, given the positions marks whose window inputs changed. For
 // a frame call in group mode the peer groups are built (applySegment).
-func (w *OverWindow) affected(s *owSegment, pg *owPeers, c *overWindowCall, marks []int, okeys []types.Datum) ([]owInterval, error) {
+func (w *OverWindow) affected(s *owSegment, pg *owPeers, c *overWindowCall, marks []int, okeys []types.Datum, sameSize bool) ([]owInterval, error) {
 	n := len(s.rows)
 	if len(marks) == 0 && len(okeys) == 0 {
 		return nil, nil
 	}
 	switch c.kind {
 	case reachAll:
+		if c.sizeOnly && sameSize && len(marks) > 0 {
+			// percent_rank, cume_dist and ntile read the partition's size
+			// and a row's position (or its peer group's): with the size
+			// unchanged (rows moved, or as many inserted as deleted) the
+			// rows before the first change and after the last keep both.
+			return []owInterval{{pg.peerStart(marks[0]), pg.peerEnd(marks[len(marks)-1])}}, nil
+		}
 		return []owInterval{{0, n}}, nil
 	case reachToEnd:
 		if len(marks) == 0 {
