@@ -121,7 +121,7 @@ func (b *Binder) assign(e expr.Expr, rel *catalog.Relation, c int, loc int32) (e
 			return nil, b.errAt(sqlerr.Errorf(sqlerr.DatatypeMismatch, "column \"%s\" is of type %s but expression is of type %s", col.Name, col.Type.Name(), e.Type().Name()).
 				WithHint("You will need to rewrite or cast the expression."), loc)
 		}
-		return nil, err
+		return nil, b.errAt(err, loc) // a literal that is no valid value of the column's type
 	}
 	if col.NotNull && !col.Hidden {
 		out = &notNullCheck{e: out, col: col.Name, table: rel.Name}
