@@ -38,8 +38,8 @@ import (
 // PostgreSQL runs with the throwaway-cluster settings of pgtest (fsync off,
 // 32 MB shared_buffers) and work_mem raised to ivmWorkMem so that REFRESH
 // sorts and hashes in memory. Its views have no index: REFRESH then only
-// recomputes, and the point read is a sequential scan of the view (on this
-// data that is cheaper than rebuilding an index at every REFRESH).
+// recomputes, and the point read is a sequential scan of the view (an
+// index would make the read cheap but every REFRESH would rebuild it).
 
 // ivmWorkMem is PostgreSQL's work_mem for the run: enough for a hash join
 // and hash aggregate over 1M rows without spilling.
