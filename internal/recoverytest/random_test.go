@@ -251,7 +251,7 @@ func (m *randomModel) plan(rng *rand.Rand) []*op {
 			}
 			recovered = true
 			ops = append(ops, &op{session: s, kind: "recover", sql: "RECOVER"})
-		case r < 88:
+		case r < 85:
 			jobs := []string{"table a", "table b"}
 			for _, v := range randomViews {
 				if m.views[v.name] {
