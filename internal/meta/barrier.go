@@ -53,12 +53,17 @@ type groupState struct {
 	failures int       // consecutive failures (backoff)
 	retryAt  time.Time // when to rebuild
 	upSince  time.Time // last successful rebuild
-	rec      RecoveryRecord
+	// isolatedAt is the epoch being written when the group was reset: its
+	// old actors may have written in it, so the rebuild waits for a later
+	// epoch (writes of the new actors must not share an epoch with
+	// discarded ones).
+	isolatedAt uint64
+	rec        RecoveryRecord
 }
 
 // groupHealthy is how long a rebuilt group must run without failing
 // before its backoff is forgotten.
-const groupHealthy = 10 * time.Second
+const groupHealthy = 2 * time.Second
 
 // BarrierLoop advances and commits epochs.
 type BarrierLoop struct {
@@ -91,6 +96,9 @@ type BarrierLoop struct {
 
 	kick     chan struct{}
 	requests chan *barrierRequest
+	// deferred: mutation requests that arrived while a barrier was being
+	// collected (loop goroutine only).
+	deferred []*barrierRequest
 	stop     chan struct{}
 	stopped  chan struct{}
 
@@ -104,6 +112,7 @@ type barrierRequest struct {
 	// take part in exactly the barriers from this one on).
 	prepare       func(curr uint64) error
 	recoverReason string // set for a recovery request
+	group         uint64 // a recovery of this group alone (0: everything)
 	done          chan error
 	epoch         uint64 // the Prev epoch of the barrier that carried it
 }
@@ -194,6 +203,10 @@ func (l *BarrierLoop) WithGraphLock(fn func(curr uint64) error) error {
 	return fn(l.curr)
 }
 
+// errRecoverRequested ends a barrier round aborted by a RECOVER (which
+// already ran).
+var errRecoverRequested = errors.New("barrier aborted by RECOVER")
+
 // errStopping ends a barrier round that was waiting when Stop was called:
 // the epoch is abandoned whole (it was never acknowledged).
 var errStopping = errors.New("barrier loop is stopping")
@@ -208,13 +221,13 @@ var ErrWritesDiscarded = errors.New("writes were rolled back by a recovery")
 func (l *BarrierLoop) Flush(ctx context.Context) error {
 	target := l.CurrentEpoch()
 	l.kickBarrier()
-	return l.waitCommitted(ctx, target, 0, 0)
+	return l.waitCommitted(ctx, target, nil)
 }
 
 // WaitWritten returns once the epochs [lo, hi] in which a session wrote are
 // committed (and the epoch current now, so that FLUSH covers everything
-// before it), or fails with ErrWritesDiscarded if a recovery rolled any
-// of them back.
+// before it), or fails with ErrWritesDiscarded if a recovery rolled back
+// any epoch in [lo, hi].
 func (l *BarrierLoop) WaitWritten(ctx context.Context, lo, hi uint64) error {
 	return l.WaitWrittenIn(ctx, 0, lo, hi)
 }
@@ -224,7 +237,50 @@ func (l *BarrierLoop) WaitWritten(ctx context.Context, lo, hi uint64) error {
 func (l *BarrierLoop) WaitWrittenIn(ctx context.Context, group, lo, hi uint64) error {
 	target := max(hi, l.CurrentEpoch())
 	l.kickBarrier()
-	return l.waitCommitted(ctx, target, lo, group)
+	return l.waitCommitted(ctx, target, func() error { return l.lostLocked(group, lo, hi) })
+}
+
+// WaitEpochsWritten returns once the epochs a session wrote in (each one,
+// not the range between them) and the epoch current now are committed, or
+// fails with ErrWritesDiscarded if a recovery of everything or of group
+// rolled back any of them. Epochs committed before a later recovery are
+// never reported lost.
+func (l *BarrierLoop) WaitEpochsWritten(ctx context.Context, group uint64, epochs []uint64) error {
+	target := l.CurrentEpoch()
+	for _, e := range epochs {
+		target = max(target, e)
+	}
+	l.kickBarrier()
+	return l.waitCommitted(ctx, target, func() error {
+		for _, e := range epochs {
+			if err := l.lostLocked(group, e, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// lostLocked reports (as ErrWritesDiscarded) whether a recovery rolled
+// back an epoch in [lo, hi]. committedMu is held.
+func (l *BarrierLoop) lostLocked(group, lo, hi uint64) error {
+	if lo == 0 {
+		return nil
+	}
+	for _, r := range l.discarded {
+		// [lo, hi] meets the rolled-back range (r0, r1]?
+		if from, to := max(lo, r[0]+1), min(hi, r[1]); from <= to {
+			return fmt.Errorf("epochs %d..%d: %w", from, to, ErrWritesDiscarded)
+		}
+	}
+	if group != 0 {
+		for _, r := range l.groupDiscarded[group] {
+			if from, to := max(lo, r[0]+1), min(hi, r[1]); from <= to {
+				return fmt.Errorf("epochs %d..%d of database %d: %w", from, to, group, ErrWritesDiscarded)
+			}
+		}
+	}
+	return nil
 }
 
 func (l *BarrierLoop) kickBarrier() {
@@ -234,10 +290,10 @@ func (l *BarrierLoop) kickBarrier() {
 	}
 }
 
-// waitCommitted waits until epoch is committed. With lo > 0, writes in
-// [lo, epoch] must not have been discarded by a recovery (of everything,
-// or of group when group != 0).
-func (l *BarrierLoop) waitCommitted(ctx context.Context, epoch, lo, group uint64) error {
+// waitCommitted waits until epoch is committed. lost, when not nil, is
+// checked (with committedMu held) at every wake-up: the writes waited for
+// were rolled back by a recovery.
+func (l *BarrierLoop) waitCommitted(ctx context.Context, epoch uint64, lost func() error) error {
 	stopWake := context.AfterFunc(ctx, func() {
 		l.committedMu.Lock()
 		l.commitCond.Broadcast()
@@ -247,19 +303,9 @@ func (l *BarrierLoop) waitCommitted(ctx context.Context, epoch, lo, group uint64
 	l.committedMu.Lock()
 	defer l.committedMu.Unlock()
 	for {
-		if lo > 0 {
-			for _, r := range l.discarded {
-				// [lo, epoch] meets the rolled-back range (r0, r1]?
-				if from, to := max(lo, r[0]+1), min(epoch, r[1]); from <= to {
-					return fmt.Errorf("epochs %d..%d: %w", from, to, ErrWritesDiscarded)
-				}
-			}
-			if group != 0 {
-				for _, r := range l.groupDiscarded[group] {
-					if from, to := max(lo, r[0]+1), min(epoch, r[1]); from <= to {
-						return fmt.Errorf("epochs %d..%d of database %d: %w", from, to, group, ErrWritesDiscarded)
-					}
-				}
+		if lost != nil {
+			if err := lost(); err != nil {
+				return err
 			}
 		}
 		if l.committed >= epoch {
@@ -295,8 +341,10 @@ func (l *BarrierLoop) InjectMutation(ctx context.Context, m *stream.Mutation, pr
 		}
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-l.stopped:
+		return errors.New("barrier loop stopped")
 	}
-	return l.waitCommitted(ctx, req.epoch, 0, 0)
+	return l.waitCommitted(ctx, req.epoch, nil)
 }
 
 func (l *BarrierLoop) run() {
@@ -307,32 +355,38 @@ func (l *BarrierLoop) run() {
 	for {
 		l.rebuildDueGroups()
 		var req *barrierRequest
-		select {
-		case <-l.stop:
-			l.setLoopErr(errors.New("server is shutting down"))
-			return
-		case <-ticker.C:
-		case <-l.kick:
-		case <-l.nextGroupRetry():
-			continue
-		case req = <-l.requests:
-			if req.recoverReason != "" {
-				l.mu.Lock()
-				err := l.recoverLocked(req.recoverReason)
-				l.mu.Unlock()
-				req.done <- err
+		if len(l.deferred) > 0 {
+			// A mutation that arrived while a barrier was being collected.
+			req, l.deferred = l.deferred[0], l.deferred[1:]
+		} else {
+			select {
+			case <-l.stop:
+				l.setLoopErr(errors.New("server is shutting down"))
+				return
+			case <-ticker.C:
+			case <-l.kick:
+			case <-l.nextGroupRetry():
+				continue
+			case req = <-l.requests:
+			case f := <-l.local.Failures():
+				if err := l.isolate(f); err != nil {
+					l.recover(fmt.Sprintf("actor failure: %v", err))
+				}
 				continue
 			}
-		case f := <-l.local.Failures():
-			if err := l.isolate(f); err != nil {
-				l.recover(fmt.Sprintf("actor failure: %v", err))
-			}
+		}
+		if req != nil && req.recoverReason != "" {
+			l.serveRecovery(req)
 			continue
 		}
 		if err := l.barrier(req); err != nil {
 			if errors.Is(err, errStopping) {
 				l.setLoopErr(errors.New("server is shutting down"))
 				return
+			}
+			if errors.Is(err, errRecoverRequested) {
+				// RECOVER while a barrier was stuck: it aborts the barrier.
+				continue
 			}
 			l.log.Error("barrier failed; recovering", "err", err)
 			l.recover(err.Error())
@@ -353,31 +407,48 @@ func (l *BarrierLoop) run() {
 // at the group's next retry time (rebuildDueGroups). It returns an error
 // when only a full recovery can handle the failure.
 func (l *BarrierLoop) isolate(f *stream.ActorFailure) error {
-	gr, ok1 := l.rebuilder.(GroupRebuilder)
-	gc, ok2 := l.store.(GroupCommitter)
-	if !ok1 || !ok2 || f.Group == 0 {
+	if f.Group == 0 || !l.groupRecovery() {
 		return f
 	}
 	if !l.local.Has(f.Actor) {
 		return nil // stale: its group was reset since
 	}
-	g := f.Group
+	if err := l.isolateGroup(f.Group, fmt.Sprintf("actor failure: %v", f), true); err != nil {
+		return fmt.Errorf("%v; recovering everything: %w", f, err)
+	}
+	return nil
+}
+
+// groupRecovery reports whether groups can be recovered alone.
+func (l *BarrierLoop) groupRecovery() bool {
+	_, ok1 := l.rebuilder.(GroupRebuilder)
+	_, ok2 := l.store.(GroupCommitter)
+	return ok1 && ok2
+}
+
+// isolateGroup resets group g alone (see isolate). failed counts it as a
+// failure for the backoff; a requested reset (RecoverGroup) does not.
+func (l *BarrierLoop) isolateGroup(g uint64, reason string, failed bool) error {
+	gr := l.rebuilder.(GroupRebuilder)
+	gc := l.store.(GroupCommitter)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rec := RecoveryRecord{Start: time.Now(), Reason: fmt.Sprintf("actor failure: %v", f), Database: g}
-	l.log.Warn("recovering one database", "database", g, "reason", rec.Reason)
+	rec := RecoveryRecord{Start: time.Now(), Reason: reason, Database: g}
+	l.log.Warn("recovering one database", "database", g, "reason", reason)
 	if err := l.local.ResetGroup(context.Background(), g); err != nil {
 		return err
 	}
 	gr.TearDownGroup(g)
 	if err := gc.DiscardUncommittedTables(gr.GroupTables(g)); err != nil {
-		return fmt.Errorf("%v; recovering everything: %w", f, err)
+		return err
 	}
 	rec.Reset = time.Since(rec.Start)
 	committed := l.store.CommittedEpoch()
 	rec.Epoch = committed
 	l.committedMu.Lock()
-	l.groupDiscarded[g] = append(l.groupDiscarded[g], [2]uint64{committed, math.MaxUint64})
+	if rs := l.groupDiscarded[g]; len(rs) == 0 || rs[len(rs)-1][1] != math.MaxUint64 {
+		l.groupDiscarded[g] = append(rs, [2]uint64{committed, math.MaxUint64})
+	}
 	l.commitCond.Broadcast()
 	l.committedMu.Unlock()
 	st := l.groups[g]
@@ -385,14 +456,60 @@ func (l *BarrierLoop) isolate(f *stream.ActorFailure) error {
 		st = &groupState{}
 		l.groups[g] = st
 	}
-	if !st.upSince.IsZero() && time.Since(st.upSince) > groupHealthy {
-		st.failures = 0
+	if failed {
+		if !st.upSince.IsZero() && time.Since(st.upSince) > groupHealthy {
+			st.failures = 0
+		}
+		st.failures++
+		st.retryAt = time.Now().Add(groupBackoff(st.failures))
+	} else if !st.down {
+		st.retryAt = time.Now()
 	}
-	st.failures++
 	st.down = true
-	st.retryAt = time.Now().Add(groupBackoff(st.failures))
+	st.isolatedAt = l.curr
 	st.rec = rec
+	l.kickBarrier() // the rebuild waits for the next epoch
 	return nil
+}
+
+// RecoverGroup recovers one database alone (reset, discard, rebuild at the
+// next epoch), e.g. to abort a job that does not pass barriers so that it
+// can be dropped (I5). It returns once the group is reset; the rebuild
+// follows. Without group recovery it recovers everything.
+func (l *BarrierLoop) RecoverGroup(ctx context.Context, group uint64, reason string) error {
+	req := &barrierRequest{recoverReason: reason, group: group, done: make(chan error, 1)}
+	select {
+	case l.requests <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.stopped:
+		return errors.New("barrier loop stopped")
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.stopped:
+		return errors.New("barrier loop stopped")
+	}
+}
+
+// serveRecovery runs a recovery request on the loop goroutine: of one
+// group, or (group 0, or when that fails) of everything.
+func (l *BarrierLoop) serveRecovery(req *barrierRequest) {
+	if req.group != 0 && l.groupRecovery() {
+		err := l.isolateGroup(req.group, req.recoverReason, false)
+		if err == nil {
+			req.done <- nil
+			return
+		}
+		l.log.Warn("recovery of one database failed; recovering everything", "database", req.group, "err", err)
+	}
+	l.mu.Lock()
+	err := l.recoverLocked(req.recoverReason)
+	l.mu.Unlock()
+	req.done <- err
 }
 
 // groupBackoff is the wait before the n-th consecutive rebuild of a
@@ -404,11 +521,12 @@ func groupBackoff(n int) time.Duration {
 	return min(100*time.Millisecond<<min(n-2, 10), 10*time.Second)
 }
 
-// nextGroupRetry fires when the next down group is due for its rebuild.
+// nextGroupRetry fires when the next down group is due for its rebuild
+// (one waiting for the next epoch is woken by the barrier it kicked).
 func (l *BarrierLoop) nextGroupRetry() <-chan time.Time {
 	var next time.Time
 	for _, st := range l.groups {
-		if st.down && (next.IsZero() || st.retryAt.Before(next)) {
+		if st.down && l.curr > st.isolatedAt && (next.IsZero() || st.retryAt.Before(next)) {
 			next = st.retryAt
 		}
 	}
@@ -430,7 +548,7 @@ func (l *BarrierLoop) rebuildDueGroups() {
 			}
 			continue
 		}
-		if now.Before(st.retryAt) {
+		if now.Before(st.retryAt) || l.curr <= st.isolatedAt {
 			continue
 		}
 		gr := l.rebuilder.(GroupRebuilder)
@@ -513,6 +631,19 @@ func (l *BarrierLoop) barrier(req *barrierRequest) error {
 			collected = true
 		case <-l.stop:
 			return errStopping
+		case r := <-l.requests:
+			switch {
+			case r.recoverReason != "" && r.group != 0 && l.groupRecovery():
+				// Resetting a group may be what unblocks this barrier
+				// (an actor that does not pass it).
+				l.serveRecovery(r)
+			case r.recoverReason != "":
+				// RECOVER of everything aborts this barrier.
+				l.serveRecovery(r)
+				return errRecoverRequested
+			default:
+				l.deferred = append(l.deferred, r)
+			}
 		case f := <-l.local.Failures():
 			// One group failed: reset it alone; the barrier completes
 			// with the others (or everything is recovered).
@@ -549,6 +680,8 @@ func (l *BarrierLoop) Recover(ctx context.Context, reason string) error {
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-l.stopped:
+		return errors.New("barrier loop stopped")
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -353,6 +354,19 @@ func (s *Server) write(ctx context.Context, rel *catalog.Relation, apply func(ct
 		// Once handed over, the statement is applied or lost with its
 		// epoch; waiting even past ctx keeps the statement atomic.
 		err = <-req.Done
+		if err != nil && errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			// The actor was aborted (by a recovery or a DROP) while it
+			// applied the statement, which therefore applied nothing:
+			// retry on the rebuilt actor.
+			select {
+			case <-j.replaced:
+				continue
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(recoveryWait):
+				return 0, sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "table %q is not available: its database is recovering", rel.Name)
+			}
+		}
 		return req.Epoch, err
 	}
 }

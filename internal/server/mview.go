@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -191,6 +192,7 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 		select {
 		case <-bf.Done():
 		case <-job.replaced:
+			s.purgeInterrupted(rel)
 			return errCreationInterrupted(rel)
 		case <-ctx.Done():
 			// The creation was cancelled: nothing of the view may remain.
@@ -214,6 +216,7 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 		current := s.jobs.views[rel.ID] == job
 		s.jobs.mu.Unlock()
 		if !current {
+			s.purgeInterrupted(rel)
 			return errCreationInterrupted(rel)
 		}
 		if err := s.catalog.UpdateRelation(ctx, &done); err != nil {
@@ -224,6 +227,26 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 		s.jobs.mu.Unlock()
 		return nil
 	})
+}
+
+// purgeInterrupted removes a view whose creation a recovery interrupted:
+// the recovery joined its actors (I3), so its catalog entry and state
+// tables can go now, and CREATE can be retried at once. The rebuild
+// purges such views too; whichever comes second finds nothing to do.
+func (s *Server) purgeInterrupted(rel *catalog.Relation) {
+	defer s.markDropping(rel.ID)()
+	if _, ok := s.catalog.Relation(rel.ID); !ok {
+		return
+	}
+	s.jobs.mu.Lock()
+	running := s.jobs.views[rel.ID] != nil
+	s.jobs.mu.Unlock()
+	if running {
+		return // rebuilt meanwhile (cannot happen for a Creating view); leave it to DROP
+	}
+	if err := s.purgeRelation(context.Background(), rel); err != nil && !errors.Is(err, catalog.ErrNotFound) {
+		s.log.Error("purge materialized view whose creation was interrupted", "view", rel.Name, "err", err)
+	}
 }
 
 func errCreationInterrupted(rel *catalog.Relation) error {
@@ -348,6 +371,10 @@ func (s *Server) dropView(ctx context.Context, rel *catalog.Relation) error {
 	return nil
 }
 
+// dropStopTimeout bounds how long a DROP waits for its actors to stop at
+// a barrier before aborting them with a recovery of their database.
+var dropStopTimeout = 5 * time.Second
+
 // stopJob stops and joins the running actors of a relation being dropped
 // (actors() lists them; it is called with s.jobs.mu held) and forgets its
 // job. A recovery that replaces the job meanwhile joins the old actors and
@@ -365,7 +392,20 @@ func (s *Server) stopJob(ctx context.Context, rel *catalog.Relation, actors func
 		for _, a := range ids {
 			stop[a] = true
 		}
-		if err := s.epochs.InjectMutation(ctx, &stream.Mutation{Stop: stop}, nil); err != nil {
+		// Stop at a barrier; if the actors do not pass one in time (stuck,
+		// or deep in a long computation), abort them by recovering their
+		// database, which joins them and rebuilds everything else (I5).
+		sctx, cancel := context.WithTimeout(ctx, dropStopTimeout)
+		err := s.epochs.InjectMutation(sctx, &stream.Mutation{Stop: stop}, nil)
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			s.log.Warn("actors of a relation being dropped did not stop at a barrier; recovering its database", "relation", rel.Name, "after", dropStopTimeout)
+			err = s.epochs.RecoverGroup(ctx, uint64(rel.DatabaseID), fmt.Sprintf("DROP of %s: its actors did not stop within %v", rel.Name, dropStopTimeout))
+			if err == nil {
+				continue // the reset joined them; nothing rebuilds a relation being dropped
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("stop actors: %w", err)
 		}
 		if err := s.actors.StopActors(ctx, ids); err != nil {

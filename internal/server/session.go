@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,9 +37,9 @@ type session struct {
 	// COMMIT/ROLLBACK fail with 25P02 until the block ends (PostgreSQL's
 	// behaviour, which drivers rely on).
 	txFailed bool
-	// written is the range of epochs this session's acknowledged writes
-	// went to since its last FLUSH (zero: none).
-	written struct{ lo, hi uint64 }
+	// written holds the distinct epochs this session's acknowledged writes
+	// went to since its last FLUSH, ascending.
+	written []uint64
 }
 
 // settingDefaults are the session parameters and their defaults, as
@@ -498,12 +499,14 @@ func (ss *session) transaction(n *pg_query.TransactionStmt) (pgwire.Result, erro
 // for the session's next FLUSH.
 func (ss *session) acknowledge(ctx context.Context, epoch uint64) error {
 	if ss.implicitFlush() {
-		return ss.waitWritten(ctx, epoch, epoch)
+		return ss.waitWritten(ctx, []uint64{epoch})
 	}
-	if ss.written.lo == 0 || epoch < ss.written.lo {
-		ss.written.lo = epoch
+	if n := len(ss.written); n == 0 || ss.written[n-1] < epoch {
+		ss.written = append(ss.written, epoch)
+	} else if !slices.Contains(ss.written, epoch) {
+		ss.written = append(ss.written, epoch)
+		slices.Sort(ss.written)
 	}
-	ss.written.hi = max(ss.written.hi, epoch)
 	return nil
 }
 
@@ -511,19 +514,19 @@ func (ss *session) acknowledge(ctx context.Context, epoch uint64) error {
 // session learns if any of its own writes since its last FLUSH were
 // rolled back by a recovery.
 func (ss *session) flush(ctx context.Context) error {
-	lo, hi := ss.written.lo, ss.written.hi
-	ss.written.lo, ss.written.hi = 0, 0
-	if lo == 0 {
+	written := ss.written
+	ss.written = nil
+	if len(written) == 0 {
 		if err := ss.s.epochs.Flush(ctx); err != nil {
 			return fmt.Errorf("flush: %w", err)
 		}
 		return nil
 	}
-	return ss.waitWritten(ctx, lo, hi)
+	return ss.waitWritten(ctx, written)
 }
 
-func (ss *session) waitWritten(ctx context.Context, lo, hi uint64) error {
-	err := ss.s.epochs.WaitWrittenIn(ctx, uint64(ss.db.ID), lo, hi)
+func (ss *session) waitWritten(ctx context.Context, epochs []uint64) error {
+	err := ss.s.epochs.WaitEpochsWritten(ctx, uint64(ss.db.ID), epochs)
 	if errors.Is(err, meta.ErrWritesDiscarded) {
 		return sqlerr.Wrap(err, sqlerr.SerializationFailure,
 			"writes of this session were rolled back by a recovery before they were committed; they are lost, retry them")
