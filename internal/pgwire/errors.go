@@ -49,5 +49,8 @@ func errorResponse(severity string, e *sqlerr.Error) *pgproto3.ErrorResponse {
 		Detail:              e.Detail,
 		Hint:                e.Hint,
 		Position:            int32(e.Position),
+		SchemaName:          e.SchemaName,
+		TableName:           e.TableName,
+		ConstraintName:      e.ConstraintName,
 	}
 }

@@ -182,9 +182,9 @@ func TestUnsupportedFeatures(t *testing.T) {
 	}
 }
 
-// TestUniqueViolationDetail checks the 23505 error's message and detail,
-// which psql shows. (PostgreSQL also fills the schema, table and
-// constraint name fields, which drivers expose; Runnel does not yet.)
+// TestUniqueViolationDetail checks the 23505 error's fields: the message
+// and detail psql shows, and the schema, table and constraint names that
+// drivers expose.
 func TestUniqueViolationDetail(t *testing.T) {
 	p := newPair(t)
 	ctx := testCtx(t)
@@ -193,7 +193,8 @@ func TestUniqueViolationDetail(t *testing.T) {
 	_, rwErr := p.rw.Exec(ctx, "INSERT INTO uv VALUES (7, 'b')")
 	_, pgErrV := p.pg.Exec(ctx, "INSERT INTO uv VALUES (7, 'b')")
 	got, want := pgErr(rwErr), pgErr(pgErrV)
-	if got.Code != want.Code || got.Message != want.Message || got.Detail != want.Detail {
+	if got.Code != want.Code || got.Message != want.Message || got.Detail != want.Detail ||
+		got.ConstraintName != want.ConstraintName || got.TableName != want.TableName || got.SchemaName != want.SchemaName {
 		t.Errorf("runnel %+v\npostgresql %+v", *got, *want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/runneldb/runnel/internal/batch"
+	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/sql"
@@ -20,13 +21,17 @@ func (st *statement) executeDML(ctx context.Context, p *sql.Prepared, params []t
 		res   pgwire.Result
 		epoch uint64
 		err   error
+		rel   *catalog.Relation
 	)
 	switch b := p.Bound.(type) {
 	case *binder.Insert:
+		rel = b.Table
 		res, epoch, err = st.insert(ctx, b, params)
 	case *binder.Update:
+		rel = b.Table
 		res, epoch, err = st.update(ctx, b, params)
 	case *binder.Delete:
+		rel = b.Table
 		res, epoch, err = st.delete(ctx, b, params)
 	case *binder.Copy:
 		return st.copy(ctx, b, params)
@@ -34,7 +39,7 @@ func (st *statement) executeDML(ctx context.Context, p *sql.Prepared, params []t
 		return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "statement not supported: %s", st.p.Text)
 	}
 	if err != nil {
-		return pgwire.Result{}, mapStorageErr(err)
+		return pgwire.Result{}, st.sess.integrityErrorObject(mapStorageErr(err), rel)
 	}
 	if err := st.sess.acknowledge(ctx, epoch); err != nil {
 		return pgwire.Result{}, err

@@ -87,6 +87,10 @@ type Error struct {
 	// Position is the 1-based character offset into the query text that the
 	// error refers to, or 0 when unknown.
 	Position int
+	// SchemaName, TableName and ConstraintName name the object an
+	// integrity error is about (PostgreSQL's error fields s, t and n),
+	// which drivers expose (pgconn.PgError, JDBC's ServerErrorMessage).
+	SchemaName, TableName, ConstraintName string
 	// cause is an optional underlying error kept for errors.Is/As and logs;
 	// it is not shown to the client.
 	cause error

@@ -181,6 +181,7 @@ func (t *Table) UniqueViolation(row types.Row) error {
 	}
 	e := sqlerr.Errorf(sqlerr.UniqueViolation, "duplicate key value violates unique constraint %q", t.schema.ConstraintName)
 	e.Detail = fmt.Sprintf("Key (%s)=(%s) already exists.", cols.String(), vals.String())
+	e.ConstraintName = t.schema.ConstraintName
 	return e
 }
 
