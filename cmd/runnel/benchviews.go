@@ -47,7 +47,7 @@ func benchViewsMain(args []string, stdout, stderr io.Writer) int {
 		sc = strings.Split(*scenarios, ",")
 	}
 	results, err := bench.RunViews(context.Background(), bench.ViewsOptions{
-		Scenarios: sc, Rows: *rows, Groups: *groups, DimRows: *dimRows, Batch: *batch, JSON: *asJSON, Out: stdout,
+		Scenarios: sc, Rows: *rows, Groups: *groups, DimRows: *dimRows, Batch: *batch, JSON: *asJSON, Out: stdout, Progress: stderr,
 		Config: server.Config{StreamingCacheBytes: *cacheMB << 20},
 	})
 	if err != nil {
