@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,22 @@ func TestNexmarkPostgresSQLRewrite(t *testing.T) {
 	}
 	if _, err := NexmarkPostgresSQL(`SELECT 1 FROM HOP(bid, date_time, INTERVAL '3' SECOND, INTERVAL '10' SECOND)`); err == nil {
 		t.Error("HOP with a size that is not a multiple of the slide: want an error")
+	}
+}
+
+// TestRunNexmarkProgress runs one small query with progress on: the
+// watcher polls the running view's sources while they emit, and the
+// report line must follow.
+func TestRunNexmarkProgress(t *testing.T) {
+	var out, prog bytes.Buffer
+	res, err := RunNexmark(context.Background(), NexmarkOptions{Queries: []string{"q2"}, Events: 20_000, Out: &out, Progress: &prog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Error != "" || res[0].EventsPerSec <= 0 {
+		t.Fatalf("results %+v", res)
+	}
+	if !strings.HasPrefix(out.String(), "q2    20000 events in ") {
+		t.Errorf("report %q", out.String())
 	}
 }
