@@ -477,22 +477,7 @@ func (l *BarrierLoop) isolateGroup(g uint64, reason string, failed bool) error {
 // can be dropped (I5). It returns once the group is reset; the rebuild
 // follows. Without group recovery it recovers everything.
 func (l *BarrierLoop) RecoverGroup(ctx context.Context, group uint64, reason string) error {
-	req := &barrierRequest{recoverReason: reason, group: group, done: make(chan error, 1)}
-	select {
-	case l.requests <- req:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-l.stopped:
-		return errors.New("barrier loop stopped")
-	}
-	select {
-	case err := <-req.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-l.stopped:
-		return errors.New("barrier loop stopped")
-	}
+	return l.call(ctx, &barrierRequest{recoverReason: reason, group: group, done: make(chan error, 1)})
 }
 
 // serveRecovery runs a recovery request on the loop goroutine: of one
@@ -652,6 +637,20 @@ func (l *BarrierLoop) barrier(req *barrierRequest) error {
 			}
 		}
 	}
+	// An actor that failed before this barrier was injected is not waited
+	// for (Inject skips exited actors), so its failure may still be queued:
+	// handle it before committing, or its group's epoch would commit
+	// without that actor's writes.
+	for pending := true; pending; {
+		select {
+		case f := <-l.local.Failures():
+			if err := l.isolate(f); err != nil {
+				return fmt.Errorf("collect %s: %w", b, err)
+			}
+		default:
+			pending = false
+		}
+	}
 	l.local.Forget()
 	if err := l.store.Commit(ctx, prev); err != nil {
 		return fmt.Errorf("commit epoch %d: %w", prev, err)
@@ -667,7 +666,11 @@ func (l *BarrierLoop) barrier(req *barrierRequest) error {
 // graph is rebuilt. It runs on the loop goroutine, so it never overlaps a
 // barrier round.
 func (l *BarrierLoop) Recover(ctx context.Context, reason string) error {
-	req := &barrierRequest{recoverReason: reason, done: make(chan error, 1)}
+	return l.call(ctx, &barrierRequest{recoverReason: reason, done: make(chan error, 1)})
+}
+
+// call hands a request to the loop goroutine and waits for its answer.
+func (l *BarrierLoop) call(ctx context.Context, req *barrierRequest) error {
 	select {
 	case l.requests <- req:
 	case <-ctx.Done():

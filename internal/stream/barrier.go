@@ -189,10 +189,23 @@ func (m *BarrierManager) Has(id ActorID) bool {
 // after each of their goroutines has exited (I3). The in-flight barriers
 // stop waiting for them and complete with the other groups' actors.
 func (m *BarrierManager) ResetGroup(ctx context.Context, group uint64) error {
+	entries := m.detach(func(a *Actor) bool { return a.Group == group })
+	start := time.Now()
+	if err := join(ctx, entries); err != nil {
+		return fmt.Errorf("reset of group %d: %w", group, err)
+	}
+	m.log.Info("actors of one group reset", "group", group, "actors", len(entries), "took", time.Since(start))
+	return nil
+}
+
+// detach cancels the selected actors and forgets them: in-flight barriers
+// stop waiting for them (and complete if they were the last).
+func (m *BarrierManager) detach(sel func(*Actor) bool) []*actorEntry {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	var entries []*actorEntry
 	for id, e := range m.actors {
-		if e.actor.Group != group {
+		if !sel(e.actor) {
 			continue
 		}
 		e.cancel()
@@ -208,16 +221,18 @@ func (m *BarrierManager) ResetGroup(ctx context.Context, group uint64) error {
 			delete(m.inflight, curr)
 		}
 	}
-	m.mu.Unlock()
-	start := time.Now()
+	return entries
+}
+
+// join waits until every actor's goroutine has exited.
+func join(ctx context.Context, entries []*actorEntry) error {
 	for _, e := range entries {
 		select {
 		case <-e.done:
 		case <-ctx.Done():
-			return fmt.Errorf("reset of group %d: actor %d of %s did not exit: %w", group, e.actor.ID, e.actor.Job, ctx.Err())
+			return fmt.Errorf("actor %d of %s did not exit: %w", e.actor.ID, e.actor.Job, ctx.Err())
 		}
 	}
-	m.log.Info("actors of one group reset", "group", group, "actors", len(entries), "took", time.Since(start))
 	return nil
 }
 
@@ -239,12 +254,8 @@ func (m *BarrierManager) Reset(ctx context.Context) error {
 	m.actors = map[ActorID]*actorEntry{}
 	m.mu.Unlock()
 	start := time.Now()
-	for _, e := range entries {
-		select {
-		case <-e.done:
-		case <-ctx.Done():
-			return fmt.Errorf("reset: actor %d of %s did not exit: %w", e.actor.ID, e.actor.Job, ctx.Err())
-		}
+	if err := join(ctx, entries); err != nil {
+		return fmt.Errorf("reset: %w", err)
 	}
 	// Drain stale failures of the actors just joined.
 	for {
@@ -262,33 +273,11 @@ func (m *BarrierManager) Reset(ctx context.Context) error {
 // StopActors cancels and joins the given actors (used when a job is
 // dropped outside the barrier path).
 func (m *BarrierManager) StopActors(ctx context.Context, ids []ActorID) error {
-	m.mu.Lock()
-	var entries []*actorEntry
+	want := map[ActorID]bool{}
 	for _, id := range ids {
-		if e, ok := m.actors[id]; ok {
-			e.cancel()
-			entries = append(entries, e)
-			delete(m.actors, id)
-			for _, c := range m.inflight {
-				delete(c.remaining, id)
-			}
-		}
+		want[id] = true
 	}
-	for curr, c := range m.inflight {
-		if len(c.remaining) == 0 {
-			close(c.done)
-			delete(m.inflight, curr)
-		}
-	}
-	m.mu.Unlock()
-	for _, e := range entries {
-		select {
-		case <-e.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
+	return join(ctx, m.detach(func(a *Actor) bool { return want[a.ID] }))
 }
 
 // ActorInfo describes a running actor for system tables.

@@ -19,6 +19,24 @@ func SourceStateSchema(name string) state.Schema {
 	return state.Schema{Name: name + " source positions", Types: []types.Type{types.Int32, types.Int64}, PK: []int{0}}
 }
 
+// openSplitAt opens split of src at the position recorded for it in
+// positions (SourceStateSchema), or at its start when none is.
+func openSplitAt(ctx context.Context, src connector.Source, split int, positions *state.Table) (connector.SplitReader, error) {
+	pos := src.StartPosition(split)
+	row, found, err := positions.Get(ctx, types.Row{types.DInt32(int32(split))})
+	if err != nil {
+		return nil, fmt.Errorf("split %d: read position: %w", split, err)
+	}
+	if found {
+		pos = row[1].Int()
+	}
+	r, err := src.Open(split, pos)
+	if err != nil {
+		return nil, fmt.Errorf("split %d: %w", split, err)
+	}
+	return r, nil
+}
+
 // Source emits one connector split's rows between barriers, each with a
 // trailing hidden row id (its position) when the schema asks for one. At every
 // barrier it records the split's next position in its state table, so
@@ -46,15 +64,7 @@ type Source struct {
 // NewSource opens split of src, resuming at the position recorded in
 // table (the split's start when none is).
 func NewSource(ctx context.Context, name string, actor stream.ActorID, barriers <-chan *stream.Barrier, src connector.Source, split int, schema []types.Type, table *state.Table) (*Source, error) {
-	pos := src.StartPosition(split)
-	row, found, err := table.Get(ctx, types.Row{types.DInt32(int32(split))})
-	if err != nil {
-		return nil, fmt.Errorf("source %s split %d: read position: %w", name, split, err)
-	}
-	if found {
-		pos = row[1].Int()
-	}
-	r, err := src.Open(split, pos)
+	r, err := openSplitAt(ctx, src, split, table)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", name, err)
 	}

@@ -45,17 +45,9 @@ type TableIngest struct {
 func NewTableIngest(ctx context.Context, name string, src connector.Source, positions *state.Table, rowID bool) (*TableIngest, error) {
 	ti := &TableIngest{src: src, positions: positions, rowID: rowID, finished: make(chan struct{})}
 	for split := range src.Splits() {
-		pos := src.StartPosition(split)
-		row, found, err := positions.Get(ctx, types.Row{types.DInt32(int32(split))})
+		r, err := openSplitAt(ctx, src, split, positions)
 		if err != nil {
-			return nil, fmt.Errorf("table %s: read position of split %d: %w", name, split, err)
-		}
-		if found {
-			pos = row[1].Int()
-		}
-		r, err := src.Open(split, pos)
-		if err != nil {
-			return nil, fmt.Errorf("table %s: open split %d: %w", name, split, err)
+			return nil, fmt.Errorf("table %s: %w", name, err)
 		}
 		ti.readers = append(ti.readers, r)
 	}
