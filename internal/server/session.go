@@ -88,17 +88,34 @@ func newSession(s *Server, db *catalog.Database, u *catalog.User, params pgwire.
 		sess.settings[k] = v
 	}
 	sess.settings["application_name"] = params.ApplicationName
-	for k, v := range params.Other {
-		if _, ok := settingDefaults[strings.ToLower(k)]; ok {
-			sess.settings[strings.ToLower(k)] = v
-		}
-	}
-	for k, v := range params.Options {
-		if _, ok := settingDefaults[strings.ToLower(k)]; ok {
-			sess.settings[strings.ToLower(k)] = v
+	for _, m := range []map[string]string{params.Other, params.Options} {
+		for k, v := range m {
+			sess.startupSetting(k, v)
 		}
 	}
 	return sess
+}
+
+// startupSetting applies a parameter given at connection startup, with
+// the aliases and canonical Boolean spelling SET uses; unknown or invalid
+// ones are ignored (PostgreSQL would refuse the connection for an invalid
+// value; clients pass many parameters Runnel does not know).
+func (sess *session) startupSetting(k, v string) {
+	name := strings.ToLower(k)
+	if alias, ok := settingAliases[name]; ok {
+		name = alias
+	}
+	if _, ok := settingDefaults[name]; !ok {
+		return
+	}
+	if name == "implicit_flush" {
+		b, ok := parseBoolSetting(v)
+		if !ok {
+			return
+		}
+		v = map[bool]string{true: "on", false: "off"}[b]
+	}
+	sess.settings[name] = v
 }
 
 func (ss *session) setting(name string) string {
