@@ -208,6 +208,12 @@ func (t *Table) getKey(ctx context.Context, key []byte) (types.Row, bool, error)
 		}
 		return t.decode(e.value)
 	}
+	// A storage read costs microseconds to milliseconds (more on a loaded
+	// machine or a cold cache): loops doing one per row would otherwise
+	// notice an abort only every few hundred reads (I5).
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
 	v, found, err := t.store.Get(ctx, t.id, key, t.epoch, storage.ReadOptions{})
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: %w", t.schema.Name, err)

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -140,4 +141,29 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// A point read that must go to storage fails at once on an aborted
+// context (I5): executors doing one read per row stop within one row.
+func TestGetObservesCancellation(t *testing.T) {
+	ctx := context.Background()
+	e := openEngine(t)
+	const id = storage.TableID(9)
+	if err := e.RegisterTables(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	schema := Schema{Name: "test", Types: []types.Type{types.Int64}, PK: []int{0}, DistKey: []int{0}}
+	tbl := New(id, schema, e, 1<<16)
+	tbl.Insert(types.Row{types.DInt64(1)})
+	if err := tbl.Commit(2 << 16); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := tbl.Get(cctx, types.Row{types.DInt64(1)}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Get on a cancelled context: %v; want context.Canceled", err)
+	}
+	if _, found, err := tbl.Get(ctx, types.Row{types.DInt64(1)}); err != nil || !found {
+		t.Fatalf("Get: found=%v err=%v", found, err)
+	}
 }
