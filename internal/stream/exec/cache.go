@@ -24,10 +24,11 @@ import (
 //     adding last (when other caches hold the budget, nothing is added).
 //     The total therefore never exceeds the limit by more than the
 //     entries being added at that moment by other goroutines.
-//   - A cache that does not grow (its actor is idle) gives memory back at
-//     barriers: shrinkToShare evicts it down to its fair share (limit /
-//     number of caches) whenever the total is over 7/8 of the limit, so
-//     a busy cache is not starved by idle ones.
+//   - A cache that was not used since the last barrier (its actor is
+//     idle) gives memory back: shrinkToShare evicts it down to its fair
+//     share (limit / number of caches) whenever the total is over 7/8 of
+//     the limit, so a busy cache is not starved by idle ones. Busy caches
+//     are not trimmed: among them the LRU of whichever grows decides.
 //   - An entry larger than 1/4 of the limit is not cached at all.
 //   - A cache whose executor is dropped without notice (actor stopped,
 //     recovery) returns its bytes when it is garbage collected.
@@ -109,6 +110,7 @@ type lruCache[V any] struct {
 	acct      *cacheAccount
 	evictions int64
 	closed    bool
+	used      bool // read or written since the last shrinkToShare
 }
 
 // cacheAccount is one cache's share of its budget.
@@ -167,6 +169,7 @@ func (c *lruCache[V]) charge(delta int64) {
 
 // get returns the value under key and marks it recently used.
 func (c *lruCache[V]) get(key string) (V, bool) {
+	c.used = true
 	it, ok := c.items[key]
 	if !ok {
 		var zero V
@@ -194,6 +197,7 @@ func (c *lruCache[V]) peek(key string) (V, bool) {
 // for the budget is not stored (and any old value under key is dropped);
 // put reports whether it stored val.
 func (c *lruCache[V]) put(key string, val V, size int64) bool {
+	c.used = true
 	size += lruOverhead + int64(len(key))
 	if c.closed || size > c.budget.Limit()/4 {
 		c.remove(key)
@@ -274,11 +278,14 @@ func (c *lruCache[V]) evictOldest() {
 }
 
 // shrinkToShare, called at barriers, evicts this cache down to its fair
-// share of the budget when the budget is nearly used up, so caches of
-// idle actors give memory back to busy ones.
+// share of the budget when it was not used since the last call and the
+// budget is nearly used up, so caches of idle actors give memory back to
+// busy ones.
 func (c *lruCache[V]) shrinkToShare() {
 	b := c.budget
-	if b.used.Load() <= b.limit.Load()/8*7 {
+	used := c.used
+	c.used = false
+	if used || b.used.Load() <= b.limit.Load()/8*7 {
 		return
 	}
 	share := b.share()

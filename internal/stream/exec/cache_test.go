@@ -112,7 +112,11 @@ func TestCacheBudgetIdleCacheGivesBack(t *testing.T) {
 	if busy.bytes() > 11_000 {
 		t.Fatalf("busy cache holds %d bytes while the idle one holds %d; want it starved first (the test's premise)", busy.bytes(), idle.bytes())
 	}
-	idle.shrinkToShare()
+	idle.shrinkToShare() // used since the last barrier (the puts above): kept
+	if idle.len() != 90 {
+		t.Fatalf("a cache used since the last barrier was trimmed to %d entries", idle.len())
+	}
+	idle.shrinkToShare() // idle for a whole barrier interval: trimmed
 	if idle.bytes() > b.Limit()/2 {
 		t.Fatalf("idle cache holds %d bytes after a barrier; want at most its share %d", idle.bytes(), b.Limit()/2)
 	}
