@@ -22,8 +22,8 @@ func (s *scanExec) Next(ctx context.Context) (types.Row, error) {
 		if s.r.env.Data == nil {
 			return nil, internalf("no data source for scan of %s", s.node.Rel.Name)
 		}
-		it, err := s.r.env.Data.Scan(ctx, s.node.Rel)
-		if err != nil {
+		it, err := s.open(ctx)
+		if err != nil || it == nil {
 			return nil, err
 		}
 		s.it = it
@@ -52,6 +52,41 @@ func (s *scanExec) Next(ctx context.Context) (types.Row, error) {
 		}
 	}
 }
+
+// open starts the scan: a key-range read when the filter fixes a prefix of
+// the primary key and the source supports it, else a full scan. A NULL in
+// the prefix matches nothing (nil iterator, no error).
+func (s *scanExec) open(ctx context.Context) (RowIterator, error) {
+	if ks, ok := s.r.env.Data.(KeyScanner); ok && len(s.node.KeyPrefix) > 0 {
+		ec := s.r.evalCtx(ctx)
+		prefix := make(types.Row, len(s.node.KeyPrefix))
+		usable := true
+		for i, e := range s.node.KeyPrefix {
+			d, err := e.Eval(ec, nil)
+			if err != nil {
+				usable = false // e.g. out of range for the key type
+				break
+			}
+			if d.IsNull() {
+				return emptyRows{}, nil
+			}
+			prefix[i] = d
+		}
+		if usable {
+			it, ok, err := ks.ScanKey(ctx, s.node.Rel, prefix)
+			if err != nil || ok {
+				return it, err
+			}
+		}
+	}
+	return s.r.env.Data.Scan(ctx, s.node.Rel)
+}
+
+// emptyRows is a scan that matches nothing.
+type emptyRows struct{}
+
+func (emptyRows) Next(context.Context) (types.Row, error) { return nil, nil }
+func (emptyRows) Close()                                  {}
 
 func (s *scanExec) Close() {
 	if s.it != nil {

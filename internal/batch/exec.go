@@ -26,6 +26,14 @@ type DataSource interface {
 	Scan(ctx context.Context, rel *catalog.Relation) (RowIterator, error)
 }
 
+// KeyScanner is a DataSource that can read only the rows of rel whose
+// primary key starts with prefix (values in key order, of the key
+// columns' types). ok is false when it cannot for this relation or
+// prefix; the caller then scans everything.
+type KeyScanner interface {
+	ScanKey(ctx context.Context, rel *catalog.Relation, prefix types.Row) (it RowIterator, ok bool, err error)
+}
+
 // Env is what an execution needs from its session.
 type Env struct {
 	Data DataSource

@@ -8,6 +8,7 @@ import (
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/storage"
+	"github.com/runneldb/runnel/internal/stream/state"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -35,6 +36,36 @@ func (d *snapshotSource) Scan(ctx context.Context, rel *catalog.Relation) (batch
 		colTypes[i] = c.Type
 	}
 	return &storageRows{it: it, types: colTypes, rel: rel}, nil
+}
+
+// ScanKey reads the rows of a table or materialized view whose primary
+// key starts with prefix: one key range of one vnode (batch.KeyScanner).
+func (d *snapshotSource) ScanKey(ctx context.Context, rel *catalog.Relation, prefix types.Row) (batch.RowIterator, bool, error) {
+	schema, ok := relationStateSchema(rel)
+	if !ok {
+		return nil, false, nil
+	}
+	lower, upper, ok := state.New(storage.TableID(rel.StateTable), schema, nil, 0).PrefixBounds(prefix)
+	if !ok {
+		return nil, false, nil
+	}
+	it, err := d.snap.Iter(ctx, storage.TableID(rel.StateTable), lower, upper, storage.ReadOptions{})
+	if err != nil {
+		return nil, false, fmt.Errorf("scan %s %s: %w", rel.Kind, rel.Name, err)
+	}
+	return &storageRows{it: it, types: schema.Types, rel: rel}, true, nil
+}
+
+// relationStateSchema is the schema of the state table holding a table's
+// or materialized view's rows.
+func relationStateSchema(rel *catalog.Relation) (state.Schema, bool) {
+	switch rel.Kind {
+	case catalog.KindTable:
+		return tableStateSchema(rel), rel.StateTable != 0
+	case catalog.KindMaterializedView:
+		return viewStateSchema(rel), rel.StateTable != 0
+	}
+	return state.Schema{}, false
 }
 
 // storageRows decodes a state table's rows.

@@ -169,6 +169,25 @@ func (d *writerSource) Scan(ctx context.Context, rel *catalog.Relation) (batch.R
 	return &stateRows{it: it}, nil
 }
 
+// ScanKey reads the statement's table by primary-key prefix
+// (batch.KeyScanner); other relations come from the snapshot.
+func (d *writerSource) ScanKey(ctx context.Context, rel *catalog.Relation, prefix types.Row) (batch.RowIterator, bool, error) {
+	if rel.ID != d.rel.ID {
+		if ks, ok := d.others.(batch.KeyScanner); ok {
+			return ks.ScanKey(ctx, rel, prefix)
+		}
+		return nil, false, nil
+	}
+	if _, _, ok := d.w.Table().PrefixBounds(prefix); !ok {
+		return nil, false, nil
+	}
+	it, err := d.w.ScanPrefix(ctx, prefix)
+	if err != nil {
+		return nil, false, err
+	}
+	return &stateRows{it: it}, true, nil
+}
+
 // stateRows adapts a state-table iterator to batch.RowIterator.
 type stateRows struct {
 	it interface {

@@ -179,6 +179,7 @@ func (b *Binder) build(r *rel) (plan.Node, error) {
 	if s, ok := node.(*plan.Scan); ok {
 		cp := *s
 		cp.Filter = cond
+		cp.KeyPrefix = keyPrefix(s.Rel, conds)
 		return &cp, nil
 	}
 	return &plan.Filter{Input: node, Cond: cond}, nil

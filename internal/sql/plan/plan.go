@@ -49,6 +49,10 @@ type Scan struct {
 	Alias  string
 	Out    Schema
 	Filter expr.Expr
+	// KeyPrefix, when set, holds the values (constants or parameters) that
+	// Filter requires of a prefix of the relation's primary key: the scan
+	// may read only that key range. Filter is still applied to every row.
+	KeyPrefix []expr.Expr
 }
 
 // Values produces literal rows. Rows' expressions see an empty input row
@@ -347,6 +351,13 @@ func (n *Scan) Describe() string {
 	s := "Scan " + n.Rel.Name
 	if n.Alias != "" && n.Alias != n.Rel.Name {
 		s += " AS " + n.Alias
+	}
+	if len(n.KeyPrefix) > 0 {
+		parts := make([]string, len(n.KeyPrefix))
+		for i, e := range n.KeyPrefix {
+			parts[i] = e.String()
+		}
+		s += " key: (" + strings.Join(parts, ", ") + ")"
 	}
 	if n.Filter != nil {
 		s += " filter: " + n.Filter.String()

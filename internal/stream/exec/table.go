@@ -233,6 +233,12 @@ func (w *TableWriter) set(keyRow, row types.Row) {
 
 // Scan iterates the table's rows as of the statement's start (the overlay
 // is not applied: UPDATE and DELETE read first, then write).
+// ScanPrefix iterates the stored rows whose primary key starts with
+// prefix (as Scan, without the statement's own pending writes).
+func (w *TableWriter) ScanPrefix(ctx context.Context, prefix types.Row) (*state.RowIter, error) {
+	return w.t.Iter(ctx, prefix)
+}
+
 func (w *TableWriter) Scan(ctx context.Context) (*state.RowIter, error) {
 	return w.t.Iter(ctx, nil)
 }

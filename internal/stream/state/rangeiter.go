@@ -219,3 +219,15 @@ func (it *RowIter) Err() error { return it.err }
 
 // Close releases the iterator.
 func (it *RowIter) Close() error { return it.store.Close() }
+
+// PrefixBounds returns the storage key range [lower, upper) of the rows
+// whose primary key starts with prefix (values in key order); ok is false
+// when the prefix does not cover the distribution key (the rows are then
+// spread over every vnode) or is empty.
+func (t *Table) PrefixBounds(prefix types.Row) (lower, upper []byte, ok bool) {
+	if len(prefix) == 0 || len(prefix) > len(t.schema.PK) {
+		return nil, nil, false
+	}
+	lower, upper, err := t.prefixBounds(prefix)
+	return lower, upper, err == nil
+}
