@@ -58,6 +58,15 @@ func NewBinaryOp(op string, l, r Expr) (Expr, error) {
 				return NewBinaryOp("||", lc, r)
 			}
 		}
+		// 'literal' || 1: the untyped literal is text (PostgreSQL's
+		// textanycat / anytextcat).
+		if isUnknown(lt) != isUnknown(rt) {
+			if lc, err := coerceTo(l, types.Text, CastAssignment); err == nil {
+				if rc, err := coerceTo(r, types.Text, CastAssignment); err == nil {
+					return NewBinaryOp("||", lc, rc)
+				}
+			}
+		}
 	}
 	if o == nil {
 		if ambiguous {

@@ -45,15 +45,65 @@ func (d *snapshotSource) ScanKey(ctx context.Context, rel *catalog.Relation, pre
 	if !ok {
 		return nil, false, nil
 	}
-	lower, upper, ok := state.New(storage.TableID(rel.StateTable), schema, nil, 0).PrefixBounds(prefix)
-	if !ok {
+	tbl := state.New(storage.TableID(rel.StateTable), schema, nil, 0)
+	if lower, upper, ok := tbl.PrefixBounds(prefix); ok {
+		it, err := d.snap.Iter(ctx, storage.TableID(rel.StateTable), lower, upper, storage.ReadOptions{})
+		if err != nil {
+			return nil, false, fmt.Errorf("scan %s %s: %w", rel.Kind, rel.Name, err)
+		}
+		return &storageRows{it: it, types: schema.Types, rel: rel}, true, nil
+	}
+	// The prefix does not fix the vnode (a view keyed by more than its
+	// distribution key, looked up by the first key column): one seek per
+	// vnode is still far cheaper than reading every row.
+	if _, _, ok := tbl.VnodePrefixBounds(0, prefix); !ok {
 		return nil, false, nil
 	}
-	it, err := d.snap.Iter(ctx, storage.TableID(rel.StateTable), lower, upper, storage.ReadOptions{})
-	if err != nil {
-		return nil, false, fmt.Errorf("scan %s %s: %w", rel.Kind, rel.Name, err)
+	return &vnodeRows{snap: d.snap, tbl: tbl, prefix: prefix, rel: rel, types: schema.Types}, true, nil
+}
+
+// vnodeRows reads one key prefix in every vnode in turn.
+type vnodeRows struct {
+	snap   *storage.Snapshot
+	tbl    *state.Table
+	prefix types.Row
+	rel    *catalog.Relation
+	types  []types.Type
+	vnode  int
+	cur    *storageRows
+}
+
+func (r *vnodeRows) Next(ctx context.Context) (types.Row, error) {
+	for {
+		if r.cur != nil {
+			row, err := r.cur.Next(ctx)
+			if err != nil || row != nil {
+				return row, err
+			}
+			r.cur.Close()
+			r.cur = nil
+		}
+		if r.vnode >= types.VnodeCount {
+			return nil, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		lower, upper, _ := r.tbl.VnodePrefixBounds(uint16(r.vnode), r.prefix)
+		r.vnode++
+		it, err := r.snap.Iter(ctx, storage.TableID(r.rel.StateTable), lower, upper, storage.ReadOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("scan %s %s: %w", r.rel.Kind, r.rel.Name, err)
+		}
+		r.cur = &storageRows{it: it, types: r.types, rel: r.rel}
 	}
-	return &storageRows{it: it, types: schema.Types, rel: rel}, true, nil
+}
+
+func (r *vnodeRows) Close() {
+	if r.cur != nil {
+		r.cur.Close()
+		r.cur = nil
+	}
 }
 
 // relationStateSchema is the schema of the state table holding a table's

@@ -20,6 +20,11 @@ func TestPrimaryKeyLookups(t *testing.T) {
 	mustExec(t, conn, "CREATE MATERIALIZED VIEW per_g AS SELECT g, count(*) AS n, sum(v) AS s FROM t GROUP BY g")
 	mustExec(t, conn, "CREATE TABLE c (a INT, b TEXT, x INT, PRIMARY KEY (a, b))")
 	mustExec(t, conn, "INSERT INTO c VALUES (1, 'x', 1), (1, 'y', 2), (2, 'x', 3)")
+	mustExec(t, conn, "CREATE TABLE d (id INT PRIMARY KEY, name TEXT)")
+	mustExec(t, conn, "INSERT INTO d SELECT i, 'd' || i FROM generate_series(0, 99) i")
+	// Keyed by (t.id, d.id) and distributed by the join key: a lookup by
+	// t.id seeks once per vnode.
+	mustExec(t, conn, "CREATE MATERIALIZED VIEW j AS SELECT t.id, t.v, d.name FROM t JOIN d ON t.g = d.id")
 
 	plan := strings.Join(queryStrings(t, conn, "EXPLAIN SELECT v FROM t WHERE id = 5"), "\n")
 	if !strings.Contains(plan, "Scan t key: (") {
@@ -43,6 +48,8 @@ func TestPrimaryKeyLookups(t *testing.T) {
 		{"SELECT x FROM c WHERE a = 1 ORDER BY x", nil, "[1 2]"},
 		{"SELECT x FROM c WHERE a = 1 AND b = 'y'", nil, "[2]"},
 		{"SELECT x FROM c WHERE b = 'x' ORDER BY x", nil, "[1 3]"},
+		{"SELECT v, name FROM j WHERE id = $1", []any{int64(4242)}, "[4242|d42]"},
+		{"SELECT v, name FROM j WHERE id = 0", nil, "[]"},
 	} {
 		if got := queryStrings(t, conn, c.q, c.args...); fmt.Sprint(got) != c.want {
 			t.Errorf("%s %v = %v; want %s", c.q, c.args, got, c.want)

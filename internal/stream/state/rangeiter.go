@@ -231,3 +231,13 @@ func (t *Table) PrefixBounds(prefix types.Row) (lower, upper []byte, ok bool) {
 	lower, upper, err := t.prefixBounds(prefix)
 	return lower, upper, err == nil
 }
+
+// VnodePrefixBounds is PrefixBounds within one vnode, for a prefix that
+// does not determine the vnode: a lookup then seeks once per vnode.
+func (t *Table) VnodePrefixBounds(vnode uint16, prefix types.Row) (lower, upper []byte, ok bool) {
+	if len(prefix) == 0 || len(prefix) > len(t.schema.PK) {
+		return nil, nil, false
+	}
+	lower = t.encodePK(nil, vnode, prefix)
+	return lower, prefixEnd(lower), true
+}
