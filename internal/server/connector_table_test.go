@@ -51,8 +51,26 @@ func TestTableWithConnector(t *testing.T) {
 	mustExec(t, conn, `CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, date_time TIMESTAMP, extra VARCHAR)
 		WITH (connector = 'nexmark', nexmark.table.type = 'Bid', nexmark.event.num = '20000', nexmark.split.num = '2', nexmark.min.event.gap.in.ns = '50000')`)
 	mustExec(t, conn, "CREATE MATERIALIZED VIEW per_auction AS SELECT auction, count(*) AS n FROM bid GROUP BY auction")
+	ingested := func() int64 {
+		ts.srv.jobs.mu.Lock()
+		defer ts.srv.jobs.mu.Unlock()
+		for _, j := range ts.srv.jobs.tables {
+			if j.rel.Name == "bid" && j.ingest != nil {
+				return j.ingest.Rows.Load()
+			}
+		}
+		return 0
+	}
 	for range 3 {
-		time.Sleep(100 * time.Millisecond) // let the ingest make progress between recoveries (not a synchronisation)
+		// Each RECOVER interrupts an ingest that has made progress since
+		// the last one (the rebuilt actor counts from its restart).
+		deadline := time.Now().Add(30 * time.Second)
+		for ingested() < 1000 {
+			if time.Now().After(deadline) {
+				t.Fatal("the ingest made no progress")
+			}
+			time.Sleep(5 * time.Millisecond) // polling a counter, not ordering events
+		}
 		mustExec(t, conn, "RECOVER")
 	}
 	waitTableIngest(t, ts.srv, "bid")
