@@ -32,19 +32,12 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			fmt.Fprintln(stderr, "runnel: bench:", err)
-			return 1
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(stderr, "runnel: bench:", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		fmt.Fprintln(stderr, "runnel: bench:", err)
+		return 1
 	}
+	defer stop()
 	var qs []string
 	if *queries != "" {
 		qs = strings.Split(*queries, ",")
@@ -61,4 +54,21 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// startCPUProfile writes a CPU profile to path until the returned stop is
+// called (no-op for an empty path).
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

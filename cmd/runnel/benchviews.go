@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime/pprof"
 	"strings"
 
 	"github.com/runneldb/runnel/internal/bench"
@@ -29,19 +27,12 @@ func benchViewsMain(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			fmt.Fprintln(stderr, "runnel: bench:", err)
-			return 1
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(stderr, "runnel: bench:", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		fmt.Fprintln(stderr, "runnel: bench:", err)
+		return 1
 	}
+	defer stop()
 	var sc []string
 	if *scenarios != "" {
 		sc = strings.Split(*scenarios, ",")
