@@ -22,6 +22,8 @@ func benchViewsMain(args []string, stdout, stderr io.Writer) int {
 	dimRows := fs.Int64("dim-rows", 100_000, "rows of the join's dimension table")
 	batch := fs.Int64("batch", 100_000, "rows per INSERT statement")
 	cacheMB := fs.Int64("streaming-cache-mb", 0, "streaming operator cache budget in MiB (default: the server's, 256)")
+	blockMB := fs.Int64("block-cache-mb", 0, "storage block cache in MiB (default: the server's, 256)")
+	bufferMB := fs.Int64("write-buffer-mb", 0, "storage write buffer in MiB (default: the server's, 256)")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -39,7 +41,7 @@ func benchViewsMain(args []string, stdout, stderr io.Writer) int {
 	}
 	results, err := bench.RunViews(context.Background(), bench.ViewsOptions{
 		Scenarios: sc, Rows: *rows, Groups: *groups, DimRows: *dimRows, Batch: *batch, JSON: *asJSON, Out: stdout, Progress: stderr,
-		Config: server.Config{StreamingCacheBytes: *cacheMB << 20},
+		Config: server.Config{StreamingCacheBytes: *cacheMB << 20, BlockCacheBytes: *blockMB << 20, WriteBufferBytes: *bufferMB << 20},
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "runnel: bench:", err)
