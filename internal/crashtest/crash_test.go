@@ -77,19 +77,10 @@ func (r *crashRun) start() *proc {
 	return p
 }
 
-func TestSIGKILLUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test: skipped with -short")
-	}
-	seed := envInt(t, "RUNNEL_CRASH_SEED", time.Now().UnixNano())
-	iters := int(envInt(t, "RUNNEL_CRASH_ITERS", defaultIters))
-	t.Logf("seed %d (RUNNEL_CRASH_SEED=%d replays the choices), %d iterations", seed, seed, iters)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("FAILED with seed %d", seed)
-		}
-	})
-
+// newCrashRun prepares a run: the binary, a data directory and log, the
+// seeded writers, and a cleanup that keeps the log of a failed run and
+// kills every process still running.
+func newCrashRun(t *testing.T, seed int64) *crashRun {
 	r := &crashRun{t: t, bin: buildRunnel(t), rng: rand.New(rand.NewSource(seed))}
 	work := t.TempDir()
 	r.dataDir = filepath.Join(work, "data")
@@ -106,6 +97,23 @@ func TestSIGKILLUnderLoad(t *testing.T) {
 	for i := range numWriters {
 		r.writers = append(r.writers, newWriter(i, seed+int64(i)+1))
 	}
+	return r
+}
+
+func TestSIGKILLUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: skipped with -short")
+	}
+	seed := envInt(t, "RUNNEL_CRASH_SEED", time.Now().UnixNano())
+	iters := int(envInt(t, "RUNNEL_CRASH_ITERS", defaultIters))
+	t.Logf("seed %d (RUNNEL_CRASH_SEED=%d replays the choices), %d iterations", seed, seed, iters)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("FAILED with seed %d", seed)
+		}
+	})
+
+	r := newCrashRun(t, seed)
 
 	p := r.start()
 	p.waitReady(t, readyLimit)

@@ -2,8 +2,6 @@ package crashtest
 
 import (
 	"context"
-	"math/rand"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -31,22 +29,7 @@ func TestRecoverUnderLoad(t *testing.T) {
 			t.Logf("FAILED with seed %d", seed)
 		}
 	})
-	r := &crashRun{t: t, bin: buildRunnel(t), rng: rand.New(rand.NewSource(seed))}
-	work := t.TempDir()
-	r.dataDir = filepath.Join(work, "data")
-	r.logPath = filepath.Join(work, "runnel.log")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("server log (tail of %s):\n%s", r.logPath, tail(r.logPath))
-			t.Logf("whole server log (goroutine dump at the end if it was still running): %s", keepLog(r.cur, r.logPath, seed))
-		}
-		for _, p := range r.procs {
-			p.signal(syscall.SIGKILL)
-		}
-	})
-	for i := range numWriters {
-		r.writers = append(r.writers, newWriter(i, seed+int64(i)+1))
-	}
+	r := newCrashRun(t, seed)
 	p := r.start()
 	p.waitReady(t, readyLimit)
 	r.setup(p)

@@ -23,6 +23,7 @@ import (
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/testutil/pgtest"
+	"github.com/runneldb/runnel/internal/testutil/wiretest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -124,27 +125,8 @@ func mustExec(t testing.TB, conn *pgx.Conn, sql string) {
 // queryText renders rows as the server's text output, "|"-joined, sorted
 // (views and tables are sets).
 func queryText(conn *pgx.Conn, sql string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), stmtTimeout)
-	defer cancel()
-	rows, err := conn.Query(ctx, sql, pgx.QueryExecModeSimpleProtocol)
+	out, err := wiretest.TryQueryText(conn, sql)
 	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		vals := rows.RawValues()
-		parts := make([]string, len(vals))
-		for i, v := range vals {
-			if v == nil {
-				parts[i] = "NULL"
-			} else {
-				parts[i] = string(v)
-			}
-		}
-		out = append(out, strings.Join(parts, "|"))
-	}
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	slices.Sort(out)

@@ -255,10 +255,11 @@ func TestDropAndRecoverRaceWindowRecompute(t *testing.T) {
 	t.Logf("events:\n  %s", r.life.dump())
 }
 
-// DROP must not wait for a paused actor to finish its work (I5): the drop
-// aborts the view's actors, whose context the pause observes. Nothing
-// releases the pause here.
-func TestDropAbortsPausedWindowActor(t *testing.T) {
+// pausedMove starts the race setup and runs the move while the window
+// actor is held in its partition-0 recompute; it returns once the actor is
+// paused, with the updating session.
+func pausedMove(t *testing.T) (*raceSetup, *pgx.Conn) {
+	t.Helper()
 	r := setupRace(t)
 	r.pause.armed.Store(true)
 	upd := r.srv.Connect(t)
@@ -268,18 +269,33 @@ func TestDropAbortsPausedWindowActor(t *testing.T) {
 	case <-time.After(raceLimit):
 		t.Fatalf("the window actor never reached the recompute of partition 0\nevents:\n  %s", r.life.dump())
 	}
-	drop := startStmt(t, r.srv, "DROP MATERIALIZED VIEW mv")
-	if err := waitStmt(t, "DROP MATERIALIZED VIEW of a view whose actor is paused", drop, r.life); err != nil {
-		t.Fatalf("DROP MATERIALIZED VIEW: %v\nevents:\n  %s", err, r.life.dump())
-	}
+	return r, upd
+}
+
+// checkAborted checks that the pause ended because the actor was aborted
+// before what (DROP or RECOVER) returned.
+func (r *raceSetup) checkAborted(t *testing.T, what string) {
+	t.Helper()
 	select {
 	case s := <-r.pause.ended:
 		if s != "aborted" {
 			t.Fatalf("pause ended by %s; want aborted", s)
 		}
 	default:
-		t.Fatalf("DROP returned while the view's actor was still paused\nevents:\n  %s", r.life.dump())
+		t.Fatalf("%s returned while the view's actor was still paused\nevents:\n  %s", what, r.life.dump())
 	}
+}
+
+// DROP must not wait for a paused actor to finish its work (I5): the drop
+// aborts the view's actors, whose context the pause observes. Nothing
+// releases the pause here.
+func TestDropAbortsPausedWindowActor(t *testing.T) {
+	r, upd := pausedMove(t)
+	drop := startStmt(t, r.srv, "DROP MATERIALIZED VIEW mv")
+	if err := waitStmt(t, "DROP MATERIALIZED VIEW of a view whose actor is paused", drop, r.life); err != nil {
+		t.Fatalf("DROP MATERIALIZED VIEW: %v\nevents:\n  %s", err, r.life.dump())
+	}
+	r.checkAborted(t, "DROP")
 	flushErr := execErr(upd, "FLUSH")
 	if flushErr != nil && sqlstate(flushErr) != "40001" {
 		t.Fatalf("FLUSH of the updating session: %v", flushErr)
@@ -289,27 +305,12 @@ func TestDropAbortsPausedWindowActor(t *testing.T) {
 
 // RECOVER must not wait for a paused actor either: reset aborts it.
 func TestRecoverAbortsPausedWindowActor(t *testing.T) {
-	r := setupRace(t)
-	r.pause.armed.Store(true)
-	upd := r.srv.Connect(t)
-	mustExec(t, upd, moveStmt)
-	select {
-	case <-r.pause.paused:
-	case <-time.After(raceLimit):
-		t.Fatalf("the window actor never reached the recompute of partition 0\nevents:\n  %s", r.life.dump())
-	}
+	r, upd := pausedMove(t)
 	rec := startStmt(t, r.srv, "RECOVER")
 	if err := waitStmt(t, "RECOVER while a window actor is paused", rec, r.life); err != nil {
 		t.Fatalf("RECOVER: %v", err)
 	}
-	select {
-	case s := <-r.pause.ended:
-		if s != "aborted" {
-			t.Fatalf("pause ended by %s; want aborted", s)
-		}
-	default:
-		t.Fatalf("RECOVER returned while an actor was still paused\nevents:\n  %s", r.life.dump())
-	}
+	r.checkAborted(t, "RECOVER")
 	flushErr := execErr(upd, "FLUSH")
 	if sqlstate(flushErr) != "40001" {
 		t.Fatalf("FLUSH of a session whose update the recovery rolled back: %v; want 40001", flushErr)
