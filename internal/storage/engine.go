@@ -1114,14 +1114,8 @@ func result(val []byte, del bool) ([]byte, bool, error) {
 
 // sstMayContain checks the file's key range (on prefixes) and table set.
 func sstMayContain(f *SSTMeta, prefix []byte, table TableID) bool {
-	if bytes.Compare(prefix, f.Smallest[:epochSplit(f.Smallest)]) < 0 || bytes.Compare(prefix, f.Largest[:epochSplit(f.Largest)]) > 0 {
-		return false
-	}
-	if len(f.Tables) <= 8 {
-		return slices.Contains(f.Tables, table)
-	}
-	_, ok := slices.BinarySearch(f.Tables, table)
-	return ok
+	smallest, largest, ok := f.tableRange(table)
+	return ok && bytes.Compare(prefix, smallest) >= 0 && bytes.Compare(prefix, largest) <= 0
 }
 
 // searchLevel returns the index of the only file of a sorted level whose

@@ -122,25 +122,17 @@ func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table 
 // overlaps reports whether f may hold keys of table in [lo, hi) (full
 // prefixes; hi nil = unbounded).
 func overlaps(f *SSTMeta, table TableID, lo, hi []byte) bool {
-	if !sstHasTable(f, table) {
+	smallest, largest, ok := f.tableRange(table)
+	if !ok {
 		return false
 	}
-	if bytes.Compare(f.Largest[:epochSplit(f.Largest)], lo) < 0 {
+	if bytes.Compare(largest, lo) < 0 {
 		return false
 	}
-	if hi != nil && bytes.Compare(f.Smallest[:epochSplit(f.Smallest)], hi) >= 0 {
+	if hi != nil && bytes.Compare(smallest, hi) >= 0 {
 		return false
 	}
 	return true
-}
-
-func sstHasTable(f *SSTMeta, t TableID) bool {
-	for _, x := range f.Tables {
-		if x == t {
-			return true
-		}
-	}
-	return false
 }
 
 func (e *Engine) openSSTSource(ctx context.Context, f *SSTMeta, lo, hi []byte, reverse bool) (*sstSource, error) {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -119,7 +120,6 @@ func (b *sstBuilder) add(key, value []byte) error {
 	if b.meta.NumEntries == 0 {
 		b.meta.Smallest = append([]byte(nil), key...)
 	}
-	b.lastKey = append(b.lastKey[:0], key...)
 	b.meta.NumEntries++
 	if e < b.meta.MinEpoch {
 		b.meta.MinEpoch = e
@@ -127,12 +127,25 @@ func (b *sstBuilder) add(key, value []byte) error {
 	if e > b.meta.MaxEpoch {
 		b.meta.MaxEpoch = e
 	}
+	// Keys arrive sorted: a table's first key is its smallest, and the key
+	// before the next table's first (or the SST's last key) its largest.
 	if _, ok := b.tables[t]; !ok {
+		b.closeTableBounds()
 		b.tables[t] = struct{}{}
 		b.meta.Tables = append(b.meta.Tables, t)
+		b.meta.Bounds = append(b.meta.Bounds, KeyRange{Smallest: bytes.Clone(key[:epochSplit(key)])})
 	}
+	b.lastKey = append(b.lastKey[:0], key...)
 	b.rawBytes += int64(len(key) + len(value))
 	return nil
+}
+
+// closeTableBounds sets the largest prefix of the table being written
+// (the last key added) before keys of the next table, or at finish.
+func (b *sstBuilder) closeTableBounds() {
+	if n := len(b.meta.Bounds); n > 0 && b.meta.Bounds[n-1].Largest == nil {
+		b.meta.Bounds[n-1].Largest = bytes.Clone(b.lastKey[:epochSplit(b.lastKey)])
+	}
 }
 
 func (b *sstBuilder) empty() bool { return b.meta.NumEntries == 0 }
@@ -151,6 +164,7 @@ func (b *sstBuilder) finish() ([]byte, SSTMeta, error) {
 		return nil, SSTMeta{}, err
 	}
 	b.meta.Largest = append([]byte(nil), b.lastKey...)
+	b.closeTableBounds()
 	obj := b.mw.bytes()
 	b.meta.Size = uint64(len(obj))
 	return obj, b.meta, nil

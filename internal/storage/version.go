@@ -24,6 +24,35 @@ type SSTMeta struct {
 	Smallest   []byte // full stored keys (table|rest|^epoch), inclusive
 	Largest    []byte
 	Tables     []TableID // tables with data in the SST, ascending
+	// Bounds holds, for each table of Tables (same order), the smallest
+	// and largest key prefix (table|rest, no epoch) the SST holds for it.
+	// An SST written by one commit spans several tables; its overall
+	// Smallest..Largest then covers every key of the tables in between,
+	// and a read of one table would open it for nothing. Nil for SSTs
+	// recorded before format 2 (the overall range is used then).
+	Bounds []KeyRange
+}
+
+// KeyRange is an inclusive range of key prefixes.
+type KeyRange struct{ Smallest, Largest []byte }
+
+// tableRange returns the prefix range f holds for table t, and whether f
+// holds t at all.
+func (f *SSTMeta) tableRange(t TableID) (lo, hi []byte, ok bool) {
+	var i int
+	if len(f.Tables) <= 8 {
+		i = slices.Index(f.Tables, t)
+		ok = i >= 0
+	} else {
+		i, ok = slices.BinarySearch(f.Tables, t)
+	}
+	if !ok {
+		return nil, nil, false
+	}
+	if len(f.Bounds) == len(f.Tables) {
+		return f.Bounds[i].Smallest, f.Bounds[i].Largest, true
+	}
+	return f.Smallest[:epochSplit(f.Smallest)], f.Largest[:epochSplit(f.Largest)], true
 }
 
 // Version is an immutable snapshot of the LSM shape. A new Version is made
@@ -154,6 +183,9 @@ func (v *Version) apply(d *VersionDelta) (*Version, error) {
 const (
 	deltaFormatV1      = 1
 	checkpointFormatV1 = 1
+	// Format 2 adds each SST's per-table key bounds (SSTMeta.Bounds).
+	deltaFormatV2      = 2
+	checkpointFormatV2 = 2
 )
 
 var errShortBuffer = errors.New("truncated")
@@ -177,6 +209,16 @@ func (e *encoder) sst(s *SSTMeta) {
 	e.bytes(s.Smallest)
 	e.bytes(s.Largest)
 	e.tables(s.Tables)
+	// Format 2: per-table bounds, one pair per table (none when unknown).
+	if len(s.Bounds) != len(s.Tables) {
+		e.uvarint(0)
+		return
+	}
+	e.uvarint(uint64(len(s.Bounds)))
+	for _, r := range s.Bounds {
+		e.bytes(r.Smallest)
+		e.bytes(r.Largest)
+	}
 }
 
 type decoder struct {
@@ -225,7 +267,7 @@ func (d *decoder) tables() []TableID {
 	return ts
 }
 
-func (d *decoder) sst() *SSTMeta {
+func (d *decoder) sst(format uint64) *SSTMeta {
 	s := &SSTMeta{}
 	s.ID = d.uvarint()
 	s.Size = d.uvarint()
@@ -235,13 +277,22 @@ func (d *decoder) sst() *SSTMeta {
 	s.Smallest = d.bytes()
 	s.Largest = d.bytes()
 	s.Tables = d.tables()
+	if format >= 2 {
+		n := d.count()
+		if d.err == nil && n != 0 && n != len(s.Tables) {
+			d.err = fmt.Errorf("sst %d: %d table bounds for %d tables", s.ID, n, len(s.Tables))
+		}
+		for i := 0; i < n && d.err == nil; i++ {
+			s.Bounds = append(s.Bounds, KeyRange{Smallest: d.bytes(), Largest: d.bytes()})
+		}
+	}
 	return s
 }
 
 // encodeDelta: see docs/storage-format.md "Version delta".
 func encodeDelta(d *VersionDelta) []byte {
 	e := &encoder{}
-	e.uvarint(deltaFormatV1)
+	e.uvarint(deltaFormatV2)
 	e.uvarint(d.ID)
 	e.uvarint(d.CommittedEpoch)
 	e.uvarint(d.SafeEpoch)
@@ -266,8 +317,9 @@ func encodeDelta(d *VersionDelta) []byte {
 
 func decodeDelta(b []byte) (*VersionDelta, error) {
 	dd := &decoder{b: b}
-	if f := dd.uvarint(); dd.err == nil && f != deltaFormatV1 {
-		return nil, fmt.Errorf("version delta: unknown format %d: %w", f, ErrCorrupt)
+	format := dd.uvarint()
+	if dd.err == nil && format != deltaFormatV1 && format != deltaFormatV2 {
+		return nil, fmt.Errorf("version delta: unknown format %d: %w", format, ErrCorrupt)
 	}
 	d := &VersionDelta{}
 	d.ID = dd.uvarint()
@@ -286,7 +338,7 @@ func decodeDelta(b []byte) (*VersionDelta, error) {
 	n = dd.count()
 	for i := 0; i < n && dd.err == nil; i++ {
 		l := int(dd.uvarint())
-		d.Added = append(d.Added, LevelSST{Level: l, SST: dd.sst()})
+		d.Added = append(d.Added, LevelSST{Level: l, SST: dd.sst(format)})
 	}
 	if dd.err != nil {
 		return nil, fmt.Errorf("version delta: %w: %w", ErrCorrupt, dd.err)
@@ -297,7 +349,7 @@ func decodeDelta(b []byte) (*VersionDelta, error) {
 // encodeCheckpoint: see docs/storage-format.md "Version checkpoint".
 func encodeCheckpoint(v *Version) []byte {
 	e := &encoder{}
-	e.uvarint(checkpointFormatV1)
+	e.uvarint(checkpointFormatV2)
 	e.uvarint(v.ID)
 	e.uvarint(v.CommittedEpoch)
 	e.uvarint(v.SafeEpoch)
@@ -319,8 +371,9 @@ func encodeCheckpoint(v *Version) []byte {
 
 func decodeCheckpoint(b []byte) (*Version, error) {
 	dd := &decoder{b: b}
-	if f := dd.uvarint(); dd.err == nil && f != checkpointFormatV1 {
-		return nil, fmt.Errorf("version checkpoint: unknown format %d: %w", f, ErrCorrupt)
+	format := dd.uvarint()
+	if dd.err == nil && format != checkpointFormatV1 && format != checkpointFormatV2 {
+		return nil, fmt.Errorf("version checkpoint: unknown format %d: %w", format, ErrCorrupt)
 	}
 	v := newEmptyVersion()
 	v.ID = dd.uvarint()
@@ -336,7 +389,7 @@ func decodeCheckpoint(b []byte) (*Version, error) {
 	for l := 0; l < NumLevels && dd.err == nil; l++ {
 		n := dd.count()
 		for i := 0; i < n && dd.err == nil; i++ {
-			v.Levels[l] = append(v.Levels[l], dd.sst())
+			v.Levels[l] = append(v.Levels[l], dd.sst(format))
 		}
 	}
 	if dd.err != nil {
