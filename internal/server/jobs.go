@@ -85,6 +85,9 @@ func (s *Server) newTableJob(ctx context.Context, rel *catalog.Relation, curr ui
 		dispatcher: &stream.BroadcastDispatcher{Upstream: id},
 	}
 	ex := exec.NewTableExecutor(rel.Name, st, id, j.barriers, j.dml)
+	if err := s.tableWatermark(ex, rel); err != nil { // see watermark.go
+		return nil, nil, err
+	}
 	if rel.Options["connector"] != "" {
 		ti, err := s.openTableIngest(ctx, rel, curr)
 		if err != nil {

@@ -80,10 +80,22 @@ func (d *HashDispatcher) reindexLocked() {
 	}
 }
 
-// Dispatch routes a chunk by vnode or broadcasts a barrier.
+// Dispatch routes a chunk by vnode or broadcasts a barrier or a
+// watermark (every downstream actor may hold rows below it).
 func (d *HashDispatcher) Dispatch(ctx context.Context, msg Message) error {
 	if msg.Barrier != nil {
 		return d.dispatchBarrier(ctx, msg)
+	}
+	if msg.Watermark != nil {
+		d.mu.Lock()
+		outs := append([]Output(nil), d.outputs...)
+		d.mu.Unlock()
+		for _, o := range outs {
+			if err := send(ctx, o.Ch, msg); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	d.mu.Lock()
 	if len(d.outputs) == 0 {
@@ -223,6 +235,8 @@ func VnodeOwners(actors []ActorID) []ActorID {
 // upstream that delivered a barrier is not read again until every
 // upstream delivered it (nothing is buffered: its channel just fills and
 // back-pressures that upstream); then the barrier is returned once.
+// Watermarks are not aligned: per column, the minimum over the upstreams
+// is returned whenever it advances (WatermarkMerger).
 type Merge struct {
 	actor  ActorID
 	schema []types.Type
@@ -234,12 +248,14 @@ type Merge struct {
 	stopped  bool
 	cases    []reflect.SelectCase
 	caseIdx  []int
+	wm       *WatermarkMerger
 }
 
 // NewMerge returns the merge executor of actor reading inputs, whose
 // rows have types schema.
 func NewMerge(actor ActorID, schema []types.Type, inputs []<-chan Message) *Merge {
-	return &Merge{actor: actor, schema: schema, inputs: inputs, blocked: make([]bool, len(inputs))}
+	return &Merge{actor: actor, schema: schema, inputs: inputs, blocked: make([]bool, len(inputs)),
+		wm: NewWatermarkMerger(len(inputs))}
 }
 
 func (m *Merge) Schema() []types.Type { return m.schema }
@@ -302,6 +318,12 @@ func (m *Merge) Next(ctx context.Context) (Message, error) {
 		if msg.Chunk != nil {
 			ReportState(ctx, &StateProcessing)
 			return msg, nil
+		}
+		if msg.Watermark != nil {
+			if w := m.wm.Add(i, msg.Watermark); w != nil {
+				return Message{Watermark: w}, nil
+			}
+			continue
 		}
 		b := msg.Barrier
 		if b == nil {

@@ -9,11 +9,14 @@ import (
 // ActorID identifies an actor; unique within the process lifetime.
 type ActorID uint32
 
-// Message is what flows between executors: exactly one of Chunk or
-// Barrier is set.
+// Message is what flows between executors: exactly one of Chunk,
+// Barrier or Watermark is set.
 type Message struct {
 	Chunk   *types.Chunk
 	Barrier *Barrier
+	// Watermark promises that no later message of this stream carries a
+	// row whose column Col is below Val (see watermark.go).
+	Watermark *Watermark
 }
 
 // Barrier separates epochs. Writes before it belong to Prev; after it, to

@@ -239,6 +239,16 @@ func attributes(n *Node) []string {
 		}
 		add("columns: %s", colList(n, visible))
 	}
+	if cols := CleanedByWatermark(n); len(cols) > 0 {
+		add("state cleaned by watermark on: %s", colList(in, cols))
+	}
+	if (n.Op == OpSource || n.Op == OpScan) && len(WatermarkColumns(n)) > 0 {
+		// The source's actors, or the table's, drop the late rows.
+		add("watermark: %s, late rows dropped", n.Rel.Watermark.Expr)
+	}
+	if cols := WatermarkColumns(n); len(cols) > 0 {
+		add("output watermarks: %s", colList(n, cols))
+	}
 	add("stream key: %s", colList(n, n.Key))
 	add("dist: %s", distString(n, n.Dist))
 	return a
@@ -268,6 +278,9 @@ func (e *explainer) table(t tableRef) {
 		pk[i] = names[c] + " " + dir
 	}
 	e.out = append(e.out, "├── primary key: ["+strings.Join(pk, ", ")+"]")
+	if cols := CleanedByWatermark(t.owner); len(cols) > 0 {
+		e.out = append(e.out, "├── cleaned by watermark on: "+colList(t.owner.Inputs[0], cols))
+	}
 	if len(s.DistKey) == 0 {
 		e.out = append(e.out, "└── distribution key: [] (one vnode)")
 		return

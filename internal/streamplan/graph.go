@@ -432,7 +432,13 @@ func (g *graphBuilder) newState(n *Node, i int) *state.Table {
 func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, error) {
 	env := g.env
 	actor := f.actors[i]
-	input := func(k int) (stream.Executor, error) { return g.executor(f, i, n.Inputs[k]) }
+	input := func(k int) (stream.Executor, error) {
+		in, err := g.executor(f, i, n.Inputs[k])
+		if err != nil || handlesWatermarks(n.Op) {
+			return in, err
+		}
+		return exec.NoWatermarks(in), nil // see watermark.go
+	}
 	switch n.Op {
 	case OpExchange:
 		chans := f.chans[n][i]
@@ -452,6 +458,9 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		g.job.SourceBarriers[actor] = barriers
 		s, err := exec.NewSource(context.Background(), fmt.Sprintf("%s: %s", env.Name, n.Rel.Name), actor, barriers, src, i, n.Types(), g.newState(n, 0))
 		if err != nil {
+			return nil, err
+		}
+		if err := g.sourceWatermark(s, n); err != nil { // see watermark.go
 			return nil, err
 		}
 		g.job.Sources = append(g.job.Sources, s)
@@ -500,7 +509,14 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		if n.Op == OpSimpleAgg {
 			return exec.NewSimpleAgg(in, calls, n.InputKey, result, tables)
 		}
-		return exec.NewHashAgg(in, n.GroupKey, calls, n.InputKey, result, tables)
+		agg, err := exec.NewHashAgg(in, n.GroupKey, calls, n.InputKey, result, tables)
+		if err != nil {
+			return nil, err
+		}
+		// Watermark cleanup deletes only this actor's groups.
+		owners := f.owners
+		agg.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
+		return agg, nil
 	case OpHashJoin:
 		l, err := input(0)
 		if err != nil {

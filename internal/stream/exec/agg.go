@@ -75,6 +75,9 @@ type HashAgg struct {
 	out    output
 	q      queue
 	cache  *lruCache[*aggGroup]
+
+	// Watermark cleanup (agg_watermark.go).
+	wm aggWatermarks
 }
 
 // AggCall is one aggregate call over input columns. The planner projects
@@ -341,6 +344,10 @@ func (h *HashAgg) Next(ctx context.Context) (stream.Message, error) {
 		if err != nil {
 			return msg, err
 		}
+		if w := msg.Watermark; w != nil {
+			h.wm.observe(h, w)
+			continue
+		}
 		if b := msg.Barrier; b != nil {
 			if h.simple && !h.inited {
 				// The one row exists from the first barrier on, even
@@ -353,6 +360,9 @@ func (h *HashAgg) Next(ctx context.Context) (stream.Message, error) {
 			if err := h.flush(ctx); err != nil {
 				return stream.Message{}, err
 			}
+			if err := h.cleanup(ctx); err != nil {
+				return stream.Message{}, err
+			}
 			h.cache.shrinkToShare()
 			tables := []*state.Table{h.result}
 			for _, c := range h.calls {
@@ -362,6 +372,7 @@ func (h *HashAgg) Next(ctx context.Context) (stream.Message, error) {
 				return stream.Message{}, err
 			}
 			h.q.pushChunks(&h.out)
+			h.wm.emit(&h.q)
 			h.q.push(msg)
 			continue
 		}

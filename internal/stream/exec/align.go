@@ -122,6 +122,9 @@ func (a *aligner) next(ctx context.Context) (int, stream.Message, error) {
 			stream.ReportState(ctx, &stream.StateProcessing)
 			return i, r.msg, nil
 		}
+		if r.msg.Watermark != nil {
+			continue // joins and unions do not use watermarks
+		}
 		b := r.msg.Barrier
 		if a.barrier == nil {
 			a.barrier = b

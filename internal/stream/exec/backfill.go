@@ -95,6 +95,9 @@ func (b *Backfill) Next(ctx context.Context) (stream.Message, error) {
 				b.onBarrier(m.Barrier)
 				continue
 			}
+			if m.Watermark != nil && !b.started {
+				continue
+			}
 			if !b.started {
 				return stream.Message{}, fmt.Errorf("%s: data before the first barrier", b.Identity())
 			}
@@ -109,6 +112,11 @@ func (b *Backfill) Next(ctx context.Context) (stream.Message, error) {
 				for i, r := range m.Chunk.Rows {
 					b.pending.Append(m.Chunk.Ops[i], r)
 				}
+				continue
+			}
+			if m.Watermark != nil {
+				// The snapshot rows still to come may be older: the
+				// upstream's watermarks pass only once it is read.
 				continue
 			}
 			b.flushPending()

@@ -47,6 +47,7 @@ type HopWindow struct {
 	loc   *time.Location
 	// scratch is the expanded row the projection reads.
 	scratch types.Row
+	pending []stream.Message
 }
 
 // NewHopWindow returns the executor. slide and size are microseconds
@@ -95,9 +96,60 @@ func (h *HopWindow) Identity() string {
 	return s + ")"
 }
 
+// Watermarks: an input column's watermark passes to the same column of
+// the expanded row; the time column's watermark W also gives watermarks
+// on window_start (the first window start of a row at time W: every
+// later row's windows start there or later, as a row's first window
+// start never decreases with its time) and window_end (that plus the
+// size). With a projection, they are carried through the expressions
+// that are monotone in one such column (see Project).
+func (h *HopWindow) watermark(ctx context.Context, w *stream.Watermark) error {
+	type colWM struct {
+		col int
+		v   types.Datum
+	}
+	marks := []colWM{{w.Col, w.Val}}
+	if w.Col == h.timeCol && !w.Val.IsNull() {
+		if starts, ok := expr.WindowStarts(nil, w.Val.Int(), h.slide, h.offset, h.n); ok {
+			s := starts[0]
+			if h.tz {
+				marks = append(marks, colWM{h.inWidth, types.DTimestamptz(s)}, colWM{h.inWidth + 1, types.DTimestamptz(s + h.size)})
+			} else {
+				marks = append(marks, colWM{h.inWidth, types.DTimestamp(s)}, colWM{h.inWidth + 1, types.DTimestamp(s + h.size)})
+			}
+		}
+	}
+	if h.exprs == nil {
+		for _, m := range marks {
+			h.pending = append(h.pending, stream.Message{Watermark: &stream.Watermark{Col: m.col, Val: m.v}})
+		}
+		return nil
+	}
+	ec := newEvalContext(ctx, h.loc)
+	for _, m := range marks {
+		for _, j := range WatermarkOutputs(h.exprs, m.col) {
+			if v, ok := deriveWatermark(ec, h.exprs[j], h.inWidth+2, m.col, m.v); ok {
+				h.pending = append(h.pending, stream.Message{Watermark: &stream.Watermark{Col: j, Val: v}})
+			}
+		}
+	}
+	return nil
+}
+
 func (h *HopWindow) Next(ctx context.Context) (stream.Message, error) {
 	for {
+		if len(h.pending) > 0 {
+			m := h.pending[0]
+			h.pending = h.pending[1:]
+			return m, nil
+		}
 		msg, err := h.input.Next(ctx)
+		if err == nil && msg.Watermark != nil {
+			if err := h.watermark(ctx, msg.Watermark); err != nil {
+				return stream.Message{}, err
+			}
+			continue
+		}
 		if err != nil || msg.Chunk == nil {
 			return msg, err
 		}

@@ -22,11 +22,20 @@ func newEvalContext(ctx context.Context, loc *time.Location) *expr.EvalContext {
 
 // Project evaluates expressions over each input row. It is stateless; an
 // update pair stays an update pair.
+//
+// A watermark on input column c becomes a watermark on every output
+// column whose expression is monotone in c alone (expr.MonotoneIn: c
+// itself, c ± constant, TUMBLE's window bounds over those), evaluated at
+// the watermark; other watermarks are dropped.
 type Project struct {
 	input  stream.Executor
 	exprs  []expr.Expr
 	schema []types.Type
 	loc    *time.Location
+	// wmOut[c] lists the output columns carrying input column c's
+	// watermarks (computed at c's first watermark).
+	wmOut   map[int][]int
+	pending []stream.Message
 }
 
 // NewProject returns an executor emitting exprs evaluated over each row
@@ -49,11 +58,57 @@ func (p *Project) Identity() string {
 	return "Project(" + strings.Join(parts, ", ") + ")"
 }
 
-func (p *Project) Next(ctx context.Context) (stream.Message, error) {
-	msg, err := p.input.Next(ctx)
-	if err != nil || msg.Chunk == nil {
-		return msg, err
+// WatermarkOutputs lists the output columns of exprs that carry a
+// watermark of input column col.
+func WatermarkOutputs(exprs []expr.Expr, col int) []int {
+	var out []int
+	for j, e := range exprs {
+		if expr.MonotoneIn(e, col) {
+			out = append(out, j)
+		}
 	}
+	return out
+}
+
+func (p *Project) Next(ctx context.Context) (stream.Message, error) {
+	for len(p.pending) == 0 {
+		msg, err := p.input.Next(ctx)
+		if err != nil || msg.Barrier != nil {
+			return msg, err
+		}
+		if msg.Watermark != nil {
+			p.watermark(ctx, msg.Watermark)
+			continue
+		}
+		return p.project(ctx, msg)
+	}
+	m := p.pending[0]
+	p.pending = p.pending[1:]
+	return m, nil
+}
+
+func (p *Project) watermark(ctx context.Context, w *stream.Watermark) {
+	if p.wmOut == nil {
+		p.wmOut = map[int][]int{}
+	}
+	outs, ok := p.wmOut[w.Col]
+	if !ok {
+		outs = WatermarkOutputs(p.exprs, w.Col)
+		p.wmOut[w.Col] = outs
+	}
+	if len(outs) == 0 {
+		return
+	}
+	ec := newEvalContext(ctx, p.loc)
+	width := len(p.input.Schema())
+	for _, j := range outs {
+		if v, ok := deriveWatermark(ec, p.exprs[j], width, w.Col, w.Val); ok {
+			p.pending = append(p.pending, stream.Message{Watermark: &stream.Watermark{Col: j, Val: v}})
+		}
+	}
+}
+
+func (p *Project) project(ctx context.Context, msg stream.Message) (stream.Message, error) {
 	in := msg.Chunk
 	ec := newEvalContext(ctx, p.loc)
 	out := &types.Chunk{Ops: append([]types.Op(nil), in.Ops...), Rows: make([]types.Row, len(in.Rows))}
@@ -80,7 +135,8 @@ func (p *Project) Next(ctx context.Context) (stream.Message, error) {
 
 // Filter passes the rows for which the predicate is true (NULL and false
 // drop the row). An update pair whose halves pass differently becomes a
-// lone delete or insert.
+// lone delete or insert. Watermarks pass unchanged (dropping rows keeps
+// every promise about the rest).
 type Filter struct {
 	input stream.Executor
 	pred  expr.Expr

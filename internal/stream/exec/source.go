@@ -54,6 +54,9 @@ type Source struct {
 	pacer    *connector.Pacer
 	schema   []types.Type
 	stopped  bool
+	// wm generates the split's watermarks (WATERMARK FOR), nil without.
+	wm      *WatermarkGen
+	pending []stream.Message
 
 	// Rows counts emitted rows.
 	Rows     atomic.Int64
@@ -84,8 +87,33 @@ func (s *Source) Identity() string {
 // Finished is closed once a bounded source has emitted every row.
 func (s *Source) Finished() <-chan struct{} { return s.finished }
 
+// SetWatermark makes the split generate watermarks with gen and drop the
+// rows that are late by them. The watermark is committed with the split's
+// position (under key -1-split) and restored from it, so that rows dropped
+// before a recovery are dropped after it too.
+func (s *Source) SetWatermark(ctx context.Context, gen *WatermarkGen) error {
+	s.wm = gen
+	row, found, err := s.table.Get(ctx, types.Row{types.DInt32(int32(-1 - s.split))})
+	if err != nil {
+		return fmt.Errorf("source %s: split %d: read watermark: %w", s.name, s.split, err)
+	}
+	if found {
+		d := types.DTimestamp(row[1].Int())
+		if s.schema[gen.Col()].Kind == types.KindTimestamptz {
+			d = types.DTimestamptz(row[1].Int())
+		}
+		gen.Restore(d)
+	}
+	return nil
+}
+
 func (s *Source) onBarrier(b *stream.Barrier) (stream.Message, error) {
 	s.table.Insert(types.Row{types.DInt32(int32(s.split)), types.DInt64(s.reader.Position())})
+	if s.wm != nil {
+		if w, ok := s.wm.Current(); ok {
+			s.table.Insert(types.Row{types.DInt32(int32(-1 - s.split)), types.DInt64(w.Int())})
+		}
+	}
 	if err := s.table.Commit(b.Curr); err != nil {
 		return stream.Message{}, err
 	}
@@ -99,6 +127,11 @@ func (s *Source) Next(ctx context.Context) (stream.Message, error) {
 	for {
 		if s.stopped {
 			return stream.Message{}, stream.ErrStopped
+		}
+		if len(s.pending) > 0 {
+			m := s.pending[0]
+			s.pending = s.pending[1:]
+			return m, nil
 		}
 		select {
 		case b := <-s.barriers:
@@ -149,6 +182,19 @@ func (s *Source) Next(ctx context.Context) (stream.Message, error) {
 			continue
 		}
 		s.Rows.Add(int64(k))
+		if s.wm != nil {
+			out, w, err := s.wm.Filter(c)
+			if err != nil {
+				return stream.Message{}, fmt.Errorf("%s: watermark: %w", s.Identity(), err)
+			}
+			if w != nil {
+				s.pending = append(s.pending, stream.Message{Watermark: w})
+			}
+			if out.Len() == 0 {
+				continue
+			}
+			c = out
+		}
 		return stream.Message{Chunk: c}, nil
 	}
 }

@@ -42,6 +42,9 @@ type TableExecutor struct {
 	stopped bool
 	// ingest feeds a connector into the table (nil for plain tables).
 	ingest *TableIngest
+	// wm generates the table's watermarks (WATERMARK FOR, see
+	// table_watermark.go); nil without.
+	wm *tableWatermark
 }
 
 // SetIngest makes the table read a connector between statements
@@ -71,6 +74,11 @@ func (e *TableExecutor) Next(ctx context.Context) (stream.Message, error) {
 			c := e.queue[0]
 			e.queue = e.queue[1:]
 			return stream.Message{Chunk: c}, nil
+		}
+		if e.wm != nil {
+			if msg, ok, err := e.wm.next(ctx, e); err != nil || ok {
+				return msg, err
+			}
 		}
 		// Barriers first: a waiting barrier must not starve behind a stream
 		// of statements.
@@ -127,7 +135,13 @@ func (e *TableExecutor) apply(ctx context.Context, req *DMLRequest) {
 				err = sqlerr.Errorf(sqlerr.InternalError, "internal error applying write to %s: %v", e.name, r)
 			}
 		}()
-		return req.Apply(ctx, w)
+		if err := req.Apply(ctx, w); err != nil {
+			return err
+		}
+		if e.wm != nil {
+			return e.wm.filterStatement(w)
+		}
+		return nil
 	}()
 	if err == nil {
 		e.queue = append(e.queue, w.commit()...)
@@ -282,6 +296,12 @@ func (e *TableExecutor) ingestStep(ctx context.Context) (msg stream.Message, ok 
 	n, wait := e.ingest.budget(time.Now())
 	if n > 0 {
 		if c := e.ingest.read(n); c != nil {
+			if e.wm != nil {
+				var err error
+				if c, err = e.wm.filterIngest(c); err != nil {
+					return stream.Message{}, false, fmt.Errorf("%s: watermark: %w", e.Identity(), err)
+				}
+			}
 			out, err := e.store(ctx, c)
 			if err != nil {
 				return stream.Message{}, false, err

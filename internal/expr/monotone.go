@@ -1,0 +1,57 @@
+package expr
+
+import "github.com/runneldb/runnel/internal/types"
+
+// MonotoneIn reports whether e is a non-decreasing function of column col
+// alone (constants aside): e(row) ≤ e(row') whenever row[col] ≤ row'[col].
+// Streaming uses it to carry a watermark on col through e: evaluating e
+// over a row holding only the watermark gives a watermark of e's column.
+//
+// Recognised, conservatively: the column itself; col + c, c + col and
+// col − c for a constant c, over timestamps, dates and integers
+// (timestamp ± interval included: adding a fixed interval never reorders
+// times, month arithmetic clamps monotonically); window_start and
+// window_end of TUMBLE (TimeWindowBound) over a monotone argument. Casts
+// are not: timestamp → timestamptz can reorder around a DST change.
+func MonotoneIn(e Expr, col int) bool {
+	switch e := e.(type) {
+	case *ColumnRef:
+		return e.Index == col
+	case *TimeWindowBound:
+		return MonotoneIn(e.Arg, col)
+	case *binaryExpr:
+		return monotoneArith(e.name, e.l, e.r, e.typ, col)
+	case *FuncExpr:
+		if len(e.Args) == 2 {
+			return monotoneArith(e.Name, e.Args[0], e.Args[1], e.typ, col)
+		}
+	}
+	return false
+}
+
+func monotoneArith(op string, l, r Expr, typ types.Type, col int) bool {
+	switch typ.Kind {
+	case types.KindTimestamp, types.KindTimestamptz, types.KindDate,
+		types.KindInt16, types.KindInt32, types.KindInt64:
+	default:
+		return false
+	}
+	switch op {
+	case "+":
+		return (MonotoneIn(l, col) && isConstant(r)) || (isConstant(l) && MonotoneIn(r, col))
+	case "-":
+		return MonotoneIn(l, col) && isConstant(r)
+	}
+	return false
+}
+
+// isConstant: a literal, or a cast of one.
+func isConstant(e Expr) bool {
+	switch e := e.(type) {
+	case *Const:
+		return true
+	case *CastExpr:
+		return isConstant(e.E)
+	}
+	return false
+}
