@@ -28,6 +28,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	events := fs.Int64("events", 1_000_000, "events to generate per query")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	splits := fs.Int("splits", 0, "source splits (default: GOMAXPROCS)")
+	noWatermark := fs.Bool("no-watermark", false, "declare the sources without WATERMARK FOR date_time (no state cleanup)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -43,7 +44,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		qs = strings.Split(*queries, ",")
 	}
 	results, err := bench.RunNexmark(context.Background(), bench.NexmarkOptions{Queries: qs, Events: *events, JSON: *asJSON, Splits: *splits,
-		Out: stdout, Progress: progressWriter(*asJSON, stdout, stderr)})
+		NoWatermark: *noWatermark, Out: stdout, Progress: progressWriter(*asJSON, stdout, stderr)})
 	if err != nil {
 		fmt.Fprintln(stderr, "runnel: bench:", err)
 		return 1

@@ -86,7 +86,10 @@ type NexmarkOptions struct {
 	JSON    bool
 	// Splits is the number of source splits (default: GOMAXPROCS).
 	Splits int
-	Out    io.Writer
+	// NoWatermark declares the sources without RisingWave's WATERMARK FOR
+	// date_time (NexmarkWatermark), so that no state is cleaned.
+	NoWatermark bool
+	Out         io.Writer
 	// Progress, when set, receives a progress bar per query (redrawn in
 	// place on a terminal, a line every few seconds elsewhere).
 	Progress io.Writer
@@ -101,7 +104,11 @@ type NexmarkResult struct {
 	EventsPerSec        float64 `json:"events_per_sec"`
 	EventsPerSecPerCore float64 `json:"events_per_sec_per_core"`
 	Cores               int     `json:"cores"`
-	Error               string  `json:"error,omitempty"`
+	// StateRows and StateBytes measure the view's internal state (every
+	// state table but its own rows) after the run (Server.StateSize).
+	StateRows  int64  `json:"state_rows"`
+	StateBytes int64  `json:"state_bytes"`
+	Error      string `json:"error,omitempty"`
 }
 
 // RunNexmark runs each query as a materialized view over N generated
@@ -133,8 +140,8 @@ func RunNexmark(ctx context.Context, opts NexmarkOptions) ([]NexmarkResult, erro
 		} else if r.Error != "" {
 			fmt.Fprintf(opts.Out, "%-4s  error: %s\n", r.Query, r.Error)
 		} else {
-			fmt.Fprintf(opts.Out, "%-4s  %d events in %.2fs: %.0f events/s, %.0f events/s per core (%d cores)\n",
-				r.Query, r.Events, r.Seconds, r.EventsPerSec, r.EventsPerSecPerCore, r.Cores)
+			fmt.Fprintf(opts.Out, "%-4s  %d events in %.2fs: %.0f events/s, %.0f events/s per core (%d cores); state %d rows, %.1f MiB\n",
+				r.Query, r.Events, r.Seconds, r.EventsPerSec, r.EventsPerSecPerCore, r.Cores, r.StateRows, float64(r.StateBytes)/(1<<20))
 		}
 	}
 	return results, nil
@@ -158,7 +165,7 @@ func runOne(ctx context.Context, q NexmarkQuery, opts NexmarkOptions) NexmarkRes
 	tables := append([]string(nil), q.Tables...)
 	sort.Strings(tables)
 	for _, t := range tables {
-		if _, err := conn.Exec(ctx, nexmarkSourceDDL(t, opts.Events, opts.Splits)); err != nil {
+		if _, err := conn.Exec(ctx, nexmarkSourceDDL(t, opts.Events, opts.Splits, !opts.NoWatermark)); err != nil {
 			res.Error = err.Error()
 			return res
 		}
@@ -183,14 +190,31 @@ func runOne(ctx context.Context, q NexmarkQuery, opts NexmarkOptions) NexmarkRes
 	res.Seconds = time.Since(start).Seconds()
 	res.EventsPerSec = float64(opts.Events) / res.Seconds
 	res.EventsPerSecPerCore = res.EventsPerSec / float64(cores)
+	if res.StateRows, res.StateBytes, err = e.srv.StateSize(ctx, q.Name); err != nil {
+		res.Error = err.Error()
+	}
 	return res
+}
+
+// NexmarkWatermark is the WATERMARK FOR clause RisingWave's Nexmark
+// benchmark declares on every source.
+const NexmarkWatermark = "WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND"
+
+// nexmarkSourceColumns is nexmark table t's name and columns for CREATE
+// SOURCE, with NexmarkWatermark when watermark is set.
+func nexmarkSourceColumns(t string, watermark bool) string {
+	d := nexmarkTables[t]
+	if watermark {
+		d = strings.TrimSuffix(strings.TrimSpace(d), ")") + ", " + NexmarkWatermark + ")"
+	}
+	return d
 }
 
 // nexmarkSourceDDL declares nexmark table t as a source of events events
 // over splits splits, unthrottled.
-func nexmarkSourceDDL(t string, events int64, splits int) string {
+func nexmarkSourceDDL(t string, events int64, splits int, watermark bool) string {
 	return fmt.Sprintf(`CREATE SOURCE %s WITH (connector = 'nexmark', nexmark.table.type = '%s', nexmark.event.num = '%d',
-		nexmark.split.num = '%d', nexmark.min.event.gap.in.ns = '0')`, nexmarkTables[t], t, events, splits)
+		nexmark.split.num = '%d', nexmark.min.event.gap.in.ns = '0')`, nexmarkSourceColumns(t, watermark), t, events, splits)
 }
 
 // watchNexmark draws the progress of query q's sources on opts.Progress

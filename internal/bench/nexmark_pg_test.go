@@ -81,7 +81,7 @@ func TestNexmarkMatchesPostgres(t *testing.T) {
 			with = append(with, fmt.Sprintf("%s = '%s'", k, options[k]))
 		}
 		stmt := fmt.Sprintf("CREATE SOURCE %s WITH (connector = 'nexmark', nexmark.table.type = '%s', %s)",
-			nexmarkTables[name], name, strings.Join(with, ", "))
+			nexmarkSourceColumns(name, true), name, strings.Join(with, ", "))
 		if _, err := rw.Exec(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
