@@ -22,13 +22,21 @@ func TestPrimaryKeyLookups(t *testing.T) {
 	mustExec(t, conn, "INSERT INTO c VALUES (1, 'x', 1), (1, 'y', 2), (2, 'x', 3)")
 	mustExec(t, conn, "CREATE TABLE d (id INT PRIMARY KEY, name TEXT)")
 	mustExec(t, conn, "INSERT INTO d SELECT i, 'd' || i FROM generate_series(0, 99) i")
-	// Keyed by (t.id, d.id) and distributed by the join key: a lookup by
-	// t.id seeks once per vnode.
+	// Keyed by (t.id, d.id); the join's output is distributed by the join
+	// key, so the view is redistributed by t.id and a lookup by t.id
+	// reads one vnode.
 	mustExec(t, conn, "CREATE MATERIALIZED VIEW j AS SELECT t.id, t.v, d.name FROM t JOIN d ON t.g = d.id")
 
-	plan := strings.Join(queryStrings(t, conn, "EXPLAIN SELECT v FROM t WHERE id = 5"), "\n")
-	if !strings.Contains(plan, "Scan t key: (") {
-		t.Fatalf("EXPLAIN of a primary-key lookup does not show the key:\n%s", plan)
+	for q, want := range map[string]string{
+		"EXPLAIN SELECT v FROM t WHERE id = 5":            "Scan t key: (CAST(5::integer AS bigint)) filter",
+		"EXPLAIN SELECT v, name FROM j WHERE id = 5":      "Scan j key: (CAST(5::integer AS bigint)) filter",
+		"EXPLAIN SELECT x FROM c WHERE a = 1":             "Scan c key: (1::integer) in every vnode",
+		"EXPLAIN SELECT x FROM c WHERE a = 1 AND b = 'y'": "Scan c key: (1::integer, y::text) filter",
+		"EXPLAIN SELECT n FROM per_g WHERE g = 42":        "Scan per_g key: (42::integer) filter",
+	} {
+		if plan := strings.Join(queryStrings(t, conn, q), "\n") + "\n"; !strings.Contains(plan, want) {
+			t.Errorf("%s:\n%s\nwant it to contain %q", q, plan, want)
+		}
 	}
 	for _, c := range []struct {
 		q    string

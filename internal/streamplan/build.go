@@ -533,18 +533,45 @@ func (b *builder) setOp(n *plan.SetOp) (*Node, error) {
 
 // materialize ends the plan: rows are hashed by the stream key (unless
 // already colocated by it) and written to the view's state table.
+//
+// A view's rows are stored by vnode | key, the vnode hashed from the
+// distribution key. A lookup by a key prefix reads one key range only when
+// that prefix covers the distribution key; otherwise it seeks in each of
+// the 256 vnodes. A join's output is distributed by the join key, which
+// sits behind the left side's key in the view's key (orders joined with
+// customers: key (order id, customer id), distribution customer id), so
+// `WHERE id = $1` on such a view would always fan out. Like RisingWave,
+// which shuffles a join's output by the stream key before its
+// Materialize (also to spread a skewed join key), such a view is
+// redistributed — here by its leading key column, so that lookups by it
+// read one vnode. The price is one more exchange per changed row.
 func (b *builder) materialize(in *Node) *Node {
 	var in2 *Node
 	switch {
 	case in.Dist.Kind == DistSingle || len(in.Key) == 0:
 		in2 = exchange(in, Dist{Kind: DistSingle})
+	case in.Dist.Kind != DistHash || !subset(in.Dist.Keys, in.Key):
+		in2 = exchange(in, Dist{Kind: DistHash, Keys: in.Key})
+	case !keyPrefix(in.Dist.Keys, in.Key):
+		in2 = exchange(in, Dist{Kind: DistHash, Keys: in.Key[:1]})
 	default:
 		in2 = in
-		if in.Dist.Kind != DistHash || !subset(in.Dist.Keys, in.Key) {
-			in2 = exchange(in, Dist{Kind: DistHash, Keys: in.Key})
-		}
 	}
 	return &Node{Op: OpMaterialize, Inputs: []*Node{in2}, Schema: in.Schema, Key: in.Key, Dist: in2.Dist}
+}
+
+// keyPrefix reports whether the columns dist are a prefix of key (in any
+// order): a lookup by that prefix of the key then fixes the vnode.
+func keyPrefix(dist, key []int) bool {
+	if len(dist) > len(key) {
+		return false
+	}
+	for _, c := range key[:len(dist)] {
+		if !slices.Contains(dist, c) {
+			return false
+		}
+	}
+	return true
 }
 
 func subset(a, b []int) bool {

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/runneldb/runnel/internal/catalog"
@@ -347,6 +348,21 @@ func keyList(ks []SortKey) string {
 	return strings.Join(parts, ", ")
 }
 
+// prefixFixesVnode reports whether a lookup by the first n primary-key
+// columns of rel fixes its vnode (covers its distribution key).
+func prefixFixesVnode(rel *catalog.Relation, n int) bool {
+	dist := rel.DistKey
+	if len(dist) == 0 {
+		dist = rel.PK
+	}
+	for _, c := range dist {
+		if !slices.Contains(rel.PK[:min(n, len(rel.PK))], c) {
+			return false
+		}
+	}
+	return true
+}
+
 func (n *Scan) Describe() string {
 	s := "Scan " + n.Rel.Name
 	if n.Alias != "" && n.Alias != n.Rel.Name {
@@ -358,6 +374,11 @@ func (n *Scan) Describe() string {
 			parts[i] = e.String()
 		}
 		s += " key: (" + strings.Join(parts, ", ") + ")"
+		if !prefixFixesVnode(n.Rel, len(n.KeyPrefix)) {
+			// The rows are spread over vnodes by columns the prefix does
+			// not fix: the lookup seeks in every vnode.
+			s += " in every vnode"
+		}
 	}
 	if n.Filter != nil {
 		s += " filter: " + n.Filter.String()
