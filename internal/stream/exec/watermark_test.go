@@ -1,0 +1,201 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+func (s *source) pushWatermark(col int, v types.Datum) {
+	s.ch <- stream.Message{Watermark: &stream.Watermark{Col: col, Val: v}}
+}
+
+// drainWM pulls from e until a barrier, returning the changes and the
+// watermarks ("$col v") in the order they came.
+func drainWM(t *testing.T, e stream.Executor) (chunks []*types.Chunk, marks []string) {
+	t.Helper()
+	for {
+		m, err := e.Next(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", e.Identity(), err)
+		}
+		switch {
+		case m.Barrier != nil:
+			return chunks, marks
+		case m.Watermark != nil:
+			marks = append(marks, fmt.Sprintf("$%d %s", m.Watermark.Col, m.Watermark.Val))
+		default:
+			chunks = append(chunks, m.Chunk)
+		}
+	}
+}
+
+func minus(t *testing.T, e expr.Expr, us int64) expr.Expr {
+	t.Helper()
+	x, err := expr.NewBinaryOp("-", e, &expr.Const{Value: types.DInterval(types.IntervalValue{Micros: us}), Typ: types.Interval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// The generator drops rows below the watermark as it stood before their
+// chunk (an update pair with a late half entirely), counts them, and
+// advances the watermark over the rows kept.
+func TestWatermarkGenDropsLateRows(t *testing.T) {
+	at := &expr.ColumnRef{Index: 1, Typ: types.Timestamp}
+	g := NewWatermarkGen(t.Name(), 1, minus(t, at, 2*sec), nil)
+	c, w, err := g.Filter(chunk(
+		types.OpInsert, row(1, ts(10*sec)),
+		types.OpInsert, row(2, ts(12*sec)),
+		types.OpInsert, row(3, ts(8*sec)), // not late: same chunk
+	))
+	if err != nil || c.Len() != 3 || w == nil || w.Val.Int() != 10*sec {
+		t.Fatalf("first chunk: %d rows, watermark %v, err %v", c.Len(), w, err)
+	}
+	c, w, err = g.Filter(chunk(
+		types.OpInsert, row(4, ts(9*sec)), // late
+		types.OpInsert, row(5, ts(11*sec)),
+		types.OpUpdateDelete, row(1, ts(8*sec)), // late half: pair dropped
+		types.OpUpdateInsert, row(1, ts(20*sec)),
+		types.OpInsert, row(6, nil), // NULL is never late
+		types.OpDelete, row(2, ts(12*sec)),
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := changes([]*types.Chunk{c}); len(got) != 3 || w != nil {
+		t.Fatalf("second chunk kept %v, watermark %v; want rows 5, 6, 2 and no advance", got, w)
+	}
+	if got := LateRows(t.Name()); got != 3 {
+		t.Fatalf("late rows %d, want 3", got)
+	}
+	if cur, ok := g.Current(); !ok || cur.Int() != 10*sec {
+		t.Fatalf("watermark %v", cur)
+	}
+}
+
+// Project carries a watermark to every output monotone in its column:
+// the column itself, col - interval, and TUMBLE's window bounds.
+func TestProjectDerivesWatermarks(t *testing.T) {
+	src := newSource("in", types.Int64, types.Timestamp)
+	at := &expr.ColumnRef{Index: 1, Typ: types.Timestamp}
+	id := &expr.ColumnRef{Index: 0, Typ: types.Int64}
+	p := NewProject(src, []expr.Expr{
+		id,
+		at,
+		minus(t, at, 5*sec),
+		&expr.TimeWindowBound{Arg: at, Slide: 10 * sec, Shift: 10 * sec, Name: "window_end"},
+	}, nil)
+	h := newHarness(t)
+	src.pushWatermark(1, ts(23*sec))
+	src.pushWatermark(0, types.DInt64(7))
+	src.pushBarrier(h.barrier())
+	_, marks := drainWM(t, p)
+	want := []string{"$1 " + ts(23*sec).String(), "$2 " + ts(18*sec).String(), "$3 " + ts(30*sec).String(), "$0 7"}
+	if !slices.Equal(marks, want) {
+		t.Fatalf("watermarks %v, want %v", marks, want)
+	}
+}
+
+// HOP gives window_start the first window start of a row at the
+// watermark's time, and window_end that plus the size.
+func TestHopWindowDerivesWatermarks(t *testing.T) {
+	src := newSource("in", types.Int64, types.Timestamp)
+	hw, err := NewHopWindow(src, 1, 2*sec, 10*sec, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	src.pushWatermark(1, ts(23*sec)) // windows of 23s start at 14, 16, ..., 22
+	src.pushBarrier(h.barrier())
+	_, marks := drainWM(t, hw)
+	want := []string{"$1 " + ts(23*sec).String(), "$2 " + ts(14*sec).String(), "$3 " + ts(24*sec).String()}
+	if !slices.Equal(marks, want) {
+		t.Fatalf("watermarks %v, want %v", marks, want)
+	}
+}
+
+// HashAgg grouped by a watermark column deletes the groups below each
+// watermark at the barrier (result rows, kept min/max inputs, distinct
+// values and cache entries), emits nothing for them (the view keeps its
+// rows), and forwards the watermark on its output after the changes.
+func TestHashAggCleansGroupsBelowWatermark(t *testing.T) {
+	h := newHarness(t)
+	src := newSource("in", types.Int64, types.Int64, types.Int64)
+	calls := []AggCall{
+		{Agg: mustAgg(t, "count", false), Filter: NoColumn},
+		{Agg: mustAgg(t, "max", false, types.Int64), Args: []int{2}, Filter: NoColumn},
+		{Agg: mustAgg(t, "count", true, types.Int64), Args: []int{2}, Filter: NoColumn},
+	}
+	res, per, err := HashAggStateSchemas("test", src.Schema(), []int{1}, calls, []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := h.tables(per)
+	a, err := NewHashAgg(src, []int{1}, calls, []int{0}, h.table(res), tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() (n int) {
+		for _, tb := range append(tables, a.result) {
+			if tb == nil {
+				continue
+			}
+			it, err := tb.Iter(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for it.Next() {
+				n++
+			}
+			it.Close()
+		}
+		return n
+	}
+	v := newView()
+	pk := 0
+	for w := 0; w < 20; w++ {
+		// Window w gets 5 rows; the watermark then closes every window
+		// before w.
+		c := &types.Chunk{}
+		for i := 0; i < 5; i++ {
+			pk++
+			c.Append(types.OpInsert, row(pk, w, pk%3))
+		}
+		src.push(c)
+		src.pushWatermark(1, types.DInt64(int64(w)))
+		src.pushWatermark(0, types.DInt64(int64(pk))) // not a group key: ignored
+		b := h.barrier()
+		src.pushBarrier(b)
+		chunks, marks := drainWM(t, a)
+		for _, c := range chunks {
+			if err := v.apply(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := []string{fmt.Sprintf("$0 %d", w)}; !slices.Equal(marks, want) {
+			t.Fatalf("window %d: watermarks %v, want %v", w, marks, want)
+		}
+		h.commit(b.Prev)
+		// Only window w is open: its result row, 5 max inputs, and its
+		// distinct values (0, 1, 2).
+		if n := count(); n > 1+5+3 {
+			t.Fatalf("window %d: %d state rows", w, n)
+		}
+	}
+	if got := len(v.sorted()); got != 20 {
+		t.Fatalf("view has %d groups; want all 20 (cleanup emits nothing)", got)
+	}
+	if a.CleanedGroups() != 19 {
+		t.Fatalf("cleaned %d groups, want 19", a.CleanedGroups())
+	}
+	if n := a.cache.len(); n > 1 {
+		t.Fatalf("cache holds %d groups after cleanup", n)
+	}
+}
