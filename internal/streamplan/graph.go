@@ -572,6 +572,11 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		if appendOnly(n.Inputs[0]) {
 			m.SetAppendOnly()
 		}
+		if env.Backfill {
+			// A new job's view table starts empty (a rebuilt job's holds
+			// its committed rows).
+			m.SetFresh()
+		}
 		return m, nil
 	}
 	return nil, fmt.Errorf("%s: cannot instantiate %s", env.Name, n.Op)

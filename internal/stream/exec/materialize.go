@@ -32,11 +32,30 @@ type Materialize struct {
 	// so inserts skip the existence check — the one point read per row
 	// that dominated append-only views.
 	appendOnly bool
+	// known, when set (SetFresh), holds every key this executor inserted
+	// since its table was created empty: a key it does not contain is
+	// absent, so an insert of a fresh key needs no storage read. Nil when
+	// not fresh or after it filled up.
+	known *keyFilter
+	// rows caches stored rows this executor read or wrote (a read cache of
+	// its table, like the join's): an update of a recently read key, as an
+	// aggregation's result updated every epoch, reads no storage.
+	rows   *lruCache[types.Row]
+	keyBuf []byte
 }
 
 // SetAppendOnly marks the input as insert-only with unique keys. A delete
 // or update arriving anyway is still handled (checked) as usual.
 func (m *Materialize) SetAppendOnly() { m.appendOnly = true }
+
+// SetFresh tells the executor that its state table was empty when it
+// started and that no other executor writes the keys it writes (a new
+// view's table: each key belongs to one actor's vnodes). It then keeps a
+// filter of the keys it inserts, and an insert of a key the filter has
+// never seen skips the existence read: that read could only have found
+// nothing, so the consistency check (I6) loses nothing. During a backfill
+// every snapshot row is such an insert.
+func (m *Materialize) SetFresh() { m.known = newKeyFilter() }
 
 // NewMaterialize returns the executor writing input into table. The table's
 // schema must match input's row layout. log may be nil (slog.Default).
@@ -44,7 +63,7 @@ func NewMaterialize(input stream.Executor, table *state.Table, strict bool, log 
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Materialize{input: input, table: table, strict: strict, log: log}
+	return &Materialize{input: input, table: table, strict: strict, log: log, rows: newLRUCache[types.Row](nil)}
 }
 
 func (m *Materialize) Schema() []types.Type { return m.input.Schema() }
@@ -65,6 +84,7 @@ func (m *Materialize) Next(ctx context.Context) (stream.Message, error) {
 			if err := commitAll(m.Identity(), b.Curr, m.table); err != nil {
 				return stream.Message{}, err
 			}
+			m.rows.shrinkToShare()
 			return msg, nil
 		}
 		out, err := m.apply(ctx, msg.Chunk)
@@ -75,6 +95,58 @@ func (m *Materialize) Next(ctx context.Context) (stream.Message, error) {
 			return stream.Message{Chunk: out}, nil
 		}
 	}
+}
+
+// lookup returns the stored row with row's key: from the row cache, or
+// known absent by the key filter, or read from the table (and cached).
+func (m *Materialize) lookup(ctx context.Context, row types.Row) (types.Row, bool, error) {
+	m.keyBuf = m.table.EncodeKey(m.keyBuf[:0], row)
+	if old, ok := m.rows.get(string(m.keyBuf)); ok {
+		return old, true, nil
+	}
+	if m.known != nil && !m.known.mayContain(m.keyBuf) {
+		return nil, false, nil
+	}
+	old, found, err := m.table.GetRow(ctx, row)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", m.Identity(), err)
+	}
+	if found {
+		// A decoded row is a fresh allocation: the cache may keep it.
+		m.keyBuf = m.table.EncodeKey(m.keyBuf[:0], row)
+		m.rows.put(string(m.keyBuf), old, rowBytes(old))
+	}
+	return old, found, nil
+}
+
+// store writes row to the table, the key filter and (when its key is
+// cached) the row cache.
+func (m *Materialize) store(row types.Row) {
+	m.keyBuf = m.table.EncodeKey(m.keyBuf[:0], row)
+	key := string(m.keyBuf)
+	m.table.InsertKey(key, row)
+	m.remember(m.keyBuf)
+	if _, ok := m.rows.peek(key); ok {
+		// Input rows may share an allocation (a slab): cache a copy.
+		c := row.Copy()
+		m.rows.put(key, c, rowBytes(c))
+	}
+}
+
+// remember adds key to the key filter; a filter that fills up is dropped
+// (it would no longer know every key).
+func (m *Materialize) remember(key []byte) {
+	if m.known != nil && !m.known.add(key) {
+		m.known = nil
+	}
+}
+
+// erase deletes row's key from the table and the row cache.
+func (m *Materialize) erase(row types.Row) {
+	m.keyBuf = m.table.EncodeKey(m.keyBuf[:0], row)
+	key := string(m.keyBuf)
+	m.table.DeleteKey(key)
+	m.rows.remove(key)
 }
 
 func (m *Materialize) pkOf(row types.Row) types.Row { return project(row, m.table.Schema().PK) }
@@ -93,7 +165,7 @@ func (m *Materialize) violation(row types.Row, format string, args ...any) error
 func (m *Materialize) apply(ctx context.Context, in *types.Chunk) (*types.Chunk, error) {
 	if m.appendOnly && onlyInserts(in) {
 		for _, row := range in.Rows {
-			m.table.Insert(row)
+			m.store(row)
 		}
 		return in, nil
 	}
@@ -108,9 +180,9 @@ func (m *Materialize) apply(ctx context.Context, in *types.Chunk) (*types.Chunk,
 		op, row := in.Ops[i], in.Rows[i]
 		if op == types.OpUpdateDelete && i+1 < in.Len() && in.Ops[i+1] == types.OpUpdateInsert {
 			next := in.Rows[i+1]
-			old, found, err := m.table.GetRow(ctx, row)
+			old, found, err := m.lookup(ctx, row)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", m.Identity(), err)
+				return nil, err
 			}
 			sameKey := string(m.table.EncodeKey(nil, row)) == string(m.table.EncodeKey(nil, next))
 			if !found {
@@ -126,14 +198,14 @@ func (m *Materialize) apply(ctx context.Context, in *types.Chunk) (*types.Chunk,
 			}
 			if !sameKey {
 				if found {
-					m.table.Delete(old)
+					m.erase(old)
 					out.Append(types.OpDelete, old)
 				}
 				if err := m.insert(ctx, next, out, &clean); err != nil {
 					return nil, err
 				}
 			} else {
-				m.table.Insert(next)
+				m.store(next)
 				if found {
 					out.Append(types.OpUpdateDelete, old)
 					out.Append(types.OpUpdateInsert, next)
@@ -150,9 +222,9 @@ func (m *Materialize) apply(ctx context.Context, in *types.Chunk) (*types.Chunk,
 			}
 			continue
 		}
-		old, found, err := m.table.GetRow(ctx, row)
+		old, found, err := m.lookup(ctx, row)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", m.Identity(), err)
+			return nil, err
 		}
 		if !found {
 			if err := m.violation(row, "delete of a row that is not in the view"); err != nil {
@@ -167,7 +239,7 @@ func (m *Materialize) apply(ctx context.Context, in *types.Chunk) (*types.Chunk,
 			}
 			clean = false
 		}
-		m.table.Delete(old)
+		m.erase(old)
 		out.Append(types.OpDelete, old)
 	}
 	if clean {
@@ -177,11 +249,11 @@ func (m *Materialize) apply(ctx context.Context, in *types.Chunk) (*types.Chunk,
 }
 
 func (m *Materialize) insert(ctx context.Context, row types.Row, out *types.Chunk, clean *bool) error {
-	old, found, err := m.table.GetRow(ctx, row)
+	old, found, err := m.lookup(ctx, row)
 	if err != nil {
-		return fmt.Errorf("%s: %w", m.Identity(), err)
+		return err
 	}
-	m.table.Insert(row)
+	m.store(row)
 	if found {
 		if err := m.violation(row, "insert of a key that is already in the view (stored row %s)", old); err != nil {
 			return err
