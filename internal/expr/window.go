@@ -15,9 +15,10 @@ import (
 // An executor hands ComputeWindow one partition, already sorted by the
 // window's ORDER BY, as a WindowInput: each row's evaluated arguments, a
 // peer test (equal ORDER BY keys) and, for RANGE frames with offsets, the
-// single ORDER BY key. ComputeWindow fills the outputs of rows [from, to)
+// single ORDER BY key, either as arrays or as accessors over the caller's
+// rows (WindowRows). ComputeWindow fills the outputs of rows [from, to)
 // only, so a streaming over-window executor can recompute just the rows a
-// change affects.
+// change affects; ComputeWindowEach hands them to a callback instead.
 //
 // Cost: peer groups are found in one O(N) pass over the partition; every
 // other step is O(rows computed + rows in their frames). Aggregates over
@@ -33,7 +34,11 @@ import (
 // The frame bounds of consecutive rows never move backwards (the rows are
 // sorted), which is what makes the sliding strategies correct.
 //
-// Cancellation (I5): the loops check ctx.Ctx every 256 rows.
+// Cancellation (I5): the loops check ctx.Ctx every 256 rows, and no step
+// between two checks allocates more than one block of a Blocks array (the
+// per-row peer groups live in Blocks, the input and the outputs stay
+// with the caller): a partition-sized allocation is one uncancellable
+// step of 60–200 ms at a million rows (see Blocks).
 
 // FrameMode is ROWS, RANGE or GROUPS.
 type FrameMode uint8
@@ -246,7 +251,9 @@ func LookupWindowFunc(name string, args []types.Type) (*WindowFunc, error) {
 	return &WindowFunc{Name: lname, ArgTypes: agg.ArgTypes, ResultType: agg.ResultType, Agg: agg, kind: winAgg}, nil
 }
 
-// WindowInput is one sorted partition as a window call sees it.
+// WindowInput is one sorted partition as a window call sees it: either
+// arrays (Args, Filter, OrderKey) or, when Rows is set, accessors over the
+// caller's own rows.
 type WindowInput struct {
 	// Args[i] are the call's arguments for the row at position i (empty
 	// for count(*) and the ranking functions).
@@ -255,7 +262,8 @@ type WindowInput struct {
 	// aggregates (FILTER (WHERE ...)).
 	Filter []bool
 	// Peers reports whether the rows at positions i and j have equal ORDER
-	// BY keys; nil means there is no ORDER BY and all rows are peers.
+	// BY keys; nil means there is no ORDER BY and all rows are peers. The
+	// kernel asks only about neighbours (j == i+1).
 	Peers func(i, j int) bool
 	// OrderKey is the single ORDER BY key of each row, required for RANGE
 	// frames with offsets, sorted as Desc / NullsFirst say.
@@ -263,38 +271,71 @@ type WindowInput struct {
 	OrderType  types.Type
 	Desc       bool
 	NullsFirst bool
+	// Rows, when set, replaces Args, Filter and OrderKey: a caller that
+	// holds the partition in its own structure (stream/exec.OverWindow)
+	// hands the kernel accessors instead of copying every row's values
+	// into partition-sized arrays (see Blocks for why that matters).
+	Rows WindowRows
 }
 
-// windowPart holds what ComputeWindow derives from a WindowInput.
+// WindowRows gives the kernel a partition's rows by position.
+type WindowRows interface {
+	// Len returns the number of rows.
+	Len() int
+	// Args returns the call's arguments for row i, at least as many as
+	// the function's ArgTypes. The kernel reads the slice and does not
+	// keep it.
+	Args(i int) []types.Datum
+	// Included reports whether row i passes the call's FILTER.
+	Included(i int) bool
+	// OrderKey returns row i's single ORDER BY key (read only for RANGE
+	// frames with offsets).
+	OrderKey(i int) types.Datum
+}
+
+// windowArrays serves a WindowInput's arrays as WindowRows.
+type windowArrays struct{ in *WindowInput }
+
+func (a windowArrays) Len() int                   { return len(a.in.Args) }
+func (a windowArrays) Args(i int) []types.Datum   { return a.in.Args[i] }
+func (a windowArrays) Included(i int) bool        { return a.in.Filter == nil || a.in.Filter[i] }
+func (a windowArrays) OrderKey(i int) types.Datum { return a.in.OrderKey[i] }
+
+// windowPart holds what ComputeWindow derives from a WindowInput. Its
+// per-row arrays are Blocks, grown between cancellation checks (I5).
 type windowPart struct {
 	in       *WindowInput
+	rows     WindowRows
 	n        int
-	peerS    []int // first position of each row's peer group
-	peerE    []int // one past the last position of the peer group
-	group    []int // peer group number
-	groupPos []int // first position of each group
+	group    Blocks[int] // peer group number of each position
+	groupPos Blocks[int] // first position of each group, then n
 }
 
+// peerS returns the first position of row i's peer group.
+func (p *windowPart) peerS(i int) int { return p.groupPos.At(p.group.At(i)) }
+
+// peerE returns one past the last position of row i's peer group.
+func (p *windowPart) peerE(i int) int { return p.groupPos.At(p.group.At(i) + 1) }
+
 func preparePartition(ctx *EvalContext, in *WindowInput) (*windowPart, error) {
-	n := len(in.Args)
-	p := &windowPart{in: in, n: n, peerS: make([]int, n), peerE: make([]int, n), group: make([]int, n)}
-	g := 0
-	for s := 0; s < n; {
-		e := s + 1
-		for e < n && (in.Peers == nil || in.Peers(s, e)) {
-			e++
-		}
-		for k := s; k < e; k++ {
-			p.peerS[k], p.peerE[k], p.group[k] = s, e, g
-		}
-		p.groupPos = append(p.groupPos, s)
-		g++
-		if err := checkCancel(ctx, s); err != nil {
+	rows := in.Rows
+	if rows == nil {
+		rows = windowArrays{in}
+	}
+	n := rows.Len()
+	p := &windowPart{in: in, rows: rows, n: n}
+	g := -1
+	for i := 0; i < n; i++ {
+		if err := checkCancel(ctx, i); err != nil {
 			return nil, err
 		}
-		s = e
+		if i == 0 || (in.Peers != nil && !in.Peers(i-1, i)) {
+			g++
+			p.groupPos.Append(i)
+		}
+		p.group.Append(g)
 	}
-	p.groupPos = append(p.groupPos, n)
+	p.groupPos.Append(n)
 	return p, nil
 }
 
@@ -314,28 +355,43 @@ func checkCancel(ctx *EvalContext, i int) error {
 // ComputeWindow computes fn over frame for the rows at positions [from,
 // to) of the partition and stores them in out[0 : to-from].
 func ComputeWindow(ctx *EvalContext, fn *WindowFunc, frame Frame, in *WindowInput, from, to int, out []types.Datum) error {
+	if len(out) < to-from {
+		return sqlerr.Errorf(sqlerr.InternalError, "window: %d outputs for row range [%d, %d)", len(out), from, to)
+	}
+	return ComputeWindowEach(ctx, fn, frame, in, from, to, func(i int, v types.Datum) { out[i-from] = v })
+}
+
+// ComputeWindowEach computes fn over frame for the rows at positions
+// [from, to) of the partition and hands each result to emit, in position
+// order, so that the caller need not allocate an array of to-from results.
+func ComputeWindowEach(ctx *EvalContext, fn *WindowFunc, frame Frame, in *WindowInput, from, to int, emit func(i int, v types.Datum)) error {
 	p, err := preparePartition(ctx, in)
 	if err != nil {
 		return err
 	}
-	if from < 0 || to > p.n || from > to || len(out) < to-from {
+	if from < 0 || to > p.n || from > to {
 		return sqlerr.Errorf(sqlerr.InternalError, "window: bad row range [%d, %d) of %d rows", from, to, p.n)
 	}
-	if frame.Mode == FrameRange && len(in.OrderKey) != p.n &&
-		(frame.Start.Kind == OffsetPreceding || frame.Start.Kind == OffsetFollowing ||
-			frame.End.Kind == OffsetPreceding || frame.End.Kind == OffsetFollowing) {
-		return sqlerr.Errorf(sqlerr.InternalError, "window: RANGE offset frame needs OrderKey for all %d rows", p.n)
-	}
-	for i := range in.Args {
-		if len(in.Args[i]) < len(fn.ArgTypes) {
-			return sqlerr.Errorf(sqlerr.InternalError, "window: %s needs %d arguments, row %d has %d", fn.Name, len(fn.ArgTypes), i, len(in.Args[i]))
+	if in.Rows == nil {
+		if frame.Mode == FrameRange && len(in.OrderKey) != p.n &&
+			(frame.Start.Kind == OffsetPreceding || frame.Start.Kind == OffsetFollowing ||
+				frame.End.Kind == OffsetPreceding || frame.End.Kind == OffsetFollowing) {
+			return sqlerr.Errorf(sqlerr.InternalError, "window: RANGE offset frame needs OrderKey for all %d rows", p.n)
+		}
+		for i := range in.Args {
+			if err := checkCancel(ctx, i); err != nil {
+				return err
+			}
+			if len(in.Args[i]) < len(fn.ArgTypes) {
+				return sqlerr.Errorf(sqlerr.InternalError, "window: %s needs %d arguments, row %d has %d", fn.Name, len(fn.ArgTypes), i, len(in.Args[i]))
+			}
 		}
 	}
 	switch fn.kind {
 	case winAgg:
-		return p.computeAgg(ctx, fn, frame, from, to, out)
+		return p.computeAgg(ctx, fn, frame, from, to, emit)
 	case winFirstValue, winLastValue, winNthValue:
-		return p.computeValue(ctx, fn, frame, from, to, out)
+		return p.computeValue(ctx, fn, frame, from, to, emit)
 	}
 	for i := from; i < to; i++ {
 		if err := checkCancel(ctx, i); err != nil {
@@ -346,19 +402,19 @@ func ComputeWindow(ctx *EvalContext, fn *WindowFunc, frame Frame, in *WindowInpu
 		case winRowNumber:
 			v = types.DInt64(int64(i + 1))
 		case winRank:
-			v = types.DInt64(int64(p.peerS[i] + 1))
+			v = types.DInt64(int64(p.peerS(i) + 1))
 		case winDenseRank:
-			v = types.DInt64(int64(p.group[i] + 1))
+			v = types.DInt64(int64(p.group.At(i) + 1))
 		case winPercentRank:
 			if p.n <= 1 {
 				v = types.DFloat64(0)
 			} else {
-				v = types.DFloat64(float64(p.peerS[i]) / float64(p.n-1))
+				v = types.DFloat64(float64(p.peerS(i)) / float64(p.n-1))
 			}
 		case winCumeDist:
-			v = types.DFloat64(float64(p.peerE[i]) / float64(p.n))
+			v = types.DFloat64(float64(p.peerE(i)) / float64(p.n))
 		case winNtile:
-			a := in.Args[i][0]
+			a := p.rows.Args(i)[0]
 			if a.IsNull() {
 				v = types.NullDatum
 				break
@@ -369,11 +425,11 @@ func ComputeWindow(ctx *EvalContext, fn *WindowFunc, frame Frame, in *WindowInpu
 			}
 			v = types.DInt32(int32(ntileBucket(i, p.n, b)))
 		case winLag, winLead:
-			args := in.Args[i]
+			args := p.rows.Args(i)
 			off := int64(1)
 			if len(args) >= 2 {
 				if args[1].IsNull() {
-					out[i-from] = types.NullDatum
+					emit(i, types.NullDatum)
 					continue
 				}
 				off = args[1].Int()
@@ -384,14 +440,14 @@ func ComputeWindow(ctx *EvalContext, fn *WindowFunc, frame Frame, in *WindowInpu
 			t := int64(i) + off
 			switch {
 			case t >= 0 && t < int64(p.n):
-				v = in.Args[t][0]
+				v = p.rows.Args(int(t))[0]
 			case len(args) >= 3:
 				v = args[2]
 			default:
 				v = types.NullDatum
 			}
 		}
-		out[i-from] = v
+		emit(i, v)
 	}
 	return nil
 }
@@ -459,9 +515,9 @@ func (p *windowPart) bound(ctx *EvalContext, f Frame, b FrameBound, i int, start
 			return i + 1, nil
 		}
 		if start {
-			return p.peerS[i], nil
+			return p.peerS(i), nil
 		}
-		return p.peerE[i], nil
+		return p.peerE(i), nil
 	}
 	preceding := b.Kind == OffsetPreceding
 	switch f.Mode {
@@ -485,13 +541,13 @@ func (p *windowPart) bound(ctx *EvalContext, f Frame, b FrameBound, i int, start
 		if err != nil {
 			return 0, err
 		}
-		g := int64(p.group[i])
+		g := int64(p.group.At(i))
 		if preceding {
 			g -= off
 		} else {
 			g += off
 		}
-		ng := int64(len(p.groupPos) - 1)
+		ng := int64(p.groupPos.Len() - 1)
 		if start {
 			if g < 0 {
 				return 0, nil
@@ -499,7 +555,7 @@ func (p *windowPart) bound(ctx *EvalContext, f Frame, b FrameBound, i int, start
 			if g >= ng {
 				return p.n, nil
 			}
-			return p.groupPos[g], nil
+			return p.groupPos.At(int(g)), nil
 		}
 		if g < 0 {
 			return 0, nil
@@ -507,7 +563,7 @@ func (p *windowPart) bound(ctx *EvalContext, f Frame, b FrameBound, i int, start
 		if g >= ng {
 			return p.n, nil
 		}
-		return p.groupPos[g+1], nil
+		return p.groupPos.At(int(g) + 1), nil
 	}
 	return p.rangeBound(ctx, b, i, start)
 }
@@ -528,19 +584,19 @@ func (p *windowPart) rangeBound(ctx *EvalContext, b FrameBound, i int, start boo
 	if offsetNegative(b.Offset) {
 		return 0, sqlerr.New("22013", "invalid preceding or following size in window function")
 	}
-	key := in.OrderKey[i]
+	key := p.rows.OrderKey(i)
 	if key.IsNull() {
 		if start {
-			return p.peerS[i], nil
+			return p.peerS(i), nil
 		}
-		return p.peerE[i], nil
+		return p.peerE(i), nil
 	}
 	// the non-NULL keys occupy [lo, hi)
 	lo, hi := 0, p.n
 	if in.NullsFirst {
-		lo = sort.Search(p.n, func(j int) bool { return !in.OrderKey[j].IsNull() })
+		lo = sort.Search(p.n, func(j int) bool { return !p.rows.OrderKey(j).IsNull() })
 	} else {
-		hi = sort.Search(p.n, func(j int) bool { return in.OrderKey[j].IsNull() })
+		hi = sort.Search(p.n, func(j int) bool { return p.rows.OrderKey(j).IsNull() })
 	}
 	// "toward the end" of the sort order is adding the offset for ASC and
 	// subtracting it for DESC.
@@ -555,7 +611,7 @@ func (p *windowPart) rangeBound(ctx *EvalContext, b FrameBound, i int, start boo
 	// position of the first row "after" target (end) or first row not
 	// "before" target (start), in sort order.
 	cmp := func(j int) int {
-		c := compareRangeKey(in.OrderKey[j], target)
+		c := compareRangeKey(p.rows.OrderKey(j), target)
 		if in.Desc {
 			c = -c
 		}
@@ -670,9 +726,9 @@ func (p *windowPart) segments(f Frame, i, s, e int, buf [][2]int) [][2]int {
 	case ExcludeCurrentRow:
 		xs, xe = i, i+1
 	case ExcludeGroup:
-		xs, xe = p.peerS[i], p.peerE[i]
+		xs, xe = p.peerS(i), p.peerE(i)
 	case ExcludeTies:
-		xs, xe = p.peerS[i], p.peerE[i]
+		xs, xe = p.peerS(i), p.peerE(i)
 		keepI = true
 	}
 	add := func(a, b int) {
@@ -690,10 +746,10 @@ func (p *windowPart) segments(f Frame, i, s, e int, buf [][2]int) [][2]int {
 }
 
 func (p *windowPart) included(j int) bool {
-	return p.in.Filter == nil || p.in.Filter[j]
+	return p.rows.Included(j)
 }
 
-func (p *windowPart) computeValue(ctx *EvalContext, fn *WindowFunc, f Frame, from, to int, out []types.Datum) error {
+func (p *windowPart) computeValue(ctx *EvalContext, fn *WindowFunc, f Frame, from, to int, emit func(int, types.Datum)) error {
 	var segBuf [][2]int
 	for i := from; i < to; i++ {
 		if err := checkCancel(ctx, i); err != nil {
@@ -709,14 +765,14 @@ func (p *windowPart) computeValue(ctx *EvalContext, fn *WindowFunc, f Frame, fro
 		switch fn.kind {
 		case winFirstValue:
 			if len(segs) > 0 {
-				v = p.in.Args[segs[0][0]][0]
+				v = p.rows.Args(segs[0][0])[0]
 			}
 		case winLastValue:
 			if len(segs) > 0 {
-				v = p.in.Args[segs[len(segs)-1][1]-1][0]
+				v = p.rows.Args(segs[len(segs)-1][1] - 1)[0]
 			}
 		case winNthValue:
-			nth := p.in.Args[i][1]
+			nth := p.rows.Args(i)[1]
 			if nth.IsNull() {
 				break
 			}
@@ -727,35 +783,35 @@ func (p *windowPart) computeValue(ctx *EvalContext, fn *WindowFunc, f Frame, fro
 			for _, sg := range segs {
 				l := int64(sg[1] - sg[0])
 				if k <= l {
-					v = p.in.Args[sg[0]+int(k)-1][0]
+					v = p.rows.Args(sg[0] + int(k) - 1)[0]
 					break
 				}
 				k -= l
 			}
 		}
-		out[i-from] = v
+		emit(i, v)
 	}
 	return nil
 }
 
-func (p *windowPart) computeAgg(ctx *EvalContext, fn *WindowFunc, f Frame, from, to int, out []types.Datum) error {
+func (p *windowPart) computeAgg(ctx *EvalContext, fn *WindowFunc, f Frame, from, to int, emit func(int, types.Datum)) error {
 	agg := fn.Agg
 	if f.Exclude == ExcludeNoOthers {
 		if f.Start.Kind == UnboundedPreceding {
-			return p.aggRunning(ctx, agg, f, from, to, out)
+			return p.aggRunning(ctx, agg, f, from, to, emit)
 		}
 		if agg.Name == "min" || agg.Name == "max" {
-			return p.aggDeque(ctx, agg, f, from, to, out)
+			return p.aggDeque(ctx, agg, f, from, to, emit)
 		}
 		if agg.Retractable && !agg.InexactRetract {
-			return p.aggSliding(ctx, agg, f, from, to, out)
+			return p.aggSliding(ctx, agg, f, from, to, emit)
 		}
 	}
-	return p.aggRecompute(ctx, agg, f, from, to, out)
+	return p.aggRecompute(ctx, agg, f, from, to, emit)
 }
 
 // aggRunning: the frame start is fixed at 0, so the state only grows.
-func (p *windowPart) aggRunning(ctx *EvalContext, agg *Aggregate, f Frame, from, to int, out []types.Datum) error {
+func (p *windowPart) aggRunning(ctx *EvalContext, agg *Aggregate, f Frame, from, to int, emit func(int, types.Datum)) error {
 	st := agg.NewState()
 	cur := 0
 	for i := from; i < to; i++ {
@@ -771,7 +827,7 @@ func (p *windowPart) aggRunning(ctx *EvalContext, agg *Aggregate, f Frame, from,
 				return err
 			}
 			if p.included(cur) {
-				if err := st.Add(p.in.Args[cur]); err != nil {
+				if err := st.Add(p.rows.Args(cur)); err != nil {
 					return err
 				}
 			}
@@ -780,13 +836,13 @@ func (p *windowPart) aggRunning(ctx *EvalContext, agg *Aggregate, f Frame, from,
 		if err != nil {
 			return err
 		}
-		out[i-from] = v
+		emit(i, v)
 	}
 	return nil
 }
 
 // aggSliding adds rows entering the frame and retracts rows leaving it.
-func (p *windowPart) aggSliding(ctx *EvalContext, agg *Aggregate, f Frame, from, to int, out []types.Datum) error {
+func (p *windowPart) aggSliding(ctx *EvalContext, agg *Aggregate, f Frame, from, to int, emit func(int, types.Datum)) error {
 	st := agg.NewRetractableState()
 	cs, ce := 0, 0
 	for i := from; i < to; i++ {
@@ -807,14 +863,14 @@ func (p *windowPart) aggSliding(ctx *EvalContext, agg *Aggregate, f Frame, from,
 				return err
 			}
 			if p.included(ce) {
-				if err := st.Add(p.in.Args[ce]); err != nil {
+				if err := st.Add(p.rows.Args(ce)); err != nil {
 					return err
 				}
 			}
 		}
 		for ; cs < s; cs++ {
 			if p.included(cs) {
-				if err := st.Retract(p.in.Args[cs]); err != nil {
+				if err := st.Retract(p.rows.Args(cs)); err != nil {
 					return err
 				}
 			}
@@ -823,7 +879,7 @@ func (p *windowPart) aggSliding(ctx *EvalContext, agg *Aggregate, f Frame, from,
 		if err != nil {
 			return err
 		}
-		out[i-from] = v
+		emit(i, v)
 	}
 	return nil
 }
@@ -831,7 +887,7 @@ func (p *windowPart) aggSliding(ctx *EvalContext, agg *Aggregate, f Frame, from,
 // aggDeque computes sliding min/max with a monotonic deque of positions:
 // the front is the frame's best value; a new row evicts every worse or
 // equal value behind it.
-func (p *windowPart) aggDeque(ctx *EvalContext, agg *Aggregate, f Frame, from, to int, out []types.Datum) error {
+func (p *windowPart) aggDeque(ctx *EvalContext, agg *Aggregate, f Frame, from, to int, emit func(int, types.Datum)) error {
 	sign := 1
 	if agg.Name == "min" {
 		sign = -1
@@ -854,11 +910,11 @@ func (p *windowPart) aggDeque(ctx *EvalContext, agg *Aggregate, f Frame, from, t
 			if err := checkCancel(ctx, ce); err != nil {
 				return err
 			}
-			v := p.in.Args[ce][0]
+			v := p.rows.Args(ce)[0]
 			if v.IsNull() || !p.included(ce) {
 				continue
 			}
-			for len(dq) > head && types.Compare(p.in.Args[dq[len(dq)-1]][0], v)*sign <= 0 {
+			for len(dq) > head && types.Compare(p.rows.Args(dq[len(dq)-1])[0], v)*sign <= 0 {
 				dq = dq[:len(dq)-1]
 			}
 			dq = append(dq, ce)
@@ -871,16 +927,16 @@ func (p *windowPart) aggDeque(ctx *EvalContext, agg *Aggregate, f Frame, from, t
 			head = 0
 		}
 		if head < len(dq) {
-			out[i-from] = p.in.Args[dq[head]][0]
+			emit(i, p.rows.Args(dq[head])[0])
 		} else {
-			out[i-from] = types.NullDatum
+			emit(i, types.NullDatum)
 		}
 	}
 	return nil
 }
 
 // aggRecompute evaluates the aggregate from scratch over each row's frame.
-func (p *windowPart) aggRecompute(ctx *EvalContext, agg *Aggregate, f Frame, from, to int, out []types.Datum) error {
+func (p *windowPart) aggRecompute(ctx *EvalContext, agg *Aggregate, f Frame, from, to int, emit func(int, types.Datum)) error {
 	var segBuf [][2]int
 	n := 0
 	for i := from; i < to; i++ {
@@ -901,7 +957,7 @@ func (p *windowPart) aggRecompute(ctx *EvalContext, agg *Aggregate, f Frame, fro
 					return err
 				}
 				if p.included(j) {
-					if err := st.Add(p.in.Args[j]); err != nil {
+					if err := st.Add(p.rows.Args(j)); err != nil {
 						return err
 					}
 				}
@@ -911,7 +967,7 @@ func (p *windowPart) aggRecompute(ctx *EvalContext, agg *Aggregate, f Frame, fro
 		if err != nil {
 			return err
 		}
-		out[i-from] = v
+		emit(i, v)
 	}
 	return nil
 }

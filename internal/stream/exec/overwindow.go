@@ -72,7 +72,13 @@ import (
 // input in memory.
 //
 // Cancellation (I5): every loop over rows checks ctx every ctxCheckEvery
-// rows (the kernels in expr do the same).
+// rows (the kernels in expr do the same), and nothing between two checks
+// allocates in proportion to the partition: a segment's rows and every
+// per-position array of a flush are expr.Blocks, grown a block at a time,
+// and the kernel reads the rows through accessors (owWindowRows) and
+// hands its results back one by one (expr.ComputeWindowEach). A single
+// allocation of a million-element array first-touches megabytes, which on
+// the VMs we measure on costs 60–200 ms that no check can interrupt.
 type OverWindow struct {
 	input     stream.Executor
 	partition []int // deduplicated PARTITION BY columns
@@ -242,9 +248,15 @@ type owPending struct {
 // owSegment is a contiguous run of a partition's rows in key order;
 // atStart/atEnd: it reaches the partition's first/last row.
 type owSegment struct {
-	rows           []*owRow
+	rows           owRows
 	atStart, atEnd bool
 }
+
+// owRows holds a segment's rows in blocks: a partition of a million rows
+// is never one slice, so loading or rebuilding it never allocates (and
+// first touches) megabytes in one uncancellable step (I5; see
+// expr.Blocks).
+type owRows = expr.Blocks[*owRow]
 
 type owCached struct {
 	pkey string
@@ -603,10 +615,11 @@ func (w *OverWindow) flushPartition(ctx context.Context, pkey string, p *owPendi
 	for _, k := range keys {
 		e := &owEffect{key: k, seg: -1}
 		for si, s := range segs {
-			pos := sort.Search(len(s.rows), func(i int) bool { return s.rows[i].key >= k })
-			inside := (pos < len(s.rows) || s.atEnd) && (pos > 0 || s.atStart || (len(s.rows) > 0 && s.rows[0].key == k))
-			if pos < len(s.rows) && s.rows[pos].key == k {
-				e.old, inside = s.rows[pos], true
+			sn := s.rows.Len()
+			pos := sort.Search(sn, func(i int) bool { return s.rows.At(i).key >= k })
+			inside := (pos < sn || s.atEnd) && (pos > 0 || s.atStart || (sn > 0 && s.rows.At(0).key == k))
+			if pos < sn && s.rows.At(pos).key == k {
+				e.old, inside = s.rows.At(pos), true
 			}
 			if inside {
 				e.seg, e.oldPos = si, pos
@@ -665,7 +678,7 @@ func (w *OverWindow) flushPartition(ctx context.Context, pkey string, p *owPendi
 		segs[si] = ns
 	}
 	if w.opts.Cache == CacheFull && len(segs) == 1 && segs[0].atStart && segs[0].atEnd {
-		if len(segs[0].rows) == 0 {
+		if segs[0].rows.Len() == 0 {
 			w.cacheDrop(pkey) // a vanished partition takes no cache entry
 		} else {
 			w.cachePut(pkey, segs[0])
@@ -689,15 +702,9 @@ func (w *OverWindow) violation(partition, row types.Row, what string) error {
 // recomputes what they affect, emits the changes and writes the state.
 func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegment, effs []*owEffect) (*owSegment, error) {
 	var tk ticker
-	n := len(s.rows)
-	for _, e := range effs {
-		if e.old == nil {
-			n++
-		} else if e.newIn == nil {
-			n--
-		}
-	}
-	rows := make([]*owRow, 0, n)
+	sn := s.rows.Len()
+	ns := &owSegment{atStart: s.atStart, atEnd: s.atEnd}
+	rows := &ns.rows
 	type change struct {
 		pos int
 		old *owRow // nil: inserted
@@ -713,9 +720,9 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 		}
 	}
 	ei := 0
-	for i := 0; i <= len(s.rows); i++ {
+	for i := 0; i <= sn; i++ {
 		// effects whose key sorts before s.rows[i]
-		for ei < len(effs) && (i == len(s.rows) || effs[ei].key <= s.rows[i].key) {
+		for ei < len(effs) && (i == sn || effs[ei].key <= s.rows.At(i).key) {
 			e := effs[ei]
 			ei++
 			if e.old != nil {
@@ -724,35 +731,34 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 					w.dels.emit(types.OpDelete, w.outRow(e.old.in, e.old.out))
 					w.opts.Stats.RowsEmitted.Add(1)
 					w.table.DeleteKey(e.key)
-					marks = append(marks, len(rows)-1, len(rows))
+					marks = append(marks, rows.Len()-1, rows.Len())
 					okeyOf(e.old.in)
 				} else {
 					nr := &owRow{key: e.key, okey: w.orderKey(e.newIn), in: e.newIn, out: e.old.out}
-					changed = append(changed, change{pos: len(rows), old: e.old})
+					changed = append(changed, change{pos: rows.Len(), old: e.old})
 					if w.windowInputsDiffer(e.old.in, e.newIn) {
-						marks = append(marks, len(rows))
+						marks = append(marks, rows.Len())
 						okeyOf(e.newIn)
 					}
-					rows = append(rows, nr)
+					rows.Append(nr)
 				}
 				i++ // s.rows[i] consumed
 				continue
 			}
 			nr := &owRow{key: e.key, okey: w.orderKey(e.newIn), in: e.newIn}
-			changed = append(changed, change{pos: len(rows)})
-			marks = append(marks, len(rows))
+			changed = append(changed, change{pos: rows.Len()})
+			marks = append(marks, rows.Len())
 			okeyOf(e.newIn)
-			rows = append(rows, nr)
+			rows.Append(nr)
 		}
-		if i < len(s.rows) {
+		if i < sn {
 			if err := tk.tick(ctx); err != nil {
 				return nil, err
 			}
-			rows = append(rows, s.rows[i])
+			rows.Append(s.rows.At(i))
 		}
 	}
-	ns := &owSegment{rows: rows, atStart: s.atStart, atEnd: s.atEnd}
-	n = len(rows)
+	n := rows.Len()
 	// Normalize marks to valid positions.
 	cm := marks[:0]
 	for _, m := range marks {
@@ -778,7 +784,7 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 	perCall := make([][]owInterval, len(w.calls))
 	var union []owInterval
 	for ci := range w.calls {
-		iv, err := w.affected(ns, pg, &w.calls[ci], marks, okeys, len(rows) == len(s.rows))
+		iv, err := w.affected(ns, pg, &w.calls[ci], marks, okeys, n == sn)
 		if err != nil {
 			return nil, err
 		}
@@ -790,9 +796,8 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 	}
 	union = mergeIntervals(union)
 	// New outputs of every position in union, starting from the stored ones.
-	newOut := make([][][]types.Datum, len(union))
+	newOut := make([]expr.Blocks[[]types.Datum], len(union))
 	for ui, u := range union {
-		newOut[ui] = make([][]types.Datum, u.hi-u.lo)
 		nc := len(w.calls)
 		var slab []types.Datum
 		for j := u.lo; j < u.hi; j++ {
@@ -806,25 +811,22 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 			}
 			o := slab[:nc:nc]
 			slab = slab[nc:]
-			copy(o, rows[j].out)
-			newOut[ui][j-u.lo] = o
+			copy(o, rows.At(j).out)
+			newOut[ui].Append(o)
 		}
 	}
 	for ci := range w.calls {
 		for _, iv := range perCall[ci] {
-			res, err := w.compute(ctx, ns, pg, ci, iv)
-			if err != nil {
-				return nil, err
-			}
+			// the kernel hands over results in position order
 			ui := sort.Search(len(union), func(k int) bool { return union[k].hi > iv.lo })
-			for j := iv.lo; j < iv.hi; j++ {
-				if err := tk.tick(ctx); err != nil {
-					return nil, err
-				}
+			err := w.compute(ctx, ns, pg, ci, iv, func(j int, v types.Datum) {
 				for union[ui].hi <= j {
 					ui++
 				}
-				newOut[ui][j-union[ui].lo][ci] = res[j-iv.lo]
+				newOut[ui].At(j - union[ui].lo)[ci] = v
+			})
+			if err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -845,8 +847,8 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 			if err := tk.tick(ctx); err != nil {
 				return nil, err
 			}
-			r := rows[j]
-			no := newOut[ui][j-u.lo]
+			r := rows.At(j)
+			no := newOut[ui].At(j - u.lo)
 			var old *owRow
 			isChanged := false
 			for ci < len(changed) && changed[ci].pos < j {
@@ -985,68 +987,69 @@ func mergeIntervals(iv []owInterval) []owInterval {
 // owPeers answers peer-group questions over a segment, computing group
 // numbers lazily (one pass) when a call needs them.
 type owPeers struct {
-	rows     []*owRow
-	group    []int // group number of each position
-	groupPos []int // first position of each group, plus len(rows)
+	rows     *owRows
+	built    bool
+	group    expr.Blocks[int] // group number of each position
+	groupPos expr.Blocks[int] // first position of each group, plus rows.Len()
 }
 
 func (p *owPeers) build(ctx context.Context) error {
-	if p.group != nil {
+	if p.built {
 		return nil
 	}
-	n := len(p.rows)
-	p.group = make([]int, n)
+	n := p.rows.Len()
 	var tk ticker
 	g := -1
 	for i := 0; i < n; i++ {
 		if err := tk.tick(ctx); err != nil {
 			return err
 		}
-		if i == 0 || p.rows[i].okey != p.rows[i-1].okey {
+		if i == 0 || p.rows.At(i).okey != p.rows.At(i-1).okey {
 			g++
-			p.groupPos = append(p.groupPos, i)
+			p.groupPos.Append(i)
 		}
-		p.group[i] = g
+		p.group.Append(g)
 	}
-	p.groupPos = append(p.groupPos, n)
+	p.groupPos.Append(n)
+	p.built = true
 	return nil
 }
 
 // groupStart returns the first position of group g (clamped).
 func (p *owPeers) groupStart(g int64) int {
-	ng := int64(len(p.groupPos) - 1)
+	ng := int64(p.groupPos.Len() - 1)
 	if g < 0 {
 		return 0
 	}
 	if g >= ng {
-		return len(p.rows)
+		return p.rows.Len()
 	}
-	return p.groupPos[g]
+	return p.groupPos.At(int(g))
 }
 
 // groupEnd returns one past the last position of group g (clamped).
 func (p *owPeers) groupEnd(g int64) int {
-	ng := int64(len(p.groupPos) - 1)
+	ng := int64(p.groupPos.Len() - 1)
 	if g < 0 {
 		return 0
 	}
 	if g >= ng {
-		return len(p.rows)
+		return p.rows.Len()
 	}
-	return p.groupPos[g+1]
+	return p.groupPos.At(int(g) + 1)
 }
 
 // peerStart / peerEnd find a position's peer group by scanning (no group
 // numbers needed).
 func (p *owPeers) peerStart(i int) int {
-	for i > 0 && p.rows[i-1].okey == p.rows[i].okey {
+	for i > 0 && p.rows.At(i-1).okey == p.rows.At(i).okey {
 		i--
 	}
 	return i
 }
 
 func (p *owPeers) peerEnd(i int) int {
-	for i+1 < len(p.rows) && p.rows[i+1].okey == p.rows[i].okey {
+	for i+1 < p.rows.Len() && p.rows.At(i+1).okey == p.rows.At(i).okey {
 		i++
 	}
 	return i + 1
@@ -1066,7 +1069,7 @@ func clampInt(x int64, lo, hi int) int {
 // can change, given the positions marks whose window inputs changed. For
 // a frame call in group mode the peer groups are built (applySegment).
 func (w *OverWindow) affected(s *owSegment, pg *owPeers, c *overWindowCall, marks []int, okeys []types.Datum, sameSize bool) ([]owInterval, error) {
-	n := len(s.rows)
+	n := s.rows.Len()
 	if len(marks) == 0 && len(okeys) == 0 {
 		return nil, nil
 	}
@@ -1099,7 +1102,7 @@ func (w *OverWindow) affected(s *owSegment, pg *owPeers, c *overWindowCall, mark
 	for _, m := range marks {
 		var lo, hi int
 		if c.groupsFrame {
-			g := int64(pg.group[m])
+			g := int64(pg.group.At(m))
 			if c.unbE {
 				lo = 0
 			} else {
@@ -1146,9 +1149,9 @@ func (w *OverWindow) rangeFrameEdge(s *owSegment, pg *owPeers, c *overWindowCall
 	case b.Kind == expr.UnboundedPreceding:
 		return 0, nil
 	case b.Kind == expr.UnboundedFollowing:
-		return len(s.rows), nil
+		return s.rows.Len(), nil
 	}
-	x := s.rows[j].in[w.order[0].Col]
+	x := s.rows.At(j).in[w.order[0].Col]
 	if b.Kind == expr.CurrentRow || x.IsNull() {
 		// a NULL key's frame is its peer group
 		if start {
@@ -1160,7 +1163,7 @@ func (w *OverWindow) rangeFrameEdge(s *owSegment, pg *owPeers, c *overWindowCall
 	if err != nil {
 		return 0, fmt.Errorf("%s: %s: %w", w.Identity(), c.Func.Name, err)
 	}
-	return w.rangeSearch(s.rows, t, false, !start), nil
+	return w.rangeSearch(&s.rows, t, false, !start), nil
 }
 
 // rangeMove returns x moved by off toward the end of the sort order
@@ -1171,23 +1174,23 @@ func (w *OverWindow) rangeMove(x, off types.Datum, towardEnd bool) (types.Datum,
 
 // rangeNonNull returns the positions [lo, hi) of the rows whose (single)
 // ORDER BY key is not NULL.
-func (w *OverWindow) rangeNonNull(rows []*owRow) (int, int) {
+func (w *OverWindow) rangeNonNull(rows *owRows) (int, int) {
 	o := w.order[0]
-	n := len(rows)
+	n := rows.Len()
 	if o.NullsFirst {
-		return sort.Search(n, func(j int) bool { return !rows[j].in[o.Col].IsNull() }), n
+		return sort.Search(n, func(j int) bool { return !rows.At(j).in[o.Col].IsNull() }), n
 	}
-	return 0, sort.Search(n, func(j int) bool { return rows[j].in[o.Col].IsNull() })
+	return 0, sort.Search(n, func(j int) bool { return rows.At(j).in[o.Col].IsNull() })
 }
 
 // rangeSearch returns the first row with a non-NULL key at or after
 // target in sort order (strict: after); raw: target is a key itself,
 // not a RangeFrameTarget result.
-func (w *OverWindow) rangeSearch(rows []*owRow, target types.Datum, raw, strict bool) int {
+func (w *OverWindow) rangeSearch(rows *owRows, target types.Datum, raw, strict bool) int {
 	o := w.order[0]
 	nlo, nhi := w.rangeNonNull(rows)
 	return nlo + sort.Search(nhi-nlo, func(k int) bool {
-		key := rows[nlo+k].in[o.Col]
+		key := rows.At(nlo + k).in[o.Col]
 		var cmp int
 		if raw {
 			cmp = types.Compare(key, target)
@@ -1218,8 +1221,8 @@ func (w *OverWindow) rangeSearch(rows []*owRow, target types.Datum, raw, strict 
 // with an unbounded side adds the NULL rows. The changed rows themselves
 // (marks) are always recomputed.
 func (w *OverWindow) affectedRange(s *owSegment, c *overWindowCall, marks []int, okeys []types.Datum) ([]owInterval, error) {
-	rows := s.rows
-	n := len(rows)
+	rows := &s.rows
+	n := rows.Len()
 	nlo, nhi := w.rangeNonNull(rows)
 	f := c.Frame
 	unbounded := f.Start.Kind == expr.UnboundedPreceding || f.End.Kind == expr.UnboundedFollowing
@@ -1282,9 +1285,9 @@ func (w *OverWindow) affectedRange(s *owSegment, c *overWindowCall, marks []int,
 
 // compute runs the kernel for positions iv of the segment over the
 // smallest slice holding their frames.
-func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, ci int, iv owInterval) ([]types.Datum, error) {
+func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, ci int, iv owInterval, set func(j int, v types.Datum)) error {
 	c := &w.calls[ci]
-	n := len(s.rows)
+	n := s.rows.Len()
 	var lo, hi int
 	// base is added to every output of a ranking function computed over a
 	// slice starting after the partition's start.
@@ -1293,17 +1296,17 @@ func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, ci 
 	case reachAll, reachToEnd, reachRange:
 		lo, hi = 0, n
 		if !s.atStart || !s.atEnd {
-			return nil, fmt.Errorf("%s: internal error: %s needs the whole partition", w.Identity(), c.Func.Name)
+			return fmt.Errorf("%s: internal error: %s needs the whole partition", w.Identity(), c.Func.Name)
 		}
 		if c.kind == reachRange {
 			// frames are monotone: those of iv lie between the first
 			// row's frame start and the last row's frame end
 			var err error
 			if lo, err = w.rangeFrameEdge(s, pg, c, iv.lo, true); err != nil {
-				return nil, err
+				return err
 			}
 			if hi, err = w.rangeFrameEdge(s, pg, c, iv.hi-1, false); err != nil {
-				return nil, err
+				return err
 			}
 			lo = pg.peerStart(min(lo, iv.lo))
 			hi = pg.peerEnd(max(hi, iv.hi) - 1)
@@ -1319,7 +1322,7 @@ func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, ci 
 			case "row_number", "rank":
 				lo, base = iv.lo, int64(iv.lo)
 			case "dense_rank":
-				if prev := s.rows[iv.lo-1].out[ci]; !prev.IsNull() && prev.Kind() == types.KindInt64 {
+				if prev := s.rows.At(iv.lo - 1).out[ci]; !prev.IsNull() && prev.Kind() == types.KindInt64 {
 					lo, base = iv.lo, prev.Int()
 				}
 			}
@@ -1330,17 +1333,17 @@ func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, ci 
 	default:
 		if c.groupsFrame {
 			if err := pg.build(ctx); err != nil {
-				return nil, err
+				return err
 			}
 			if c.unbS {
 				lo = 0
 			} else {
-				lo = pg.groupStart(int64(pg.group[iv.lo]) + min(c.fs, 0))
+				lo = pg.groupStart(int64(pg.group.At(iv.lo)) + min(c.fs, 0))
 			}
 			if c.unbE {
 				hi = n
 			} else {
-				hi = pg.groupEnd(int64(pg.group[iv.hi-1]) + max(c.fe, 0))
+				hi = pg.groupEnd(int64(pg.group.At(iv.hi-1)) + max(c.fe, 0))
 			}
 		} else {
 			if c.unbS {
@@ -1362,63 +1365,100 @@ func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, ci 
 		w.opts.TestHook("compute", hi-lo)
 	}
 	w.processHook(ctx, "compute", hi-lo) // testhooks.go
-	in, err := w.windowInput(ctx, s.rows[lo:hi], c)
+	in, err := w.windowInput(ctx, &s.rows, lo, hi, c)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]types.Datum, iv.hi-iv.lo)
 	ec := *w.ec
 	ec.Ctx = ctx
-	if err := expr.ComputeWindow(&ec, c.Func, c.Frame, in, iv.lo-lo, iv.hi-lo, out); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("%s: %s: %w", w.Identity(), c.Func.Name, err)
-	}
+	emit := func(i int, v types.Datum) { set(lo+i, v) }
 	if base != 0 {
+		emit = func(i int, v types.Datum) { set(lo+i, types.DInt64(v.Int()+base)) }
+	}
+	if err := expr.ComputeWindowEach(&ec, c.Func, c.Frame, in, iv.lo-lo, iv.hi-lo, emit); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%s: %s: %w", w.Identity(), c.Func.Name, err)
+	}
+	return nil
+}
+
+// owWindowRows serves the rows [lo, lo+n) of a segment to the window
+// kernel (expr.WindowRows) without copying them into partition-sized
+// arrays: arguments in adjacent input columns are sliced from the row
+// itself; others are gathered into argv.
+type owWindowRows struct {
+	rows     *owRows
+	lo, n    int
+	a0       int // first argument column when the arguments are adjacent, else -1
+	nargs    int
+	argv     expr.Blocks[[]types.Datum]
+	filter   int
+	orderCol int
+}
+
+func (r *owWindowRows) Len() int { return r.n }
+
+func (r *owWindowRows) Args(i int) []types.Datum {
+	if r.a0 >= 0 {
+		return r.rows.At(r.lo + i).in[r.a0 : r.a0+r.nargs]
+	}
+	return r.argv.At(i)
+}
+
+func (r *owWindowRows) Included(i int) bool {
+	if r.filter == NoColumn {
+		return true
+	}
+	f := r.rows.At(r.lo + i).in[r.filter]
+	return !f.IsNull() && f.Bool()
+}
+
+func (r *owWindowRows) OrderKey(i int) types.Datum {
+	if r.orderCol < 0 {
+		return types.NullDatum
+	}
+	return r.rows.At(r.lo + i).in[r.orderCol]
+}
+
+// windowInput describes the rows [lo, hi) of a segment to the kernel for
+// call c.
+func (w *OverWindow) windowInput(ctx context.Context, rows *owRows, lo, hi int, c *overWindowCall) (*expr.WindowInput, error) {
+	wr := &owWindowRows{rows: rows, lo: lo, n: hi - lo, a0: 0, nargs: len(c.Args), filter: c.Filter, orderCol: -1}
+	for k, col := range c.Args {
+		if k == 0 {
+			wr.a0 = col
+		} else if col != c.Args[0]+k {
+			wr.a0 = -1
+		}
+	}
+	if wr.a0 < 0 {
+		// gather the arguments, owSlabRows rows per allocation
 		var tk ticker
-		for i, v := range out {
+		var slab []types.Datum
+		for i := lo; i < hi; i++ {
 			if err := tk.tick(ctx); err != nil {
 				return nil, err
 			}
-			out[i] = types.DInt64(v.Int() + base)
+			if len(slab) < wr.nargs {
+				slab = make([]types.Datum, wr.nargs*owSlabRows)
+			}
+			a := slab[:wr.nargs:wr.nargs]
+			slab = slab[wr.nargs:]
+			r := rows.At(i)
+			for k, col := range c.Args {
+				a[k] = r.in[col]
+			}
+			wr.argv.Append(a)
 		}
 	}
-	return out, nil
-}
-
-func (w *OverWindow) windowInput(ctx context.Context, rows []*owRow, c *overWindowCall) (*expr.WindowInput, error) {
-	var tk ticker
-	in := &expr.WindowInput{Args: make([][]types.Datum, len(rows))}
-	flat := make([]types.Datum, len(rows)*len(c.Args))
-	if c.Filter != NoColumn {
-		in.Filter = make([]bool, len(rows))
-	}
-	for i, r := range rows {
-		if err := tk.tick(ctx); err != nil {
-			return nil, err
-		}
-		a := flat[i*len(c.Args) : (i+1)*len(c.Args) : (i+1)*len(c.Args)]
-		for k, col := range c.Args {
-			a[k] = r.in[col]
-		}
-		in.Args[i] = a
-		if in.Filter != nil {
-			f := r.in[c.Filter]
-			in.Filter[i] = !f.IsNull() && f.Bool()
-		}
-	}
+	in := &expr.WindowInput{Rows: wr}
 	if len(w.order) > 0 {
-		in.Peers = func(i, j int) bool { return rows[i].okey == rows[j].okey }
+		in.Peers = func(i, j int) bool { return rows.At(lo+i).okey == rows.At(lo+j).okey }
 		if len(w.order) == 1 {
 			o := w.order[0]
-			in.OrderKey = make([]types.Datum, len(rows))
-			for i, r := range rows {
-				if err := tk.tick(ctx); err != nil {
-					return nil, err
-				}
-				in.OrderKey[i] = r.in[o.Col]
-			}
+			wr.orderCol = o.Col
 			in.OrderType, in.Desc, in.NullsFirst = w.inTypes[o.Col], o.Desc, o.NullsFirst
 		}
 	}
@@ -1463,7 +1503,7 @@ func (w *OverWindow) loadAll(ctx context.Context, prefix types.Row) (*owSegment,
 		if err := tk.tick(ctx); err != nil {
 			return nil, err
 		}
-		seg.rows = append(seg.rows, w.rowFromStored(it.Row()))
+		seg.rows.Append(w.rowFromStored(it.Row()))
 		if w.opts.TestHook != nil && tk.n%(ctxCheckEvery*64) == 0 {
 			w.opts.TestHook("load", tk.n)
 		}
@@ -1471,7 +1511,7 @@ func (w *OverWindow) loadAll(ctx context.Context, prefix types.Row) (*owSegment,
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", w.Identity(), err)
 	}
-	w.opts.Stats.RowsLoaded.Add(int64(len(seg.rows)))
+	w.opts.Stats.RowsLoaded.Add(int64(seg.rows.Len()))
 	return seg, nil
 }
 
@@ -1491,9 +1531,9 @@ func (w *OverWindow) loadRanges(ctx context.Context, p *owPending, keys []string
 			last := segs[len(segs)-1]
 			// a key inside the previous range: it was loaded with margin
 			// only if far enough from the range's end; reload otherwise.
-			if n := len(last.rows); n > 0 && k < last.rows[n-1].key {
-				pos := sort.Search(n, func(i int) bool { return last.rows[i].key >= k })
-				if groupsBetween(last.rows, pos, n) > groups || last.atEnd {
+			if n := last.rows.Len(); n > 0 && k < last.rows.At(n-1).key {
+				pos := sort.Search(n, func(i int) bool { return last.rows.At(i).key >= k })
+				if groupsBetween(&last.rows, pos, n) > groups || last.atEnd {
 					continue
 				}
 			}
@@ -1529,7 +1569,7 @@ func (w *OverWindow) loadRanges(ctx context.Context, p *owPending, keys []string
 		}
 		seg.atStart = seen <= groups
 		for i := len(back) - 1; i >= 0; i-- {
-			seg.rows = append(seg.rows, back[i])
+			seg.rows.Append(back[i])
 		}
 		// forward, from k inclusive
 		fit, err := w.table.IterFrom(ctx, p.prefix, st)
@@ -1552,7 +1592,7 @@ func (w *OverWindow) loadRanges(ctx context.Context, p *owPending, keys []string
 				}
 			}
 			first, prevOkey = false, r.okey
-			seg.rows = append(seg.rows, r)
+			seg.rows.Append(r)
 		}
 		err = fit.Err()
 		fit.Close()
@@ -1560,7 +1600,7 @@ func (w *OverWindow) loadRanges(ctx context.Context, p *owPending, keys []string
 			return nil, fmt.Errorf("%s: %w", w.Identity(), err)
 		}
 		seg.atEnd = seen <= groups+1
-		w.opts.Stats.RowsLoaded.Add(int64(len(seg.rows)))
+		w.opts.Stats.RowsLoaded.Add(int64(seg.rows.Len()))
 		segs = append(segs, seg)
 	}
 	// merge overlapping or adjacent segments (sorted by first key already,
@@ -1570,7 +1610,7 @@ func (w *OverWindow) loadRanges(ctx context.Context, p *owPending, keys []string
 		if len(out) > 0 {
 			last := out[len(out)-1]
 			if overlaps(last, s) {
-				last.rows = mergeRows(last.rows, s.rows)
+				last.rows = mergeRows(&last.rows, &s.rows)
 				last.atStart = last.atStart || s.atStart
 				last.atEnd = last.atEnd || s.atEnd
 				continue
@@ -1582,10 +1622,10 @@ func (w *OverWindow) loadRanges(ctx context.Context, p *owPending, keys []string
 }
 
 // groupsBetween counts peer groups among rows[from:to].
-func groupsBetween(rows []*owRow, from, to int) int {
+func groupsBetween(rows *owRows, from, to int) int {
 	g := 0
 	for i := from; i < to; i++ {
-		if i == from || rows[i].okey != rows[i-1].okey {
+		if i == from || rows.At(i).okey != rows.At(i-1).okey {
 			g++
 		}
 	}
@@ -1598,25 +1638,26 @@ func overlaps(a, b *owSegment) bool {
 	if a.atEnd || b.atStart {
 		return true
 	}
-	if len(a.rows) == 0 || len(b.rows) == 0 {
+	if a.rows.Len() == 0 || b.rows.Len() == 0 {
 		return true
 	}
-	return b.rows[0].key <= a.rows[len(a.rows)-1].key
+	return b.rows.At(0).key <= a.rows.At(a.rows.Len()-1).key
 }
 
-func mergeRows(a, b []*owRow) []*owRow {
-	out := make([]*owRow, 0, len(a)+len(b))
+func mergeRows(a, b *owRows) owRows {
+	var out owRows
+	na, nb := a.Len(), b.Len()
 	i, j := 0, 0
-	for i < len(a) || j < len(b) {
+	for i < na || j < nb {
 		switch {
-		case j == len(b) || (i < len(a) && a[i].key < b[j].key):
-			out = append(out, a[i])
+		case j == nb || (i < na && a.At(i).key < b.At(j).key):
+			out.Append(a.At(i))
 			i++
-		case i == len(a) || b[j].key < a[i].key:
-			out = append(out, b[j])
+		case i == na || b.At(j).key < a.At(i).key:
+			out.Append(b.At(j))
 			j++
 		default:
-			out = append(out, a[i])
+			out.Append(a.At(i))
 			i++
 			j++
 		}
@@ -1627,20 +1668,20 @@ func mergeRows(a, b []*owRow) []*owRow {
 func (w *OverWindow) cachePut(pkey string, seg *owSegment) {
 	if el, ok := w.cache[pkey]; ok {
 		c := el.Value.(*owCached)
-		w.cacheRows += len(seg.rows) - len(c.seg.rows)
+		w.cacheRows += seg.rows.Len() - c.seg.rows.Len()
 		c.seg = seg
 		w.lru.MoveToFront(el)
 		return
 	}
 	w.cache[pkey] = w.lru.PushFront(&owCached{pkey: pkey, seg: seg})
-	w.cacheRows += len(seg.rows)
+	w.cacheRows += seg.rows.Len()
 }
 
 func (w *OverWindow) cacheDrop(pkey string) {
 	if el, ok := w.cache[pkey]; ok {
 		w.lru.Remove(el)
 		delete(w.cache, pkey)
-		w.cacheRows -= len(el.Value.(*owCached).seg.rows)
+		w.cacheRows -= el.Value.(*owCached).seg.rows.Len()
 	}
 }
 
@@ -1652,6 +1693,6 @@ func (w *OverWindow) evict() {
 		c := el.Value.(*owCached)
 		w.lru.Remove(el)
 		delete(w.cache, c.pkey)
-		w.cacheRows -= len(c.seg.rows)
+		w.cacheRows -= c.seg.rows.Len()
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -47,17 +47,30 @@ func owStoryCall(t testing.TB, name string, frame expr.Frame) OverWindowCall {
 // TestOverWindowCancelLatency aborts an executor while it recomputes a
 // 1,000,000-row partition (an insert at the partition's start with the
 // default frame recomputes every row) and measures the time from the
-// cancellation to Next returning (I5). The default partition has 200,000
-// rows to keep the package's test time down; RUNNEL_OW_CANCEL_ROWS=1000000
-// runs the design's size. Each point is tried three times and the best
-// latency must be under 20ms: a missing cancellation check costs the rest
-// of the recomputation (seconds) every time, while a GC pause on a loaded
-// machine only hits some tries.
+// cancellation to Next returning in the actor's goroutine (I5).
+//
+// The flush has two phases, told apart by the executor's test hook:
+// loading the partition from state (and merging the change into it), and
+// recomputing (the kernel, emitting, writing state). Each is aborted
+// owCancelTries times from another goroutine, at spread-out points: the
+// load at 10%, 30%, ... 90% of the rows, the recomputation at those
+// fractions of its duration in an uncancelled run (shortened to a
+// later run's when a try finds the recomputation already over). Every
+// try's latency is printed, with the time the process's threads spent
+// waiting for a CPU meanwhile (runq): on a shared machine that, not the
+// executor, is what a slow try usually waited for.
+//
+// The default partition has 100,000 rows to keep the package's test time
+// down, and a loose bound (at most one try per phase over 100 ms) so a
+// loaded 2-core machine does not fail it while a recomputation ignoring
+// cancellation still does. RUNNEL_OW_CANCEL_ROWS=1000000 runs the
+// design's size and holds every try to the goal, 10 ms.
 func TestOverWindowCancelLatency(t *testing.T) {
-	n := int32(200_000)
-	if s := os.Getenv("RUNNEL_OW_CANCEL_ROWS"); s != "" {
+	n := int32(100_000)
+	bench := os.Getenv("RUNNEL_OW_CANCEL_ROWS") != ""
+	if bench {
 		var v int
-		fmt.Sscan(s, &v)
+		fmt.Sscan(os.Getenv("RUNNEL_OW_CANCEL_ROWS"), &v)
 		n = int32(v)
 	}
 	h := newHarness(t)
@@ -74,84 +87,186 @@ func TestOverWindowCancelLatency(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.commit(b.Prev)
-	for _, point := range []string{"load", "compute"} {
-		best := time.Hour
-		for try := 0; try < 3; try++ {
-			lat := owCancelOnce(t, h, st, calls, order, n, point)
-			t.Logf("partition of %d rows, cancelled during %s: goroutine exited %v after cancel", n, point, lat)
-			best = min(best, lat)
+	run := &owCancelRun{t: t, h: h, st: st, calls: calls, order: order}
+	// Time the recomputation once, without cancelling.
+	full := run.once("", 0, 0)
+	computeDur := full.phase[owPhaseCommit].Sub(full.phase[owPhaseCompute])
+	t.Logf("partition of %d rows, uncancelled: load %v, recompute %v", n, full.phase[owPhaseCompute].Sub(full.start), computeDur)
+	for _, phase := range []string{owPhaseLoad, owPhaseCompute} {
+		var lats []time.Duration
+		for try, attempts := 0, 0; try < owCancelTries; attempts++ {
+			if attempts == 4*owCancelTries {
+				t.Fatalf("only %d of %d cancellations landed in the %s phase", try, owCancelTries, phase)
+			}
+			// 10%, 30%, 50%, 70%, 90% of the phase
+			rows := int(n) * (2*try + 1) / (2 * owCancelTries)
+			at := computeDur * time.Duration(2*try+1) / time.Duration(2*owCancelTries)
+			var r owCancelResult
+			if phase == owPhaseLoad {
+				r = run.once(phase, rows, 0)
+			} else {
+				r = run.once(phase, 0, at)
+			}
+			if r.cancelledIn != phase {
+				t.Logf("cancel landed in the %s phase, not %s: retrying", r.cancelledIn, phase)
+				if r.cancelledIn == owPhaseCommit {
+					// faster than the uncancelled run (whose memory was
+					// fresh): go by this run
+					computeDur = min(computeDur, r.phase[owPhaseCommit].Sub(r.phase[owPhaseCompute]))
+				}
+				continue
+			}
+			lat := r.exited.Sub(r.cancelled)
+			where := fmt.Sprintf("%v into the recomputation", at)
+			if phase == owPhaseLoad {
+				where = fmt.Sprintf("during load after %d rows", r.loaded)
+			}
+			t.Logf("partition of %d rows, cancelled %s: goroutine exited %v after cancel (runq %v)", n, where, lat, r.runq)
+			lats = append(lats, lat)
+			try++
 		}
-		// The benchmark run (RUNNEL_OW_CANCEL_ROWS set, machine to itself)
-		// holds the 20 ms bound; the default run shares the machine with
-		// every other package's tests, so it only catches a recompute that
-		// ignores cancellation (a 200,000-row recompute runs far longer).
-		limit := 100 * time.Millisecond
-		if os.Getenv("RUNNEL_OW_CANCEL_ROWS") != "" {
-			limit = 20 * time.Millisecond
-		}
-		if best > limit {
-			t.Fatalf("cancellation during %s took at least %v; want under %v (goal 10ms)", point, best, limit)
+		slices.Sort(lats)
+		if bench {
+			if worst := lats[len(lats)-1]; worst > 10*time.Millisecond {
+				t.Errorf("cancellation during %s took up to %v (all: %v); want every try under 10ms", phase, worst, lats)
+			}
+		} else if second := lats[len(lats)-2]; second > 100*time.Millisecond {
+			t.Errorf("cancellation during %s: two or more tries over 100ms (all: %v)", phase, lats)
 		}
 	}
 }
 
-func owCancelOnce(t *testing.T, h *harness, st *state.Table, calls []OverWindowCall, order []ColumnOrder, n int32, point string) time.Duration {
-	{
-		{
-			src := newSource("t", owStoryTypes...)
-			var cancelAt atomic.Int64 // unix nanos
-			var committing atomic.Bool
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var once sync.Once
-			hook := func(p string, rows int) {
-				if p == "commit" {
-					committing.Store(true)
-				}
-				switch {
-				case point == "load" && p == "load" && rows >= int(n)/2:
-					// mid-load: cancel right here
-					once.Do(func() { cancelAt.Store(time.Now().UnixNano()); cancel() })
-				case point == "compute" && p == "compute":
-					// mid-kernel: cancel from another goroutine shortly
-					// after the kernel starts
-					once.Do(func() {
-						time.AfterFunc(20*time.Millisecond, func() { cancelAt.Store(time.Now().UnixNano()); cancel() })
-					})
-				}
+const owCancelTries = 5
+
+// The phases of one flush, as the executor's test hook reports them.
+const (
+	owPhaseLoad    = "load"
+	owPhaseCompute = "compute"
+	owPhaseCommit  = "commit"
+)
+
+type owCancelRun struct {
+	t     *testing.T
+	h     *harness
+	st    *state.Table
+	calls []OverWindowCall
+	order []ColumnOrder
+	tries int32
+}
+
+type owCancelResult struct {
+	start       time.Time
+	phase       map[string]time.Time // when each phase was entered
+	cancelled   time.Time
+	cancelledIn string // the phase the cancellation landed in
+	loaded      int    // rows loaded when it did (a multiple of the load hook's period)
+	exited      time.Time
+	runq        time.Duration // threads' run-queue wait from just before the cancel to after the exit
+}
+
+// once inserts a row at the partition's start and runs the flush. With
+// phase "load" it cancels once loadRows rows are loaded (at the load
+// hook's granularity), with "compute" delay after the recomputation
+// starts, and without a phase not at all.
+// Every try inserts its own key, so state left by an earlier try (a
+// finished run commits) never makes the insert an I6 violation.
+func (r *owCancelRun) once(phase string, loadRows int, delay time.Duration) owCancelResult {
+	t := r.t
+	r.tries++
+	src := newSource("t", owStoryTypes...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	res := owCancelResult{phase: map[string]time.Time{}}
+	cur, loaded := owPhaseLoad, 0
+	var once sync.Once
+	cancelAfter := func(delay time.Duration) {
+		time.AfterFunc(delay, func() {
+			runq := threadsRunQueueWait()
+			mu.Lock()
+			res.cancelledIn, res.loaded = cur, loaded
+			res.runq = -runq
+			res.cancelled = time.Now()
+			mu.Unlock()
+			cancel()
+		})
+	}
+	hook := func(p string, rows int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p == owPhaseLoad {
+			loaded = rows
+			if phase == owPhaseLoad && rows >= loadRows {
+				once.Do(func() { cancelAfter(0) })
 			}
-			ow, err := NewOverWindow(src, []int{0}, order, []int{1}, calls, st, OverWindowOptions{Strict: true, TestHook: hook})
+			return
+		}
+		if _, ok := res.phase[p]; !ok {
+			res.phase[p] = time.Now()
+			if p == phase {
+				cancelAfter(delay)
+			}
+		}
+		cur = p
+	}
+	ow, err := NewOverWindow(src, []int{0}, r.order, []int{1}, r.calls, r.st, OverWindowOptions{Strict: true, TestHook: hook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.push(chunk(types.OpInsert, owStoryRow(0, 1-2*r.tries, 5)))
+	src.pushBarrier(r.h.barrier())
+	done := make(chan error, 1)
+	res.start = time.Now()
+	go func() {
+		for {
+			msg, err := ow.Next(ctx)
 			if err != nil {
-				t.Fatal(err)
+				res.exited = time.Now() // read after done: ordered by the channel
+				done <- err
+				return
 			}
-			src.push(chunk(types.OpInsert, owStoryRow(0, 1, 5)))
-			src.pushBarrier(h.barrier())
-			done := make(chan error, 1)
-			go func() {
-				for {
-					if _, err := ow.Next(ctx); err != nil {
-						done <- err
-						return
-					}
-				}
-			}()
-			err = <-done
-			exited := time.Now()
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("Next returned %v; want context.Canceled", err)
+			if msg.Barrier != nil && phase == "" {
+				done <- nil
+				return
 			}
-			if cancelAt.Load() == 0 {
-				t.Fatalf("the executor finished before the cancellation point")
-			}
-			if committing.Load() {
-				// the kernel finished within 20ms and the cancel hit the
-				// state table's commit (not interruptible): retry
-				t.Logf("cancel arrived after the recomputation")
-				return time.Hour
-			}
-			return exited.Sub(time.Unix(0, cancelAt.Load()))
+		}
+	}()
+	err = <-done
+	if phase == "" {
+		if err != nil {
+			t.Fatalf("uncancelled run: %v", err)
+		}
+		if res.phase[owPhaseCompute].IsZero() || res.phase[owPhaseCommit].IsZero() {
+			t.Fatalf("uncancelled run passed no compute or commit point: %v", res.phase)
+		}
+		return res
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Next returned %v; want context.Canceled", err)
+	}
+	runq := threadsRunQueueWait()
+	mu.Lock()
+	defer mu.Unlock()
+	res.runq += runq
+	return res
+}
+
+// threadsRunQueueWait returns the time the process's threads have spent
+// runnable but waiting for a CPU (Linux schedstat; 0 elsewhere).
+func threadsRunQueueWait() time.Duration {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	var sum time.Duration
+	for _, e := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		var run, wait int64
+		if _, err := fmt.Sscan(string(b), &run, &wait); err == nil {
+			sum += time.Duration(wait)
 		}
 	}
+	return sum
 }
 
 // processCPU returns the user and system CPU time the process has used.
