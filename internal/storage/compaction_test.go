@@ -331,7 +331,7 @@ func TestCommitFence(t *testing.T) {
 	e.mu.RLock()
 	items := slices.Clone(e.buf)
 	e.mu.RUnlock()
-	metas, jobID, err := e.uploadRuns(ctx, items)
+	metas, jobID, err := e.uploadRuns(ctx, items, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestCommitFence(t *testing.T) {
 	// A stalled writer: the job is older than the grace period.
 	now := e.opts.Clock()
 	e.opts.Clock = func() time.Time { return now.Add(2 * e.opts.GCGrace) }
-	metas2, jobID2, err := e.uploadRuns(ctx, items)
+	metas2, jobID2, err := e.uploadRuns(ctx, items, false)
 	if err != nil {
 		t.Fatal(err)
 	}

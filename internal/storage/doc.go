@@ -19,7 +19,11 @@
 // upload job record (still invisible to committed reads). Commit(e) merges
 // the runs of epochs <= e into L0 SSTs uploaded under an upload job and then
 // writes one version delta in one metastore transaction, which also marks
-// the jobs committed.
+// the jobs committed. That transaction also records a spare upload job for
+// the next commit, so a commit is one PUT per SST plus one metastore
+// transaction: the record of the job a commit uploads under was made
+// durable by the commit before it (a spare older than half the GC grace
+// period is aborted and replaced, so the commit fence never sees it).
 //
 // # Versions
 //

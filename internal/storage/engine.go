@@ -133,6 +133,11 @@ type Engine struct {
 	ambiguousDelta *VersionDelta
 	// orphanJobs: jobs whose abort could not be recorded yet; retried by GC.
 	orphanJobs map[uint64]struct{}
+	// spare is an upload job record made durable by the previous commit's
+	// own metastore transaction, for the next commit's upload: the record
+	// is still durable before the first PUT (I1(b)), but a commit costs
+	// one metastore transaction instead of two. Guarded by writeMu.
+	spare *jobRecord
 	// tableGroup assigns tables to isolation groups (SetTableGroup).
 	tableGroup func(TableID) uint64
 	// leases: when each spilled upload job's record was last renewed.
@@ -416,7 +421,7 @@ func (e *Engine) spill(ctx context.Context) error {
 	})
 	for _, k := range keys {
 		ep, items := k.epoch, byKey[k]
-		ssts, jobID, err := e.uploadRuns(ctx, items)
+		ssts, jobID, err := e.uploadRuns(ctx, items, false)
 		if err != nil {
 			return fmt.Errorf("storage: spill epoch %d: %w", ep, err)
 		}
@@ -454,16 +459,27 @@ func (e *Engine) spill(ctx context.Context) error {
 // uploadRuns merges runs into SSTs uploaded under one new upload job whose
 // record is durable before the first PUT (I1(b)). Runs are given oldest
 // first. Memory: one SST image at a time.
-func (e *Engine) uploadRuns(ctx context.Context, items []*bufItem) ([]*SSTMeta, uint64, error) {
+//
+// With useSpare the job is the spare record the previous commit wrote,
+// when there is one young enough for the commit fence.
+func (e *Engine) uploadRuns(ctx context.Context, items []*bufItem, useSpare bool) ([]*SSTMeta, uint64, error) {
 	srcs := make([]source, 0, len(items))
 	var est int64
 	for i := len(items) - 1; i >= 0; i-- { // newest first = highest priority
 		srcs = append(srcs, newRunSource(items[i].run, nil, nil, false))
 		est += int64(len(items[i].run.arena)) + int64(len(items[i].run.ents))*(tableIDLen+suffixLen+1)
 	}
-	w, err := e.newOutputWriter(ctx, jobKindUpload, nil, int(est/e.opts.TargetFileSize)+1, nil)
-	if err != nil {
-		return nil, 0, err
+	var w *outputWriter
+	if useSpare {
+		if j := e.takeSpare(ctx); j != nil {
+			w = &outputWriter{e: e, ctx: ctx, job: j}
+		}
+	}
+	if w == nil {
+		var err error
+		if w, err = e.newOutputWriter(ctx, jobKindUpload, nil, int(est/e.opts.TargetFileSize)+1, nil); err != nil {
+			return nil, 0, err
+		}
 	}
 	m := newMergeIter(srcs, false)
 	defer m.close()
@@ -474,6 +490,23 @@ func (e *Engine) uploadRuns(ctx context.Context, items []*bufItem) ([]*SSTMeta, 
 		return nil, 0, err
 	}
 	return w.metas, w.job.ID, nil
+}
+
+// takeSpare hands over the spare upload job, or nil when there is none or
+// it is too old for the commit fence (it is then aborted). writeMu is held.
+func (e *Engine) takeSpare(ctx context.Context) *jobRecord {
+	j := e.spare
+	e.spare = nil
+	if j == nil {
+		return nil
+	}
+	if e.opts.Clock().UnixMilli()-j.Updated > e.opts.GCGrace.Milliseconds()/2 {
+		if err := e.abortJob(ctx, j.ID, nil); err != nil {
+			e.log.Warn("storage: abort of an expired spare upload job deferred", "job", j.ID, "err", err)
+		}
+		return nil
+	}
+	return j
 }
 
 // outputWriter uploads the SSTs of one job, using the job's reserved ids
@@ -655,7 +688,7 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 	d := &VersionDelta{ID: v.ID + 1, CommittedEpoch: epoch, SafeEpoch: v.SafeEpoch}
 	var jobs []uint64
 	if len(runs) > 0 {
-		metas, jobID, err := e.uploadRuns(ctx, runs)
+		metas, jobID, err := e.uploadRuns(ctx, runs, true)
 		if err != nil {
 			return fmt.Errorf("storage: commit epoch %d: %w", epoch, err)
 		}
@@ -678,7 +711,26 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 	if err := e.renewSpillLeases(ctx, spilled); err != nil {
 		return fmt.Errorf("storage: commit epoch %d: %w", epoch, err)
 	}
-	nv, err := e.commitDelta(ctx, d)
+	var spare *jobRecord
+	nv, err := e.commitDelta(ctx, d, func(tx *metastore.Tx) error {
+		if e.spare != nil {
+			spare = nil
+			return nil
+		}
+		var err error
+		spare, err = createJob(ctx, tx, jobKindUpload, JobRunning, nil, 1, e.opts.Clock())
+		return err
+	})
+	if spare != nil {
+		if err == nil {
+			e.spare = spare
+		} else {
+			// The record may have landed: abort it later (GC retries).
+			e.mu.Lock()
+			e.orphanJobs[spare.ID] = struct{}{}
+			e.mu.Unlock()
+		}
+	}
 	if err != nil {
 		if len(runs) > 0 && len(jobs) > 0 && !errors.Is(err, errAmbiguous) && !errors.Is(err, ErrSimulatedCrash) {
 			// Definitely not committed: the commit's own upload is garbage;
@@ -1309,6 +1361,14 @@ func (e *Engine) Close() error {
 	close(e.stop)
 	e.cancelAllCompactions()
 	e.bg.Wait()
+	// The spare upload record names no object; without this the next
+	// Open would abort it (recoverJobs) and log it as left behind.
+	e.writeMu.Lock()
+	if j := e.spare; j != nil && !e.crashed.Load() {
+		e.spare = nil
+		_ = e.abortJob(context.Background(), j.ID, nil)
+	}
+	e.writeMu.Unlock()
 	e.tc.close()
 	e.cache.close()
 	return nil
