@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -56,9 +58,11 @@ func owStoryCall(t testing.TB, name string, frame expr.Frame) OverWindowCall {
 // load at 10%, 30%, ... 90% of the rows, the recomputation at those
 // fractions of its duration in an uncancelled run (shortened to a
 // later run's when a try finds the recomputation already over). Every
-// try's latency is printed, with the time the process's threads spent
-// waiting for a CPU meanwhile (runq): on a shared machine that, not the
-// executor, is what a slow try usually waited for.
+// try's latency is printed with the time the actor's thread spent
+// runnable but waiting for a CPU meanwhile (runq, from Linux schedstat;
+// the goroutine is locked to its thread; a wait in progress at the cancel
+// is counted whole): on a shared machine that, not the executor, is what
+// a slow try waited for.
 //
 // The default partition has 100,000 rows to keep the package's test time
 // down, and a loose bound (at most one try per phase over 100 ms) so a
@@ -161,7 +165,7 @@ type owCancelResult struct {
 	cancelledIn string // the phase the cancellation landed in
 	loaded      int    // rows loaded when it did (a multiple of the load hook's period)
 	exited      time.Time
-	runq        time.Duration // threads' run-queue wait from just before the cancel to after the exit
+	runq        time.Duration // the actor thread's run-queue wait from just before the cancel to its exit
 }
 
 // once inserts a row at the partition's start and runs the flush. With
@@ -180,9 +184,10 @@ func (r *owCancelRun) once(phase string, loadRows int, delay time.Duration) owCa
 	res := owCancelResult{phase: map[string]time.Time{}}
 	cur, loaded := owPhaseLoad, 0
 	var once sync.Once
+	var tid atomic.Int32 // the actor's thread
 	cancelAfter := func(delay time.Duration) {
 		time.AfterFunc(delay, func() {
-			runq := threadsRunQueueWait()
+			runq := threadRunQueueWait(int(tid.Load()))
 			mu.Lock()
 			res.cancelledIn, res.loaded = cur, loaded
 			res.runq = -runq
@@ -218,10 +223,18 @@ func (r *owCancelRun) once(phase string, loadRows int, delay time.Duration) owCa
 	done := make(chan error, 1)
 	res.start = time.Now()
 	go func() {
+		// one thread, whose run-queue wait is the actor's
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid.Store(int32(syscall.Gettid()))
 		for {
 			msg, err := ow.Next(ctx)
 			if err != nil {
 				res.exited = time.Now() // read after done: ordered by the channel
+				runq := threadRunQueueWait(int(tid.Load()))
+				mu.Lock()
+				res.runq += runq
+				mu.Unlock()
 				done <- err
 				return
 			}
@@ -244,29 +257,23 @@ func (r *owCancelRun) once(phase string, loadRows int, delay time.Duration) owCa
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Next returned %v; want context.Canceled", err)
 	}
-	runq := threadsRunQueueWait()
 	mu.Lock()
 	defer mu.Unlock()
-	res.runq += runq
 	return res
 }
 
-// threadsRunQueueWait returns the time the process's threads have spent
-// runnable but waiting for a CPU (Linux schedstat; 0 elsewhere).
-func threadsRunQueueWait() time.Duration {
-	tasks, _ := os.ReadDir("/proc/self/task")
-	var sum time.Duration
-	for _, e := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/schedstat")
-		if err != nil {
-			continue
-		}
-		var run, wait int64
-		if _, err := fmt.Sscan(string(b), &run, &wait); err == nil {
-			sum += time.Duration(wait)
-		}
+// threadRunQueueWait returns the time thread tid of this process has
+// spent runnable but waiting for a CPU (Linux schedstat; 0 elsewhere).
+func threadRunQueueWait(tid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/schedstat", tid))
+	if err != nil {
+		return 0
 	}
-	return sum
+	var run, wait int64
+	if _, err := fmt.Sscan(string(b), &run, &wait); err != nil {
+		return 0
+	}
+	return time.Duration(wait)
 }
 
 // processCPU returns the user and system CPU time the process has used.
