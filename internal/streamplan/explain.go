@@ -239,7 +239,7 @@ func attributes(n *Node) []string {
 		}
 		add("columns: %s", colList(n, visible))
 	}
-	if cols := CleanedByWatermark(n); len(cols) > 0 {
+	if cols := CleanedByWatermark(n, 0); len(cols) > 0 {
 		add("state cleaned by watermark on: %s", colList(in, cols))
 	}
 	if (n.Op == OpSource || n.Op == OpScan) && len(WatermarkColumns(n)) > 0 {
@@ -278,8 +278,12 @@ func (e *explainer) table(t tableRef) {
 		pk[i] = names[c] + " " + dir
 	}
 	e.out = append(e.out, "├── primary key: ["+strings.Join(pk, ", ")+"]")
-	if cols := CleanedByWatermark(t.owner); len(cols) > 0 {
-		e.out = append(e.out, "├── cleaned by watermark on: "+colList(t.owner.Inputs[0], cols))
+	side := 0
+	if t.owner.Op == OpHashJoin && t.index < len(t.owner.Inputs) {
+		side = t.index
+	}
+	if cols := CleanedByWatermark(t.owner, side); len(cols) > 0 {
+		e.out = append(e.out, "├── cleaned by watermark on: "+colList(t.owner.Inputs[side], cols))
 	}
 	if len(s.DistKey) == 0 {
 		e.out = append(e.out, "└── distribution key: [] (one vnode)")

@@ -528,7 +528,13 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		}
 		left := exec.JoinSide{Input: l, Keys: n.LeftKeys, PK: n.Inputs[0].Key, State: g.newState(n, 0)}
 		right := exec.JoinSide{Input: r, Keys: n.RightKeys, PK: n.Inputs[1].Key, State: g.newState(n, 1)}
-		return exec.NewHashJoin(actor, joinType(n.JoinKind), left, right, nil, n.Cond, env.Location)
+		j, err := exec.NewHashJoin(actor, joinType(n.JoinKind), left, right, nil, n.Cond, env.Location)
+		if err != nil {
+			return nil, err
+		}
+		owners := f.owners
+		j.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
+		return j, nil
 	case OpTopN:
 		in, err := input(0)
 		if err != nil {

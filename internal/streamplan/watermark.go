@@ -26,8 +26,11 @@ import (
 //   - HashAgg: the group-key columns that carry one; such an aggregation
 //     deletes the state of every group below the watermark (its state
 //     tables are "cleaned by watermark" in EXPLAIN).
+//   - HashJoin reads them but forwards none: where an equi-join key pair
+//     carries watermarks on both sides, it deletes the stored rows of
+//     both sides whose key is below the smaller one.
 //
-// Every other operator (joins, top-N, DISTINCT, window functions, UNION,
+// Every other operator (top-N, DISTINCT, window functions, UNION,
 // Materialize) drops watermarks: its input is wrapped in
 // exec.NoWatermarks, so its output carries none.
 
@@ -35,7 +38,7 @@ import (
 // its input (otherwise they are dropped in front of it).
 func handlesWatermarks(op Op) bool {
 	switch op {
-	case OpFilter, OpProject, OpHashAgg, OpSimpleAgg, OpHopWindow:
+	case OpFilter, OpProject, OpHashAgg, OpSimpleAgg, OpHopWindow, OpHashJoin:
 		return true
 	}
 	return false
@@ -83,19 +86,35 @@ func projectWatermarks(exprs []expr.Expr, inWM []int) []int {
 	return slices.Compact(out)
 }
 
-// CleanedByWatermark returns the input columns whose watermarks clean n's
-// state (a HashAgg's group-key columns carrying watermarks), nil when its
-// state is kept forever.
-func CleanedByWatermark(n *Node) []int {
-	if n.Op != OpHashAgg {
-		return nil
+// CleanedByWatermark returns the columns of n's input side whose
+// watermarks clean n's state (a HashAgg's group-key columns carrying
+// watermarks; a HashJoin's key columns of that side whose pair carries
+// watermarks on both sides), nil when the state is kept forever.
+func CleanedByWatermark(n *Node, side int) []int {
+	switch n.Op {
+	case OpHashAgg:
+		wm := WatermarkColumns(n.Inputs[0])
+		var out []int
+		for _, p := range exec.WatermarkGroupKeys(n.GroupKey, wm) {
+			out = append(out, n.GroupKey[p])
+		}
+		return out
+	case OpHashJoin:
+		lw, rw := WatermarkColumns(n.Inputs[0]), WatermarkColumns(n.Inputs[1])
+		var out []int
+		for i, l := range n.LeftKeys {
+			r := n.RightKeys[i]
+			if slices.Contains(lw, l) && slices.Contains(rw, r) {
+				if side == 0 {
+					out = append(out, l)
+				} else {
+					out = append(out, r)
+				}
+			}
+		}
+		return out
 	}
-	wm := WatermarkColumns(n.Inputs[0])
-	var out []int
-	for _, p := range exec.WatermarkGroupKeys(n.GroupKey, wm) {
-		out = append(out, n.GroupKey[p])
-	}
-	return out
+	return nil
 }
 
 // sourceWatermark makes a source actor generate its relation's

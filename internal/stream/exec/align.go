@@ -35,6 +35,9 @@ type aligner struct {
 	barrier  *stream.Barrier
 	cases    []reflect.SelectCase
 	caseIdx  []int
+	// watermarks: return inputs' watermarks (like chunks) instead of
+	// dropping them.
+	watermarks bool
 }
 
 type pump struct {
@@ -75,7 +78,8 @@ func (p *pump) run(ctx context.Context) {
 	}
 }
 
-// next returns (input index, chunk message) or (-1, aligned barrier).
+// next returns (input index, chunk or watermark message) or (-1, aligned
+// barrier).
 func (a *aligner) next(ctx context.Context) (int, stream.Message, error) {
 	if !a.started {
 		a.started = true
@@ -123,7 +127,10 @@ func (a *aligner) next(ctx context.Context) (int, stream.Message, error) {
 			return i, r.msg, nil
 		}
 		if r.msg.Watermark != nil {
-			continue // joins and unions do not use watermarks
+			if a.watermarks {
+				return i, r.msg, nil
+			}
+			continue // a union does not use watermarks
 		}
 		b := r.msg.Barrier
 		if a.barrier == nil {

@@ -78,6 +78,7 @@ type HashJoin struct {
 	stopped  bool
 	keyBuf   []byte
 	skeyBuf  []byte
+	wm       joinWatermarks // join_watermark.go
 }
 
 type joinSide struct {
@@ -174,6 +175,7 @@ func NewHashJoin(actor stream.ActorID, kind JoinType, left, right JoinSide, null
 		}
 	}
 	j.align = newAligner(j.Identity(), []stream.Executor{left.Input, right.Input})
+	j.align.watermarks = true
 	return j, nil
 }
 
@@ -199,7 +201,14 @@ func (j *HashJoin) Next(ctx context.Context) (stream.Message, error) {
 		if err != nil {
 			return stream.Message{}, err
 		}
+		if w := msg.Watermark; w != nil {
+			j.wm.observe(side, w)
+			continue
+		}
 		if b := msg.Barrier; b != nil {
+			if err := j.cleanup(ctx); err != nil {
+				return stream.Message{}, err
+			}
 			if err := commitAll(j.Identity(), b.Curr, j.sides[0].State, j.sides[1].State); err != nil {
 				return stream.Message{}, err
 			}

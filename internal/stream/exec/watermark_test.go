@@ -19,8 +19,13 @@ func (s *source) pushWatermark(col int, v types.Datum) {
 // watermarks ("$col v") in the order they came.
 func drainWM(t *testing.T, e stream.Executor) (chunks []*types.Chunk, marks []string) {
 	t.Helper()
+	return drainWMCtx(t, context.Background(), e)
+}
+
+func drainWMCtx(t *testing.T, ctx context.Context, e stream.Executor) (chunks []*types.Chunk, marks []string) {
+	t.Helper()
 	for {
-		m, err := e.Next(context.Background())
+		m, err := e.Next(ctx)
 		if err != nil {
 			t.Fatalf("%s: %v", e.Identity(), err)
 		}
@@ -197,5 +202,84 @@ func TestHashAggCleansGroupsBelowWatermark(t *testing.T) {
 	}
 	if n := a.cache.len(); n > 1 {
 		t.Fatalf("cache holds %d groups after cleanup", n)
+	}
+}
+
+// A join whose key carries watermarks on both sides deletes the stored
+// rows of both sides below the smaller one at the barrier; a watermark on
+// one side alone cleans nothing. The output keeps every pair.
+func TestHashJoinCleansKeysBelowBothWatermarks(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends the join's input pumps
+	j, l, r := newTestJoin(t, h, JoinLeftOuter, nil)
+	stored := func() (n int) {
+		for _, s := range j.sides {
+			it, err := s.State.Iter(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for it.Next() {
+				n++
+			}
+			it.Close()
+		}
+		return n
+	}
+	v := newView()
+	step := func(lc, rc *types.Chunk, lw, rw int64) {
+		t.Helper()
+		if lc != nil {
+			l.push(lc)
+		}
+		if lw >= 0 {
+			l.pushWatermark(1, types.DInt64(lw))
+		}
+		b := h.barrier()
+		l.pushBarrier(b)
+		if rc != nil {
+			r.push(rc)
+		}
+		if rw >= 0 {
+			r.pushWatermark(1, types.DInt64(rw))
+		}
+		r.pushBarrier(b)
+		chunks, marks := drainWMCtx(t, ctx, j)
+		if len(marks) > 0 {
+			t.Fatalf("join forwarded watermarks %v", marks)
+		}
+		for _, c := range chunks {
+			if err := v.apply(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.commit(b.Prev)
+	}
+	lc, rc := &types.Chunk{}, &types.Chunk{}
+	for k := 0; k < 10; k++ {
+		lc.Append(types.OpInsert, row(k, k, 0))
+		if k%2 == 0 {
+			rc.Append(types.OpInsert, row(100+k, k, 1))
+		}
+	}
+	step(lc, rc, -1, -1)
+	if n := stored(); n != 15 {
+		t.Fatalf("stored %d rows, want 15", n)
+	}
+	step(nil, nil, 6, -1) // left side only: nothing closes
+	if n := stored(); n != 15 || j.CleanedRows() != 0 {
+		t.Fatalf("one-sided watermark: stored %d, cleaned %d", n, j.CleanedRows())
+	}
+	step(nil, nil, -1, 4) // keys below min(6, 4) = 4 close: 0..3 left, 0 and 2 right
+	if n := stored(); n != 9 || j.CleanedRows() != 6 {
+		t.Fatalf("after watermarks 6/4: stored %d, cleaned %d; want 9, 6", n, j.CleanedRows())
+	}
+	if got := len(v.sorted()); got != 10 {
+		t.Fatalf("output has %d rows, want 10 (cleanup emits nothing)", got)
+	}
+	// New rows above the watermarks still join.
+	step(chunk(types.OpInsert, row(20, 8, 0)), nil, -1, -1)
+	if got := len(v.sorted()); got != 11 {
+		t.Fatalf("output has %d rows after a new match, want 11", got)
 	}
 }
