@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -112,4 +113,85 @@ func TestSSTTableBounds(t *testing.T) {
 		string(got[1].Largest) != string(appendPrefix(nil, 3, []byte("n"))) {
 		t.Fatalf("format 2 round trip: bounds %q", got)
 	}
+}
+
+// TestCompactionPicksByTableRanges: an L0 file from a one-row commit
+// holds keys of tables 1 and 3; its L0 -> L1 compaction must rewrite only
+// the L1 files those keys fall in, not every file of table 2 in between
+// (before, a one-row commit to a view over a big table made each L0
+// compaction rewrite most of L1). The files left in place stay disjoint
+// from the outputs, and every key reads back.
+func TestCompactionPicksByTableRanges(t *testing.T) {
+	ctx := context.Background()
+	store, meta := objstore.NewMem(), openMeta(t)
+	e := openEngine(t, store, meta, func(o *Options) { o.TargetFileSize = 4 << 10 })
+	if err := e.RegisterTables(ctx, 1, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	val := bytes.Repeat([]byte("x"), 100)
+	for _, tbl := range []TableID{1, 2, 3} {
+		var kvs []KV
+		for i := range 2000 {
+			kvs = append(kvs, KV{Key: k(i), Value: val})
+		}
+		if err := e.Ingest(1, tbl, kvs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Commit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if ran, err := e.Compact(ctx, true); err != nil || !ran {
+		t.Fatalf("first compaction: ran=%v err=%v", ran, err)
+	}
+	l1 := func() map[uint64]bool {
+		e.mu.RLock()
+		defer e.mu.RUnlock()
+		ids := map[uint64]bool{}
+		for _, f := range e.cur.Levels[1] {
+			ids[f.ID] = true
+		}
+		return ids
+	}
+	before := l1()
+	if len(before) < 50 {
+		t.Fatalf("setup: %d L1 files; want many small ones", len(before))
+	}
+	// One commit touching table 1 (key 10) and table 3 (key 1990).
+	if err := e.Ingest(2, 1, []KV{{Key: k(10), Value: []byte("new1")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Ingest(2, 3, []KV{{Key: k(1990), Value: []byte("new3")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Commit(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if ran, err := e.Compact(ctx, true); err != nil || !ran {
+		t.Fatalf("second compaction: ran=%v err=%v", ran, err)
+	}
+	after := l1()
+	rewritten := 0
+	for id := range before {
+		if !after[id] {
+			rewritten++
+		}
+	}
+	if rewritten > 4 {
+		t.Errorf("a two-key L0 file rewrote %d of %d L1 files; want at most 4 (the files its keys fall in)", rewritten, len(before))
+	}
+	for _, tbl := range []TableID{1, 2, 3} {
+		for i := range 2000 {
+			want := string(val)
+			if tbl == 1 && i == 10 {
+				want = "new1"
+			} else if tbl == 3 && i == 1990 {
+				want = "new3"
+			}
+			if v, ok, err := e.Get(ctx, tbl, k(i), 2, ReadOptions{}); err != nil || !ok || string(v) != want {
+				t.Fatalf("table %d key %d: %q %v %v", tbl, i, v, ok, err)
+			}
+		}
+	}
+	checkI1(t, store, meta)
 }

@@ -21,6 +21,10 @@ type compactionPick struct {
 	files      []*SSTMeta // same order as inputs: newest data first
 	outLevel   int
 	bottommost bool
+	// cuts are the smallest prefixes of the output level's files that are
+	// not inputs, ascending: an output SST never spans one, so outputs
+	// stay disjoint from the files left in place (buildSSTs).
+	cuts [][]byte
 	dropOnly   bool // every input belongs to unregistered tables only
 }
 
@@ -151,7 +155,15 @@ func (e *Engine) pick(v *Version, force bool) *compactionPick {
 		return nil
 	}
 	p := &compactionPick{outLevel: bestL + 1}
-	var lo, hi []byte
+	// lo..hi is the inputs' overall range; ranges are their per-table
+	// ranges. A commit's L0 file holds a few keys of several tables: the
+	// files of the next level are picked by the per-table ranges, not by
+	// the overall one, which would take every file of the tables in
+	// between and rewrite most of the level for a one-row commit.
+	var (
+		lo, hi []byte
+		ranges []KeyRange
+	)
 	add := func(l int, f *SSTMeta) bool {
 		if e.compacting[f.ID] {
 			return false
@@ -164,7 +176,22 @@ func (e *Engine) pick(v *Version, force bool) *compactionPick {
 		if hi == nil || bytes.Compare(prefixOf(f.Largest), hi) > 0 {
 			hi = prefixOf(f.Largest)
 		}
+		if l == bestL {
+			for _, t := range f.Tables {
+				s, g, _ := f.tableRange(t)
+				ranges = append(ranges, KeyRange{Smallest: s, Largest: g})
+			}
+		}
 		return true
+	}
+	touches := func(f *SSTMeta) bool {
+		fs, fl := prefixOf(f.Smallest), prefixOf(f.Largest)
+		for _, r := range ranges {
+			if bytes.Compare(fl, r.Smallest) >= 0 && bytes.Compare(fs, r.Largest) <= 0 {
+				return true
+			}
+		}
+		return false
 	}
 	if bestL == 0 {
 		// All of L0, so that the invariant "a shallower level holds newer
@@ -186,11 +213,17 @@ func (e *Engine) pick(v *Version, force bool) *compactionPick {
 			return nil
 		}
 	}
+	// Files of the output level: those the inputs' keys fall in are
+	// inputs; the others stay, and outputs are cut at each of them (the
+	// inputs' keys never fall inside one, so outputs and the files left
+	// in place stay disjoint).
 	for _, f := range v.Levels[bestL+1] {
-		if bytes.Compare(prefixOf(f.Largest), lo) >= 0 && bytes.Compare(prefixOf(f.Smallest), hi) <= 0 {
+		if touches(f) {
 			if !add(bestL+1, f) {
 				return nil
 			}
+		} else if bytes.Compare(prefixOf(f.Largest), lo) >= 0 && bytes.Compare(prefixOf(f.Smallest), hi) <= 0 {
+			p.cuts = append(p.cuts, prefixOf(f.Smallest))
 		}
 	}
 	p.bottommost = true
@@ -390,7 +423,7 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 			}
 			return true, nil
 		}
-		err := e.buildSSTs(ctx, m, keep, func(obj []byte, meta *SSTMeta) error {
+		err := e.buildSSTs(ctx, m, keep, p.cuts, func(obj []byte, meta *SSTMeta) error {
 			if cancelled() {
 				return errCancelled
 			}

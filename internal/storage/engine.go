@@ -483,7 +483,7 @@ func (e *Engine) uploadRuns(ctx context.Context, items []*bufItem, useSpare bool
 	}
 	m := newMergeIter(srcs, false)
 	defer m.close()
-	if err := e.buildSSTs(ctx, m, nil, w.emit); err != nil {
+	if err := e.buildSSTs(ctx, m, nil, nil, w.emit); err != nil {
 		if !errors.Is(err, ErrSimulatedCrash) {
 			_ = e.abortJob(ctx, w.job.ID, w.job.Outputs)
 		}
@@ -569,7 +569,10 @@ func (w *outputWriter) emit(obj []byte, meta *SSTMeta) error {
 // buildSSTs drains a merge of sources (keeping, for each key and epoch,
 // only the highest-priority entry; keep decides the rest) into SSTs cut at
 // the target size on prefix boundaries, handing each to emit.
-func (e *Engine) buildSSTs(ctx context.Context, m *mergeIter, keep func(s source, first bool) (bool, error), emit func([]byte, *SSTMeta) error) error {
+//
+// cuts (ascending prefixes) force a new SST at the first key at or above
+// each: a compaction's outputs never span a file it leaves in place.
+func (e *Engine) buildSSTs(ctx context.Context, m *mergeIter, keep func(s source, first bool) (bool, error), cuts [][]byte, emit func([]byte, *SSTMeta) error) error {
 	var (
 		b       *sstBuilder
 		key     []byte
@@ -625,6 +628,15 @@ func (e *Engine) buildSSTs(ctx context.Context, m *mergeIter, keep func(s source
 		if firstOfKey && b != nil && b.rawBytes >= e.opts.TargetFileSize {
 			if err := flush(); err != nil {
 				return err
+			}
+		}
+		if firstOfKey && len(cuts) > 0 {
+			key = appendPrefix(key[:0], s.table(), s.rest())
+			for len(cuts) > 0 && bytes.Compare(key, cuts[0]) >= 0 {
+				cuts = cuts[1:]
+				if err := flush(); err != nil {
+					return err
+				}
 			}
 		}
 		if b == nil {
