@@ -53,3 +53,24 @@ func (e *embedded) close() {
 	e.srv.Close()
 	os.RemoveAll(e.dir)
 }
+
+// settle waits until everything written is committed and the storage
+// engine has no compaction running or due (at most timeout).
+func (e *embedded) settle(ctx context.Context, timeout time.Duration) error {
+	in := e.srv.Internals()
+	if err := in.Epochs.Flush(ctx); err != nil {
+		return fmt.Errorf("bench: flush before settling: %w", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for !in.Store.CompactionIdle() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: compaction still busy after %v", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}

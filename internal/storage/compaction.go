@@ -570,3 +570,18 @@ func (e *Engine) compactionLoop() {
 		}
 	}
 }
+
+// CompactionIdle reports whether no compaction is running and none is due:
+// the LSM has settled (a benchmark waits for this after a bulk load before
+// it measures steady-state latency).
+func (e *Engine) CompactionIdle() bool {
+	e.compactMu.Lock()
+	defer e.compactMu.Unlock()
+	if len(e.compacting) > 0 {
+		return false
+	}
+	e.mu.RLock()
+	v := e.cur
+	e.mu.RUnlock()
+	return e.pick(v, false) == nil
+}
