@@ -37,6 +37,9 @@ type session struct {
 	// COMMIT/ROLLBACK fail with 25P02 until the block ends (PostgreSQL's
 	// behaviour, which drivers rely on).
 	txFailed bool
+	// txWrote: a write was applied inside the block; a ROLLBACK cannot
+	// undo it and says so.
+	txWrote bool
 	// written holds the distinct epochs this session's acknowledged writes
 	// went to since its last FLUSH, ascending.
 	written []uint64
@@ -494,6 +497,7 @@ func (ss *session) transaction(n *pg_query.TransactionStmt) (pgwire.Result, erro
 			ss.client.Notice(pgwire.Notice{Severity: "WARNING", Code: "25P01", Message: "there is no transaction in progress"})
 		}
 		ss.inTxBlock = false
+		ss.txWrote = false
 		if ss.txFailed {
 			ss.txFailed = false
 			return pgwire.Result{Tag: "ROLLBACK"}, nil
@@ -503,8 +507,16 @@ func (ss *session) transaction(n *pg_query.TransactionStmt) (pgwire.Result, erro
 		if !ss.inTxBlock {
 			ss.client.Notice(pgwire.Notice{Severity: "WARNING", Code: "25P01", Message: "there is no transaction in progress"})
 		}
+		if ss.txWrote {
+			// PostgreSQL would undo them; Runnel (like RisingWave) applied
+			// each statement when it ran. Silence would be a lie.
+			ss.client.Notice(pgwire.Notice{Severity: "WARNING", Code: "01000",
+				Message: "ROLLBACK did not undo the writes of this transaction block",
+				Detail:  "Runnel applies each INSERT, UPDATE, DELETE and COPY atomically when it runs; a transaction block does not group them."})
+		}
 		ss.inTxBlock = false
 		ss.txFailed = false
+		ss.txWrote = false
 		return pgwire.Result{Tag: "ROLLBACK"}, nil
 	}
 	return pgwire.Result{}, sqlerr.New(sqlerr.FeatureNotSupported, "savepoints and two-phase commit are not supported")
@@ -515,6 +527,9 @@ func (ss *session) transaction(n *pg_query.TransactionStmt) (pgwire.Result, erro
 // fails if a recovery rolled it back; otherwise the epoch is remembered
 // for the session's next FLUSH.
 func (ss *session) acknowledge(ctx context.Context, epoch uint64) error {
+	if ss.inTxBlock {
+		ss.txWrote = true
+	}
 	if ss.implicitFlush() {
 		return ss.waitWritten(ctx, []uint64{epoch})
 	}
