@@ -532,6 +532,9 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		if err != nil {
 			return nil, err
 		}
+		if env.Backfill {
+			j.SetFresh() // a new job's state tables start empty
+		}
 		owners := f.owners
 		j.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
 		return j, nil

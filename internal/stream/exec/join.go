@@ -86,6 +86,10 @@ type joinSide struct {
 	outer bool
 	width int
 	cache *joinCache
+	// known, when set (SetFresh), holds the join key of every row written
+	// to the side's state table since it was created empty: a probe for a
+	// key it does not contain has no matches and reads no storage.
+	known *keyFilter
 }
 
 // HashJoinStateSchema returns the schema of one side's state table:
@@ -177,6 +181,16 @@ func NewHashJoin(actor stream.ActorID, kind JoinType, left, right JoinSide, null
 	j.align = newAligner(j.Identity(), []stream.Executor{left.Input, right.Input})
 	j.align.watermarks = true
 	return j, nil
+}
+
+// SetFresh tells the join that both state tables were empty when it
+// started (a new job): it then remembers the join keys it writes, and the
+// first probe of a key never written (each key's, during a backfill)
+// answers "no matches" without a storage read.
+func (j *HashJoin) SetFresh() {
+	for i := range j.sides {
+		j.sides[i].known = newKeyFilter()
+	}
 }
 
 func (j *HashJoin) Schema() []types.Type { return j.schema }
@@ -313,6 +327,9 @@ func (j *HashJoin) write(side int, row types.Row) {
 // writeKey is write with row's cache key already computed (cacheKey).
 func (j *HashJoin) writeKey(side int, ck string, hasCK bool, row types.Row) {
 	s := &j.sides[side]
+	if hasCK && s.known != nil && !s.known.addString(ck) {
+		s.known = nil // full: it no longer knows every key
+	}
 	if !hasCK || !s.cache.has(ck) {
 		s.State.Insert(row)
 		return
@@ -400,6 +417,10 @@ func (j *HashJoin) forMatchesKey(ctx context.Context, side int, row types.Row, c
 				return err
 			}
 		}
+		return nil
+	}
+	if o.known != nil && !o.known.mayContainString(ck) {
+		o.cache.fill(ck, nil, nil)
 		return nil
 	}
 	it, err := o.State.Iter(ctx, j.probeKey(side, row))

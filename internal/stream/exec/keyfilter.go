@@ -54,6 +54,27 @@ func (f *keyFilter) add(key []byte) bool {
 	if f.full {
 		return false
 	}
+	return f.addHash(maphash.Bytes(f.seed, key))
+}
+
+// addString is add for a key held as a string.
+func (f *keyFilter) addString(key string) bool {
+	if f.full {
+		return false
+	}
+	return f.addHash(maphash.String(f.seed, key))
+}
+
+func (f *keyFilter) addHash(h uint64) bool {
+	if f.full {
+		return false
+	}
+	if f.containsHash(h) {
+		// Known already (or a false positive, which stays one: bits are
+		// never cleared). Not counting it keeps repeated keys from
+		// filling the filter.
+		return true
+	}
 	var cur *bloomBlocks
 	if n := len(f.filters); n > 0 && f.filters[n-1].n < f.filters[n-1].cap {
 		cur = f.filters[n-1]
@@ -71,7 +92,7 @@ func (f *keyFilter) add(key []byte) bool {
 		cur = &bloomBlocks{words: make([]uint64, words), cap: c}
 		f.filters = append(f.filters, cur)
 	}
-	cur.set(maphash.Bytes(f.seed, key))
+	cur.set(h)
 	cur.n++
 	return true
 }
@@ -79,13 +100,21 @@ func (f *keyFilter) add(key []byte) bool {
 // mayContain reports whether key may have been added (always true once
 // the filter is full).
 func (f *keyFilter) mayContain(key []byte) bool {
-	if f.full {
-		return true
+	if f.full || len(f.filters) == 0 {
+		return f.full
 	}
-	if len(f.filters) == 0 {
-		return false
+	return f.containsHash(maphash.Bytes(f.seed, key))
+}
+
+// mayContainString is mayContain for a key held as a string.
+func (f *keyFilter) mayContainString(key string) bool {
+	if f.full || len(f.filters) == 0 {
+		return f.full
 	}
-	h := maphash.Bytes(f.seed, key)
+	return f.containsHash(maphash.String(f.seed, key))
+}
+
+func (f *keyFilter) containsHash(h uint64) bool {
 	for i := len(f.filters) - 1; i >= 0; i-- {
 		if f.filters[i].has(h) {
 			return true
