@@ -55,3 +55,67 @@ func isConstant(e Expr) bool {
 	}
 	return false
 }
+
+// MonotoneColumn returns the column e is a non-decreasing function of
+// (see MonotoneIn), if there is one.
+func MonotoneColumn(e Expr) (int, bool) {
+	col := -1
+	switch x := e.(type) {
+	case *ColumnRef:
+		return x.Index, true
+	case *TimeWindowBound:
+		return MonotoneColumn(x.Arg)
+	case *binaryExpr:
+		col = arithColumn(x.l, x.r)
+	case *FuncExpr:
+		if len(x.Args) == 2 {
+			col = arithColumn(x.Args[0], x.Args[1])
+		}
+	}
+	if col >= 0 && MonotoneIn(e, col) {
+		return col, true
+	}
+	return -1, false
+}
+
+func arithColumn(l, r Expr) int {
+	if isConstant(r) {
+		if c, ok := MonotoneColumn(l); ok {
+			return c
+		}
+	}
+	if isConstant(l) {
+		if c, ok := MonotoneColumn(r); ok {
+			return c
+		}
+	}
+	return -1
+}
+
+// Conjuncts splits e at its top-level ANDs.
+func Conjuncts(e Expr) []Expr {
+	if a, ok := e.(*andOrExpr); ok && a.and {
+		return append(Conjuncts(a.l), Conjuncts(a.r)...)
+	}
+	return []Expr{e}
+}
+
+// Comparison reports whether e is l op r for op one of <, <=, >, >=.
+func Comparison(e Expr) (op string, l, r Expr, ok bool) {
+	switch x := e.(type) {
+	case *binaryExpr:
+		op, l, r = x.name, x.l, x.r
+	case *FuncExpr:
+		if len(x.Args) != 2 {
+			return "", nil, nil, false
+		}
+		op, l, r = x.Name, x.Args[0], x.Args[1]
+	default:
+		return "", nil, nil, false
+	}
+	switch op {
+	case "<", "<=", ">", ">=":
+		return op, l, r, true
+	}
+	return "", nil, nil, false
+}

@@ -537,6 +537,7 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		}
 		owners := f.owners
 		j.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
+		j.SetIntervalBounds(activeIntervalBounds(n)) // see watermark.go
 		return j, nil
 	case OpTopN:
 		in, err := input(0)

@@ -28,7 +28,11 @@ import (
 //     tables are "cleaned by watermark" in EXPLAIN).
 //   - HashJoin reads them but forwards none: where an equi-join key pair
 //     carries watermarks on both sides, it deletes the stored rows of
-//     both sides whose key is below the smaller one.
+//     both sides whose key is below the smaller one; where its residual
+//     condition bounds one side's time by the other's (A >= B, both
+//     monotone in a watermark column: Nexmark q7's BETWEEN), it deletes
+//     the rows no later row of the other side can match
+//     (exec.JoinIntervalBound).
 //
 // Every other operator (top-N, DISTINCT, window functions, UNION,
 // Materialize) drops watermarks: its input is wrapped in
@@ -112,6 +116,11 @@ func CleanedByWatermark(n *Node, side int) []int {
 				}
 			}
 		}
+		for _, b := range activeIntervalBounds(n) {
+			if b.Side == side && !slices.Contains(out, b.ACol) {
+				out = append(out, b.ACol)
+			}
+		}
 		return out
 	}
 	return nil
@@ -130,4 +139,76 @@ func (g *graphBuilder) sourceWatermark(s *exec.Source, n *Node) error {
 	}
 	gen := exec.NewWatermarkGen("source "+n.Rel.Name, wm.Column, e, g.env.Log)
 	return s.SetWatermark(context.Background(), gen)
+}
+
+// joinIntervalBounds finds the conjuncts A >= B (A > B, or B <= A, B < A)
+// of a join's residual condition where A is monotone in one column of one
+// side and B in one column of the other (exec.JoinIntervalBound).
+func joinIntervalBounds(n *Node) []exec.JoinIntervalBound {
+	if n.Op != OpHashJoin || n.Cond == nil {
+		return nil
+	}
+	// The condition was bound over left logical ++ right logical columns
+	// and remapped to the physical rows (Remap).
+	cond, mapping := n.Cond, []int(nil)
+	if r, ok := n.Cond.(*remapped); ok {
+		cond, mapping = r.inner, r.mapping
+	}
+	wl := len(n.Inputs[0].Schema)
+	width := len(mapping)
+	side := func(logical int) (int, int, bool) {
+		p := logical
+		if mapping != nil {
+			if logical < 0 || logical >= len(mapping) {
+				return 0, 0, false
+			}
+			p = mapping[logical]
+		}
+		if p < wl {
+			return 0, p, true
+		}
+		return 1, p - wl, true
+	}
+	if mapping == nil {
+		width = wl + len(n.Inputs[1].Schema)
+	}
+	var out []exec.JoinIntervalBound
+	for _, c := range expr.Conjuncts(cond) {
+		op, l, r, ok := expr.Comparison(c)
+		if !ok {
+			continue
+		}
+		a, b := l, r // a >= b
+		if op == "<" || op == "<=" {
+			a, b = r, l
+		}
+		ai, ok1 := expr.MonotoneColumn(a)
+		bi, ok2 := expr.MonotoneColumn(b)
+		if !ok1 || !ok2 {
+			continue
+		}
+		as, ac, ok1 := side(ai)
+		bs, bc, ok2 := side(bi)
+		if !ok1 || !ok2 || as == bs {
+			continue
+		}
+		out = append(out, exec.JoinIntervalBound{Side: as, ACol: ac, BCol: bc, A: a, B: b, AIdx: ai, BIdx: bi, Width: width})
+	}
+	return out
+}
+
+// activeIntervalBounds are the bounds whose two columns carry watermarks.
+func activeIntervalBounds(n *Node) []exec.JoinIntervalBound {
+	bs := joinIntervalBounds(n)
+	if len(bs) == 0 {
+		return nil
+	}
+	wm := [2][]int{WatermarkColumns(n.Inputs[0]), WatermarkColumns(n.Inputs[1])}
+	var out []exec.JoinIntervalBound
+	for _, b := range bs {
+		if slices.Contains(wm[b.Side], b.ACol) && slices.Contains(wm[1-b.Side], b.BCol) {
+			out = append(out, b)
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -22,6 +23,10 @@ type joinWatermarks struct {
 	applied []types.Datum // per key pair: the bound last cleaned below
 	owns    func(v uint16) bool
 	cleaned int64
+	// intervals are the residual condition's bounds (JoinIntervalBound);
+	// ivApplied their limits at the last cleanup.
+	intervals []JoinIntervalBound
+	ivApplied []intervalLimit
 }
 
 // SetVnodeOwner restricts watermark cleanup to the rows of the vnodes
@@ -70,16 +75,39 @@ func (j *HashJoin) bounds() ([]types.Datum, bool) {
 	return out, advanced
 }
 
-// cleanup deletes the stored rows whose key is below a closed bound.
+// cleanup deletes the stored rows whose key is below a closed bound or
+// that an interval bound has closed.
 func (j *HashJoin) cleanup(ctx context.Context) error {
 	bounds, advanced := j.bounds()
-	if !advanced {
+	ec := newEvalContext(ctx, j.loc)
+	limits, ivAdvanced := j.intervalLimits(ec)
+	if !advanced && !ivAdvanced {
 		return nil
 	}
 	var tk ticker
 	for side := range j.sides {
 		s := &j.sides[side]
 		distKey := s.State.Schema().DistKey
+		closed := func(row types.Row) bool {
+			for i, b := range bounds {
+				if d := row[s.Keys[i]]; !b.IsNull() && !d.IsNull() && types.Compare(d, b) < 0 {
+					return true
+				}
+			}
+			for i, l := range limits {
+				iv := &j.wm.intervals[i]
+				if !l.ok || iv.Side != side {
+					continue
+				}
+				if d := row[iv.ACol]; d.IsNull() || types.Compare(d, l.self) >= 0 {
+					continue
+				}
+				if a, ok := evalAt(ec, iv.A, iv.Width, iv.AIdx, row[iv.ACol]); ok && types.Compare(a, l.limit) < 0 {
+					return true
+				}
+			}
+			return false
+		}
 		it, err := s.State.Iter(ctx, nil)
 		if err != nil {
 			return fmt.Errorf("%s: watermark cleanup: %w", j.Identity(), err)
@@ -91,14 +119,7 @@ func (j *HashJoin) cleanup(ctx context.Context) error {
 				return err
 			}
 			row := it.Row()
-			closed := false
-			for i, b := range bounds {
-				if d := row[s.Keys[i]]; !b.IsNull() && !d.IsNull() && types.Compare(d, b) < 0 {
-					closed = true
-					break
-				}
-			}
-			if closed && (j.wm.owns == nil || j.wm.owns(types.Vnode(row, distKey))) {
+			if closed(row) && (j.wm.owns == nil || j.wm.owns(types.Vnode(row, distKey))) {
 				doomed = append(doomed, row)
 			}
 		}
@@ -120,5 +141,76 @@ func (j *HashJoin) cleanup(ctx context.Context) error {
 			j.wm.applied[i] = b
 		}
 	}
+	for i, l := range limits {
+		if l.ok {
+			j.wm.ivApplied[i] = l
+		}
+	}
 	return nil
+}
+
+// JoinIntervalBound is a conjunct A >= B (or A > B) of a join's residual
+// condition where A is monotone in one column of side Side's rows and B
+// in one column of the other side's (expr.MonotoneIn): Nexmark q7's
+// B.date_time BETWEEN B1.date_time - INTERVAL '10' SECOND AND
+// B1.date_time gives two. A stored row r of Side can only match rows of
+// the other side whose B is at most A(r); once every later row of the
+// other side has B above A(r) (its watermark on B's column, W, gives B
+// at least B(W)) and r itself can no longer change (r's column is below
+// Side's own watermark), r is deleted.
+type JoinIntervalBound struct {
+	Side int
+	// ACol and BCol are the columns of A (in Side's rows) and of B (in
+	// the other side's rows).
+	ACol, BCol int
+	// A and B are evaluated over a row of Width columns holding the
+	// column's value at AIdx (resp. BIdx) and NULL elsewhere.
+	A, B       expr.Expr
+	AIdx, BIdx int
+	Width      int
+}
+
+// SetIntervalBounds makes watermark cleanup use the residual condition's
+// interval bounds.
+func (j *HashJoin) SetIntervalBounds(bs []JoinIntervalBound) { j.wm.intervals = bs }
+
+// intervalLimit is one bound's cleanup limits at a barrier.
+type intervalLimit struct {
+	ok    bool
+	limit types.Datum // rows with A(r) < limit match no later row
+	self  types.Datum // and rows with r[ACol] < self never change
+}
+
+func evalAt(ec *expr.EvalContext, e expr.Expr, width, idx int, v types.Datum) (types.Datum, bool) {
+	return deriveWatermark(ec, e, width, idx, v)
+}
+
+// intervalLimits computes the bounds' limits and whether any advanced.
+func (j *HashJoin) intervalLimits(ec *expr.EvalContext) ([]intervalLimit, bool) {
+	w := &j.wm
+	if len(w.intervals) == 0 {
+		return nil, false
+	}
+	if w.ivApplied == nil {
+		w.ivApplied = make([]intervalLimit, len(w.intervals))
+	}
+	out := make([]intervalLimit, len(w.intervals))
+	advanced := false
+	for i, b := range w.intervals {
+		other, ok1 := w.latest[1-b.Side][b.BCol]
+		self, ok2 := w.latest[b.Side][b.ACol]
+		if !ok1 || !ok2 {
+			continue
+		}
+		limit, ok := evalAt(ec, b.B, b.Width, b.BIdx, other)
+		if !ok {
+			continue
+		}
+		out[i] = intervalLimit{ok: true, limit: limit, self: self}
+		prev := w.ivApplied[i]
+		if !prev.ok || types.Compare(limit, prev.limit) > 0 || types.Compare(self, prev.self) > 0 {
+			advanced = true
+		}
+	}
+	return out, advanced
 }
