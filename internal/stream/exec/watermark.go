@@ -83,14 +83,17 @@ func (g *WatermarkGen) Late(row types.Row) bool {
 }
 
 // Observe advances the watermark over a row that was kept. It reports
-// whether the watermark moved.
+// whether the watermark moved; a row whose expression fails (overflow)
+// moves nothing.
 func (g *WatermarkGen) Observe(row types.Row) (bool, error) {
 	if row[g.col].IsNull() {
 		return false, nil
 	}
 	w, err := g.expr.Eval(g.ec, row)
 	if err != nil {
-		return false, err
+		// As in views (evalerr.go), an expression error makes the value
+		// NULL: the row moves nothing, rather than failing the source.
+		return false, nil
 	}
 	if w.IsNull() || (g.have && types.Compare(w, g.cur) <= 0) {
 		return false, nil
