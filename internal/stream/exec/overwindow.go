@@ -242,7 +242,9 @@ type owOp struct {
 
 type owPending struct {
 	prefix types.Row // deduplicated partition values (PK prefix)
-	ops    []owOp
+	// ops in arrival order: up to maxPendingChanges, in blocks so that
+	// buffering never copies megabytes in one step (I5)
+	ops expr.Blocks[owOp]
 }
 
 // owSegment is a contiguous run of a partition's rows in key order;
@@ -560,7 +562,7 @@ func (w *OverWindow) buffer(ctx context.Context, c *types.Chunk) error {
 		w.scratch = w.appendStored(w.scratch[:0], row)
 		w.buf = w.table.EncodeKey(w.buf[:0], w.scratch)
 		key := string(w.buf)
-		p.ops = append(p.ops, owOp{insert: c.Ops[i].IsInsert(), row: row[:w.nIn:w.nIn], key: key})
+		p.ops.Append(owOp{insert: c.Ops[i].IsInsert(), row: row[:w.nIn:w.nIn], key: key})
 		w.nPending++
 	}
 	return nil
@@ -587,6 +589,55 @@ func (w *OverWindow) flush(ctx context.Context) error {
 	return nil
 }
 
+// owKeys holds the distinct state keys a flush changes, in blocks.
+type owKeys = expr.Blocks[string]
+
+// sortKeys sorts keys, checking ctx as it goes: sort.Strings over the
+// 65,536 keys a flush can hold takes 40–110 ms on a loaded machine, all
+// of it uncancellable (I5). Bottom-up merge sort: runs of owSortRun keys
+// by insertion sort, then merge passes into fresh blocks.
+func sortKeys(ctx context.Context, keys *owKeys) error {
+	n := keys.Len()
+	var tk ticker
+	for lo := 0; lo < n; lo += owSortRun {
+		hi := min(lo+owSortRun, n)
+		for i := lo + 1; i < hi; i++ {
+			if err := tk.tick(ctx); err != nil {
+				return err
+			}
+			for j := i; j > lo && keys.At(j) < keys.At(j-1); j-- {
+				a, b := keys.Ptr(j), keys.Ptr(j-1)
+				*a, *b = *b, *a
+			}
+		}
+	}
+	for width := owSortRun; width < n; width *= 2 {
+		var next owKeys
+		for lo := 0; lo < n; lo += 2 * width {
+			mid, hi := min(lo+width, n), min(lo+2*width, n)
+			i, j := lo, mid
+			for i < mid || j < hi {
+				if err := tk.tick(ctx); err != nil {
+					return err
+				}
+				if j == hi || (i < mid && keys.At(i) <= keys.At(j)) {
+					next.Append(keys.At(i))
+					i++
+				} else {
+					next.Append(keys.At(j))
+					j++
+				}
+			}
+		}
+		*keys = next
+	}
+	return nil
+}
+
+// owSortRun is the run length sortKeys starts from: insertion sort is
+// fastest on short runs.
+const owSortRun = 32
+
 // effect is the net change of one key in a flush.
 type owEffect struct {
 	key    string
@@ -596,23 +647,38 @@ type owEffect struct {
 	oldPos int       // position of old in its segment, or of the key's insertion point
 }
 
+// flushPartition applies a partition's buffered changes. Up to
+// maxPendingChanges of them: every loop over them checks ctx, and the
+// maps and arrays sized by them grow a little at a time (no size hints),
+// so that a big batch of changes has no uncancellable step either (I5).
 func (w *OverWindow) flushPartition(ctx context.Context, pkey string, p *owPending) error {
-	keys := make([]string, 0, len(p.ops))
+	var tk ticker
+	var keys owKeys
 	seen := map[string]bool{}
-	for _, op := range p.ops {
+	for i := 0; i < p.ops.Len(); i++ {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		op := p.ops.Ptr(i)
 		if !seen[op.key] {
 			seen[op.key] = true
-			keys = append(keys, op.key)
+			keys.Append(op.key)
 		}
 	}
-	sort.Strings(keys)
-	segs, err := w.load(ctx, pkey, p, keys)
+	if err := sortKeys(ctx, &keys); err != nil {
+		return err
+	}
+	segs, err := w.load(ctx, pkey, p, &keys)
 	if err != nil {
 		return err
 	}
 	// Locate every key in its segment.
-	effects := make(map[string]*owEffect, len(keys))
-	for _, k := range keys {
+	effects := map[string]*owEffect{}
+	for ki := 0; ki < keys.Len(); ki++ {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		k := keys.At(ki)
 		e := &owEffect{key: k, seg: -1}
 		for si, s := range segs {
 			sn := s.rows.Len()
@@ -632,13 +698,21 @@ func (w *OverWindow) flushPartition(ctx context.Context, pkey string, p *owPendi
 		effects[k] = e
 	}
 	// Net effect of the ops, in arrival order (I6 checks).
-	present := make(map[string]types.Row, len(keys))
-	for _, k := range keys {
+	present := map[string]types.Row{}
+	for ki := 0; ki < keys.Len(); ki++ {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		k := keys.At(ki)
 		if e := effects[k]; e.old != nil {
 			present[k] = e.old.in
 		}
 	}
-	for _, op := range p.ops {
+	for i := 0; i < p.ops.Len(); i++ {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		op := p.ops.Ptr(i)
 		_, ok := present[op.key]
 		if op.insert {
 			if ok {
@@ -659,8 +733,12 @@ func (w *OverWindow) flushPartition(ctx context.Context, pkey string, p *owPendi
 		delete(present, op.key)
 	}
 	bySeg := make([][]*owEffect, len(segs))
-	for _, k := range keys {
-		e := effects[k]
+	for ki := 0; ki < keys.Len(); ki++ {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		e := effects[keys.At(ki)]
+		k := e.key
 		e.newIn = present[k]
 		if e.old == nil && e.newIn == nil {
 			continue
@@ -723,6 +801,9 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 	for i := 0; i <= sn; i++ {
 		// effects whose key sorts before s.rows[i]
 		for ei < len(effs) && (i == sn || effs[ei].key <= s.rows.At(i).key) {
+			if err := tk.tick(ctx); err != nil {
+				return nil, err
+			}
 			e := effs[ei]
 			ei++
 			if e.old != nil {
@@ -766,7 +847,7 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 			cm = append(cm, m)
 		}
 	}
-	sort.Ints(cm)
+	// marks were appended in nondecreasing order (positions only grow)
 	marks = compactInts(cm)
 	if n == 0 {
 		return ns, nil
@@ -782,19 +863,26 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 	}
 	// Per call: the intervals to recompute.
 	perCall := make([][]owInterval, len(w.calls))
-	var union []owInterval
+	var union, recomputed []owInterval // sorted and disjoint
+	for _, c := range changed {
+		if err := tk.tick(ctx); err != nil {
+			return nil, err
+		}
+		union = append(union, owInterval{c.pos, c.pos + 1})
+	}
 	for ci := range w.calls {
 		iv, err := w.affected(ns, pg, &w.calls[ci], marks, okeys, n == sn)
 		if err != nil {
 			return nil, err
 		}
 		perCall[ci] = iv
-		union = append(union, iv...)
+		if union, err = unionIntervals(ctx, union, iv); err != nil {
+			return nil, err
+		}
+		if recomputed, err = unionIntervals(ctx, recomputed, iv); err != nil {
+			return nil, err
+		}
 	}
-	for _, c := range changed {
-		union = append(union, owInterval{c.pos, c.pos + 1})
-	}
-	union = mergeIntervals(union)
 	// New outputs of every position in union, starting from the stored ones.
 	newOut := make([]expr.Blocks[[]types.Datum], len(union))
 	for ui, u := range union {
@@ -831,12 +919,8 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 		}
 	}
 	// Count distinct recomputed positions.
-	var calls []owInterval
-	for _, iv := range perCall {
-		calls = append(calls, iv...)
-	}
 	var distinct int64
-	for _, iv := range mergeIntervals(calls) {
+	for _, iv := range recomputed {
 		distinct += int64(iv.hi - iv.lo)
 	}
 	w.opts.Stats.RowsRecomputed.Add(distinct)
@@ -965,6 +1049,34 @@ func compactInts(s []int) []int {
 }
 
 type owInterval struct{ lo, hi int }
+
+// unionIntervals merges two sorted lists of intervals into one sorted
+// list of disjoint intervals (touching ones joined), checking ctx: a
+// flush's changes can make tens of thousands of them.
+func unionIntervals(ctx context.Context, a, b []owInterval) ([]owInterval, error) {
+	var tk ticker
+	out := make([]owInterval, 0, len(a)+len(b))
+	for i, j := 0, 0; i < len(a) || j < len(b); {
+		if err := tk.tick(ctx); err != nil {
+			return nil, err
+		}
+		var x owInterval
+		if j == len(b) || (i < len(a) && a[i].lo <= b[j].lo) {
+			x, i = a[i], i+1
+		} else {
+			x, j = b[j], j+1
+		}
+		if x.lo >= x.hi {
+			continue
+		}
+		if k := len(out) - 1; k >= 0 && x.lo <= out[k].hi {
+			out[k].hi = max(out[k].hi, x.hi)
+			continue
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
 
 func mergeIntervals(iv []owInterval) []owInterval {
 	sort.Slice(iv, func(i, j int) bool { return iv[i].lo < iv[j].lo })
@@ -1474,7 +1586,7 @@ func (w *OverWindow) rowFromStored(st types.Row) *owRow {
 }
 
 // load returns the segments of the partition that cover keys (sorted).
-func (w *OverWindow) load(ctx context.Context, pkey string, p *owPending, keys []string) ([]*owSegment, error) {
+func (w *OverWindow) load(ctx context.Context, pkey string, p *owPending, keys *owKeys) ([]*owSegment, error) {
 	if w.opts.Cache == CacheFull || !w.bounded {
 		if w.opts.Cache == CacheFull {
 			if el, ok := w.cache[pkey]; ok {
@@ -1517,16 +1629,22 @@ func (w *OverWindow) loadAll(ctx context.Context, prefix types.Row) (*owSegment,
 
 // loadRanges loads, around each key, reach+1 peer groups before it and
 // after it (whole groups), and merges overlapping ranges into segments.
-func (w *OverWindow) loadRanges(ctx context.Context, p *owPending, keys []string) ([]*owSegment, error) {
+func (w *OverWindow) loadRanges(ctx context.Context, p *owPending, keys *owKeys) ([]*owSegment, error) {
+	var tk ticker
 	rowOf := map[string]types.Row{}
-	for _, op := range p.ops {
+	for i := 0; i < p.ops.Len(); i++ {
+		if err := tk.tick(ctx); err != nil {
+			return nil, err
+		}
+		op := p.ops.Ptr(i)
 		if _, ok := rowOf[op.key]; !ok {
 			rowOf[op.key] = op.row
 		}
 	}
 	groups := w.reach + 1
 	var segs []*owSegment
-	for _, k := range keys {
+	for ki := 0; ki < keys.Len(); ki++ {
+		k := keys.At(ki)
 		if len(segs) > 0 {
 			last := segs[len(segs)-1]
 			// a key inside the previous range: it was loaded with margin

@@ -381,3 +381,119 @@ func benchOverWindow(b *testing.B, name string, frame expr.Frame, size int, pol 
 	b.ReportMetric(float64(b.N*batch*2)/cpu.Seconds(), "rows/cpu-s")
 	b.ReportMetric(float64(ow.Stats().RowsRecomputed.Load()-recomputed0)/float64(b.N*batch*2), "recomputed/row")
 }
+
+// TestOverWindowCancelLatencyBatch aborts an executor while it applies
+// the largest batch of changes it buffers (maxPendingChanges inserts at
+// random places of one partition): the loops over the changes, their
+// sort and the maps they fill must be cancellable too (I5). Cancels land
+// at 10%, 30%, ... of an uncancelled run's time from the first Next to
+// the state commit (shortened to a later run's when a try finds it
+// over); every try's latency is printed. With
+// RUNNEL_OW_CANCEL_ROWS set (the benchmark run) five tries must each be
+// under 10 ms; the default run makes three and allows one over 100 ms.
+func TestOverWindowCancelLatencyBatch(t *testing.T) {
+	bench := os.Getenv("RUNNEL_OW_CANCEL_ROWS") != ""
+	tries := 3
+	if bench {
+		tries = owCancelTries
+	}
+	h := newHarness(t)
+	calls := []OverWindowCall{owStoryCall(t, "sum", expr.DefaultFrame())}
+	order := []ColumnOrder{{Col: 1}}
+	// once runs one batch into a fresh state table, cancelling after
+	// delay (never when delay is 0); it returns the cancel latency (0
+	// uncancelled), whether the cancellation came before the commit
+	// point, and the time from the first Next to that point (0 if the
+	// run never reached it).
+	once := func(seed int64, delay time.Duration) (time.Duration, bool, time.Duration) {
+		st := h.table(OverWindowStateSchema("ow", owStoryTypes, []int{0}, order, []int{1}, calls))
+		var mu sync.Mutex
+		var committing bool
+		var commitAt time.Time
+		hook := func(p string, _ int) {
+			if p == owPhaseCommit {
+				mu.Lock()
+				committing, commitAt = true, time.Now()
+				mu.Unlock()
+			}
+		}
+		src := newSource("t", owStoryTypes...)
+		ow, err := NewOverWindow(src, []int{0}, order, []int{1}, calls, st, OverWindowOptions{Strict: true, TestHook: hook})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewSource(seed))
+		used := map[int32]bool{}
+		c := &types.Chunk{}
+		for c.Len() < maxPendingChanges {
+			o := int32(rng.Intn(1 << 30))
+			if !used[o] {
+				used[o] = true
+				c.Append(types.OpInsert, owStoryRow(0, o, int32(rng.Intn(7))))
+			}
+		}
+		src.push(c)
+		src.pushBarrier(h.barrier())
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var cancelled time.Time
+		var early bool
+		start := time.Now()
+		if delay > 0 {
+			time.AfterFunc(delay, func() {
+				mu.Lock()
+				early, cancelled = !committing, time.Now()
+				mu.Unlock()
+				cancel()
+			})
+		}
+		for {
+			msg, err := ow.Next(ctx)
+			if err != nil {
+				exited := time.Now()
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("Next returned %v; want context.Canceled", err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if commitAt.IsZero() {
+					return exited.Sub(cancelled), early, 0
+				}
+				return exited.Sub(cancelled), early, commitAt.Sub(start)
+			}
+			if msg.Barrier != nil && delay == 0 {
+				mu.Lock()
+				defer mu.Unlock()
+				return 0, false, commitAt.Sub(start)
+			}
+		}
+	}
+	_, _, total := once(0, 0)
+	t.Logf("%d changes in one partition, uncancelled: %v to the commit point", maxPendingChanges, total)
+	var lats []time.Duration
+	for try, attempts := 0, 0; try < tries; attempts++ {
+		if attempts == 4*tries {
+			t.Fatalf("only %d of %d cancellations landed before the commit point", try, tries)
+		}
+		at := total * time.Duration(2*try+1) / time.Duration(2*tries)
+		lat, early, took := once(int64(attempts+1), at)
+		if !early {
+			// faster than the uncancelled run (whose memory was fresh):
+			// go by this run
+			t.Logf("cancel at %v came after the commit point (%v): retrying", at, took)
+			total = min(total, took)
+			continue
+		}
+		t.Logf("%d changes in one partition, cancelled %v after the first Next: goroutine exited %v after cancel", maxPendingChanges, at, lat)
+		lats = append(lats, lat)
+		try++
+	}
+	slices.Sort(lats)
+	if bench {
+		if worst := lats[len(lats)-1]; worst > 10*time.Millisecond {
+			t.Errorf("cancellation took up to %v (all: %v); want every try under 10ms", worst, lats)
+		}
+	} else if second := lats[len(lats)-2]; second > 100*time.Millisecond {
+		t.Errorf("two or more tries over 100ms (all: %v)", lats)
+	}
+}
