@@ -88,6 +88,7 @@ func (j *HashJoin) cleanup(ctx context.Context) error {
 	for side := range j.sides {
 		s := &j.sides[side]
 		distKey := s.State.Schema().DistKey
+		var scratch types.Row
 		closed := func(row types.Row) bool {
 			for i, b := range bounds {
 				if d := row[s.Keys[i]]; !b.IsNull() && !d.IsNull() && types.Compare(d, b) < 0 {
@@ -99,10 +100,28 @@ func (j *HashJoin) cleanup(ctx context.Context) error {
 				if !l.ok || iv.Side != side {
 					continue
 				}
-				if d := row[iv.ACol]; d.IsNull() || types.Compare(d, l.self) >= 0 {
+				d := row[iv.ACol]
+				if d.IsNull() || types.Compare(d, l.self) >= 0 {
 					continue
 				}
-				if a, ok := evalAt(ec, iv.A, iv.Width, iv.AIdx, row[iv.ACol]); ok && types.Compare(a, l.limit) < 0 {
+				a := d
+				if _, plain := iv.A.(*expr.ColumnRef); !plain {
+					// A references only its column: a scratch row of NULLs
+					// holding it will do.
+					if scratch == nil {
+						scratch = make(types.Row, iv.Width)
+						for k := range scratch {
+							scratch[k] = types.NullDatum
+						}
+					}
+					scratch[iv.AIdx] = d
+					v, err := iv.A.Eval(ec, scratch)
+					if err != nil || v.IsNull() {
+						continue
+					}
+					a = v
+				}
+				if types.Compare(a, l.limit) < 0 {
 					return true
 				}
 			}
