@@ -883,11 +883,15 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 			return nil, err
 		}
 	}
-	// New outputs of every position in union, starting from the stored ones.
-	newOut := make([]expr.Blocks[[]types.Datum], len(union))
-	for ui, u := range union {
-		nc := len(w.calls)
-		var slab []types.Datum
+	// New outputs of every position in union, starting from the stored
+	// ones: newOut holds them for the intervals one after another, those
+	// of union[ui] from newOut position ubase[ui] on.
+	var newOut expr.Blocks[[]types.Datum]
+	var ubase expr.Blocks[int]
+	nc := len(w.calls)
+	var slab []types.Datum
+	for _, u := range union {
+		ubase.Append(newOut.Len())
 		for j := u.lo; j < u.hi; j++ {
 			if err := tk.tick(ctx); err != nil {
 				return nil, err
@@ -900,7 +904,7 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 			o := slab[:nc:nc]
 			slab = slab[nc:]
 			copy(o, rows.At(j).out)
-			newOut[ui].Append(o)
+			newOut.Append(o)
 		}
 	}
 	for ci := range w.calls {
@@ -911,7 +915,7 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 				for union[ui].hi <= j {
 					ui++
 				}
-				newOut[ui].At(j - union[ui].lo)[ci] = v
+				newOut.At(ubase.At(ui) + j - union[ui].lo)[ci] = v
 			})
 			if err != nil {
 				return nil, err
@@ -932,7 +936,7 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 				return nil, err
 			}
 			r := rows.At(j)
-			no := newOut[ui].At(j - u.lo)
+			no := newOut.At(ubase.At(ui) + j - u.lo)
 			var old *owRow
 			isChanged := false
 			for ci < len(changed) && changed[ci].pos < j {

@@ -388,7 +388,8 @@ func benchOverWindow(b *testing.B, name string, frame expr.Frame, size int, pol 
 // sort and the maps they fill must be cancellable too (I5). Cancels land
 // at 10%, 30%, ... of an uncancelled run's time from the first Next to
 // the state commit (shortened to a later run's when a try finds it
-// over); every try's latency is printed. With
+// over); every try's latency is printed, with the actor thread's
+// run-queue wait. With
 // RUNNEL_OW_CANCEL_ROWS set (the benchmark run) five tries must each be
 // under 10 ms; the default run makes three and allows one over 100 ms.
 func TestOverWindowCancelLatencyBatch(t *testing.T) {
@@ -405,7 +406,12 @@ func TestOverWindowCancelLatencyBatch(t *testing.T) {
 	// uncancelled), whether the cancellation came before the commit
 	// point, and the time from the first Next to that point (0 if the
 	// run never reached it).
-	once := func(seed int64, delay time.Duration) (time.Duration, bool, time.Duration) {
+	once := func(seed int64, delay time.Duration) (lat time.Duration, early bool, took, runq time.Duration) {
+		// the actor is this goroutine, on one thread whose run-queue
+		// wait is printed (see TestOverWindowCancelLatency)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid := syscall.Gettid()
 		st := h.table(OverWindowStateSchema("ow", owStoryTypes, []int{0}, order, []int{1}, calls))
 		var mu sync.Mutex
 		var committing bool
@@ -437,12 +443,12 @@ func TestOverWindowCancelLatencyBatch(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var cancelled time.Time
-		var early bool
 		start := time.Now()
 		if delay > 0 {
 			time.AfterFunc(delay, func() {
+				rq := threadRunQueueWait(tid)
 				mu.Lock()
-				early, cancelled = !committing, time.Now()
+				early, cancelled, runq = !committing, time.Now(), -rq
 				mu.Unlock()
 				cancel()
 			})
@@ -451,24 +457,25 @@ func TestOverWindowCancelLatencyBatch(t *testing.T) {
 			msg, err := ow.Next(ctx)
 			if err != nil {
 				exited := time.Now()
+				rq := threadRunQueueWait(tid)
 				if !errors.Is(err, context.Canceled) {
 					t.Fatalf("Next returned %v; want context.Canceled", err)
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				if commitAt.IsZero() {
-					return exited.Sub(cancelled), early, 0
+				if !commitAt.IsZero() {
+					took = commitAt.Sub(start)
 				}
-				return exited.Sub(cancelled), early, commitAt.Sub(start)
+				return exited.Sub(cancelled), early, took, runq + rq
 			}
 			if msg.Barrier != nil && delay == 0 {
 				mu.Lock()
 				defer mu.Unlock()
-				return 0, false, commitAt.Sub(start)
+				return 0, false, commitAt.Sub(start), 0
 			}
 		}
 	}
-	_, _, total := once(0, 0)
+	_, _, total, _ := once(0, 0)
 	t.Logf("%d changes in one partition, uncancelled: %v to the commit point", maxPendingChanges, total)
 	var lats []time.Duration
 	for try, attempts := 0, 0; try < tries; attempts++ {
@@ -476,7 +483,7 @@ func TestOverWindowCancelLatencyBatch(t *testing.T) {
 			t.Fatalf("only %d of %d cancellations landed before the commit point", try, tries)
 		}
 		at := total * time.Duration(2*try+1) / time.Duration(2*tries)
-		lat, early, took := once(int64(attempts+1), at)
+		lat, early, took, runq := once(int64(attempts+1), at)
 		if !early {
 			// faster than the uncancelled run (whose memory was fresh):
 			// go by this run
@@ -484,7 +491,7 @@ func TestOverWindowCancelLatencyBatch(t *testing.T) {
 			total = min(total, took)
 			continue
 		}
-		t.Logf("%d changes in one partition, cancelled %v after the first Next: goroutine exited %v after cancel", maxPendingChanges, at, lat)
+		t.Logf("%d changes in one partition, cancelled %v after the first Next: goroutine exited %v after cancel (runq %v)", maxPendingChanges, at, lat, runq)
 		lats = append(lats, lat)
 		try++
 	}
