@@ -13,5 +13,14 @@
 // streaming cache bytes, 256 MiB by default) and evicts least recently
 // used entries to stay within it; an evicted entry is reloaded from its
 // state table, which always holds the same content (I7: a cache never
-// holds anything the state tables do not).
+// holds anything the state tables do not). Materialize caches the view
+// rows it read or rewrote the same way.
+//
+// A new job's executors know that their state tables started empty
+// (SetFresh, set by the plan when it backfills). Materialize and HashJoin
+// then keep a key filter (keyfilter.go: a growable Bloom filter) of the
+// keys they wrote, and a read that the filter proves would find nothing —
+// Materialize's existence check of each backfilled row, the join's first
+// probe of a key — is skipped. The answer is the same as the read's, so
+// the consistency checks (I6) keep their strength.
 package exec
