@@ -70,7 +70,11 @@
 // executor can recompute only the rows a change touched. ROWS, RANGE (with
 // numeric and date/time offsets) and GROUPS frames and every EXCLUDE
 // option are supported. Loops check ctx.Ctx every 256 rows (invariant I5:
-// cancellation is prompt).
+// cancellation is prompt), and no step between two checks allocates in
+// proportion to the partition: a caller can hand its rows through
+// accessors (WindowRows) and take results through a callback
+// (ComputeWindowEach), and per-row arrays live in Blocks
+// (window_blocks.go says why).
 //
 // This package imports only types and sqlerr from Runnel; it must not
 // import the planner, executors or storage.
