@@ -20,8 +20,8 @@ import (
 // mode). The watermark is then forwarded on the output's group-key
 // column, after the flushed chunks and before the barrier.
 //
-// Cleanup is by a scan of the result table restricted to the actor's
-// vnodes, run only at barriers where a watermark advanced: the table
+// Cleanup is by a scan of the result table's vnodes the actor owns, run
+// only at barriers where a watermark advanced: the table
 // holds the groups of open windows only, so the scan is bounded by the
 // state the watermark keeps alive.
 type aggWatermarks struct {
@@ -99,36 +99,19 @@ func (h *HashAgg) cleanup(ctx context.Context) error {
 		return nil
 	}
 	k := len(h.groupKey)
-	distKey := h.result.Schema().DistKey
-	it, err := h.result.Iter(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("%s: watermark cleanup: %w", h.Identity(), err)
-	}
 	var doomed []types.Row
-	var tk ticker
-	for it.Next() {
-		if err := tk.tick(ctx); err != nil {
-			it.Close()
-			return err
-		}
-		row := it.Row()
-		closed := false
+	err := scanOwned(ctx, h.result, w.owns, func(row types.Row) {
 		for p, v := range w.pending {
 			if d := row[p]; !d.IsNull() && types.Compare(d, v) < 0 {
-				closed = true
-				break
+				doomed = append(doomed, row[:k:k])
+				return
 			}
 		}
-		if !closed || (w.owns != nil && !w.owns(types.Vnode(row, distKey))) {
-			continue
-		}
-		doomed = append(doomed, row[:k:k])
-	}
-	err = it.Err()
-	it.Close()
+	})
 	if err != nil {
 		return fmt.Errorf("%s: watermark cleanup: %w", h.Identity(), err)
 	}
+	var tk ticker
 	for _, key := range doomed {
 		if err := tk.tick(ctx); err != nil {
 			return err

@@ -84,10 +84,8 @@ func (j *HashJoin) cleanup(ctx context.Context) error {
 	if !advanced && !ivAdvanced {
 		return nil
 	}
-	var tk ticker
 	for side := range j.sides {
 		s := &j.sides[side]
-		distKey := s.State.Schema().DistKey
 		var scratch types.Row
 		closed := func(row types.Row) bool {
 			for i, b := range bounds {
@@ -127,23 +125,12 @@ func (j *HashJoin) cleanup(ctx context.Context) error {
 			}
 			return false
 		}
-		it, err := s.State.Iter(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("%s: watermark cleanup: %w", j.Identity(), err)
-		}
 		var doomed []types.Row
-		for it.Next() {
-			if err := tk.tick(ctx); err != nil {
-				it.Close()
-				return err
-			}
-			row := it.Row()
-			if closed(row) && (j.wm.owns == nil || j.wm.owns(types.Vnode(row, distKey))) {
+		err := scanOwned(ctx, s.State, j.wm.owns, func(row types.Row) {
+			if closed(row) {
 				doomed = append(doomed, row)
 			}
-		}
-		err = it.Err()
-		it.Close()
+		})
 		if err != nil {
 			return fmt.Errorf("%s: watermark cleanup: %w", j.Identity(), err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/stream/state"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -189,4 +190,34 @@ func deriveWatermark(ec *expr.EvalContext, e expr.Expr, width, col int, v types.
 		return types.NullDatum, false
 	}
 	return d, true
+}
+
+// scanOwned calls fn with every row of t in the vnodes owns reports
+// (every row when owns is nil), checking ctx as it goes.
+func scanOwned(ctx context.Context, t *state.Table, owns func(uint16) bool, fn func(types.Row)) error {
+	var tk ticker
+	scan := func(it *state.RowIter, err error) error {
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for it.Next() {
+			if err := tk.tick(ctx); err != nil {
+				return err
+			}
+			fn(it.Row())
+		}
+		return it.Err()
+	}
+	if owns == nil {
+		return scan(t.Iter(ctx, nil))
+	}
+	for v := 0; v < types.VnodeCount; v++ {
+		if owns(uint16(v)) {
+			if err := scan(t.IterVnode(ctx, uint16(v))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
