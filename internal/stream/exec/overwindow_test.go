@@ -7,9 +7,11 @@ import (
 	"math/rand"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -866,5 +868,42 @@ func TestOverWindowRecomputeBoundsByKind(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestOverWindowSortKeys checks the cancellable merge sort of a flush's
+// keys against sort.Strings, across run and block boundaries, and that
+// a cancelled context stops it.
+func TestOverWindowSortKeys(t *testing.T) {
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	for _, n := range []int{0, 1, 2, owSortRun - 1, owSortRun, owSortRun + 1, 1000, expr.BlockLen*3 + 5, 20_000} {
+		var keys owKeys
+		want := make([]string, n)
+		for i := range want {
+			want[i] = fmt.Sprintf("%x", rng.Int63n(int64(n)+1)) // duplicates too
+			keys.Append(want[i])
+		}
+		sort.Strings(want)
+		if err := sortKeys(context.Background(), &keys); err != nil {
+			t.Fatal(err)
+		}
+		if keys.Len() != n {
+			t.Fatalf("seed %d, n=%d: %d keys after sorting", seed, n, keys.Len())
+		}
+		for i, w := range want {
+			if keys.At(i) != w {
+				t.Fatalf("seed %d, n=%d: key %d is %q; want %q", seed, n, i, keys.At(i), w)
+			}
+		}
+	}
+	var keys owKeys
+	for i := 0; i < 10_000; i++ {
+		keys.Append(fmt.Sprint(rng.Int()))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := sortKeys(ctx, &keys); !errors.Is(err, context.Canceled) {
+		t.Fatalf("sortKeys with a cancelled context returned %v; want context.Canceled", err)
 	}
 }
