@@ -787,14 +787,16 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 		pos int
 		old *owRow // nil: inserted
 	}
-	var changed []change // positions of inserted/replaced rows, ascending
-	var marks []int      // positions whose window inputs changed (gaps: both neighbours)
+	// changed: positions of inserted/replaced rows, ascending; in blocks,
+	// as okeys (up to maxPendingChanges of them: I5)
+	var changed expr.Blocks[change]
+	var marks []int // positions whose window inputs changed (gaps: both neighbours)
 	// okeys are the ORDER BY values of the changed rows, deleted ones
 	// included (RANGE offset frames find their affected rows by key).
-	var okeys []types.Datum
+	var okeys expr.Blocks[types.Datum]
 	okeyOf := func(in types.Row) {
 		if w.hasRange {
-			okeys = append(okeys, in[w.order[0].Col])
+			okeys.Append(in[w.order[0].Col])
 		}
 	}
 	ei := 0
@@ -816,7 +818,7 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 					okeyOf(e.old.in)
 				} else {
 					nr := &owRow{key: e.key, okey: w.orderKey(e.newIn), in: e.newIn, out: e.old.out}
-					changed = append(changed, change{pos: rows.Len(), old: e.old})
+					changed.Append(change{pos: rows.Len(), old: e.old})
 					if w.windowInputsDiffer(e.old.in, e.newIn) {
 						marks = append(marks, rows.Len())
 						okeyOf(e.newIn)
@@ -827,7 +829,7 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 				continue
 			}
 			nr := &owRow{key: e.key, okey: w.orderKey(e.newIn), in: e.newIn}
-			changed = append(changed, change{pos: rows.Len()})
+			changed.Append(change{pos: rows.Len()})
 			marks = append(marks, rows.Len())
 			okeyOf(e.newIn)
 			rows.Append(nr)
@@ -864,14 +866,15 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 	// Per call: the intervals to recompute.
 	perCall := make([][]owInterval, len(w.calls))
 	var union, recomputed []owInterval // sorted and disjoint
-	for _, c := range changed {
+	for k := 0; k < changed.Len(); k++ {
 		if err := tk.tick(ctx); err != nil {
 			return nil, err
 		}
+		c := changed.At(k)
 		union = append(union, owInterval{c.pos, c.pos + 1})
 	}
 	for ci := range w.calls {
-		iv, err := w.affected(ns, pg, &w.calls[ci], marks, okeys, n == sn)
+		iv, err := w.affected(ns, pg, &w.calls[ci], marks, &okeys, n == sn)
 		if err != nil {
 			return nil, err
 		}
@@ -939,11 +942,11 @@ func (w *OverWindow) applySegment(ctx context.Context, p *owPending, s *owSegmen
 			no := newOut.At(ubase.At(ui) + j - u.lo)
 			var old *owRow
 			isChanged := false
-			for ci < len(changed) && changed[ci].pos < j {
+			for ci < changed.Len() && changed.At(ci).pos < j {
 				ci++
 			}
-			if ci < len(changed) && changed[ci].pos == j {
-				isChanged, old = true, changed[ci].old
+			if ci < changed.Len() && changed.At(ci).pos == j {
+				isChanged, old = true, changed.At(ci).old
 			}
 			switch {
 			case isChanged && old == nil:
@@ -1184,9 +1187,9 @@ func clampInt(x int64, lo, hi int) int {
 // affected returns the positions of the segment whose outputs of call c
 // can change, given the positions marks whose window inputs changed. For
 // a frame call in group mode the peer groups are built (applySegment).
-func (w *OverWindow) affected(s *owSegment, pg *owPeers, c *overWindowCall, marks []int, okeys []types.Datum, sameSize bool) ([]owInterval, error) {
+func (w *OverWindow) affected(s *owSegment, pg *owPeers, c *overWindowCall, marks []int, okeys *expr.Blocks[types.Datum], sameSize bool) ([]owInterval, error) {
 	n := s.rows.Len()
-	if len(marks) == 0 && len(okeys) == 0 {
+	if len(marks) == 0 && okeys.Len() == 0 {
 		return nil, nil
 	}
 	switch c.kind {
@@ -1336,7 +1339,7 @@ func (w *OverWindow) rangeSearch(rows *owRows, target types.Datum, raw, strict b
 // unbounded side to the partition's edge; a changed NULL key or a frame
 // with an unbounded side adds the NULL rows. The changed rows themselves
 // (marks) are always recomputed.
-func (w *OverWindow) affectedRange(s *owSegment, c *overWindowCall, marks []int, okeys []types.Datum) ([]owInterval, error) {
+func (w *OverWindow) affectedRange(s *owSegment, c *overWindowCall, marks []int, okeys *expr.Blocks[types.Datum]) ([]owInterval, error) {
 	rows := &s.rows
 	n := rows.Len()
 	nlo, nhi := w.rangeNonNull(rows)
@@ -1348,7 +1351,8 @@ func (w *OverWindow) affectedRange(s *owSegment, c *overWindowCall, marks []int,
 	}
 	nullsAdded := false
 	move, first := w.rangeMove, func(t types.Datum, raw, strict bool) int { return w.rangeSearch(rows, t, raw, strict) }
-	for _, x := range okeys {
+	for k := 0; k < okeys.Len(); k++ {
+		x := okeys.At(k)
 		if x.IsNull() || (unbounded && !nullsAdded) {
 			if x.IsNull() && unbounded {
 				return []owInterval{{0, n}}, nil
