@@ -25,7 +25,9 @@ import (
 // CPU until it is quiet again (the compaction the backfill left behind)
 // are reported too.
 //
-// RUNNEL_BACKFILL_VIEWS=order_details (or customer_totals) runs one view.
+// RUNNEL_BACKFILL_VIEWS=order_details (or customer_totals) runs one view;
+// RUNNEL_BACKFILL_KEEP=1 keeps each view (as bench ivm does) and
+// RUNNEL_BACKFILL_NOSETTLE=1 starts the next CREATE at once.
 // RUNNEL_BACKFILL_CPUPROFILE=prefix writes one CPU profile per size and
 // view (prefix-<rows>-<view>.pprof) covering only the CREATE statement;
 // RUNNEL_BACKFILL_TRACE=prefix likewise an execution trace (go tool trace
@@ -103,7 +105,9 @@ func runBackfillSize(t *testing.T, rows int64, profile string) {
 		if only := os.Getenv("RUNNEL_BACKFILL_VIEWS"); only != "" && !strings.Contains(only, v.name) {
 			continue
 		}
-		settle() // the previous view's DROP
+		if os.Getenv("RUNNEL_BACKFILL_NOSETTLE") == "" {
+			settle() // the previous view's DROP
+		}
 		runtime.GC()
 		if profile != "" {
 			f, err := os.Create(fmt.Sprintf("%s-%d-%s.pprof", profile, rows, v.name))
@@ -155,6 +159,8 @@ func runBackfillSize(t *testing.T, rows int64, profile string) {
 		ssecs, scpu := settle()
 		t.Logf("rows %d: CREATE MATERIALIZED VIEW %s in %.2fs (%.0f rows/s), %.1f CPU s, alloc %d MiB, %d GCs, view rows %d; then compaction settled in %.1fs, %.1f CPU s",
 			rows, v.name, secs, float64(rows)/secs, cpu, (ms1.TotalAlloc-ms0.TotalAlloc)>>20, ms1.NumGC-ms0.NumGC, n, ssecs, scpu)
-		exec("DROP MATERIALIZED VIEW " + v.name)
+		if os.Getenv("RUNNEL_BACKFILL_KEEP") == "" {
+			exec("DROP MATERIALIZED VIEW " + v.name)
+		}
 	}
 }
