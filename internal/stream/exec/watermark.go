@@ -115,14 +115,18 @@ func (g *WatermarkGen) Dropped(n int) {
 	}
 }
 
-// Filter drops c's late rows (an update pair with a late half entirely)
-// by the watermark as it stood before c, then advances the watermark over
-// the rest (as RisingWave's WatermarkFilter, rows within one chunk are
-// not late to each other). It returns the kept rows and the watermark
-// message to emit after them, if the watermark moved.
+// Filter drops c's late rows (an update pair with a late half entirely),
+// advancing the watermark row by row over the rows kept, and returns the
+// kept rows and the watermark message to emit after them, if it moved.
+// Each row is judged against every row before it, not against the
+// watermark at the start of its chunk (as RisingWave's WatermarkFilter
+// does): which rows are late then does not depend on how the rows were
+// cut into chunks (pacing, recovery), so a source drops the same rows
+// after a recovery as before it.
 func (g *WatermarkGen) Filter(c *types.Chunk) (*types.Chunk, *stream.Watermark, error) {
 	out := c
 	dropped := 0
+	moved := false
 	for i := 0; i < len(c.Rows); i++ {
 		pair := c.Ops[i] == types.OpUpdateDelete && i+1 < len(c.Rows) && c.Ops[i+1] == types.OpUpdateInsert
 		n := 1
@@ -141,18 +145,18 @@ func (g *WatermarkGen) Filter(c *types.Chunk) (*types.Chunk, *stream.Watermark, 
 		}
 		if late {
 			dropped += n
+		} else {
+			for j := i; j < i+n; j++ {
+				m, err := g.Observe(c.Rows[j])
+				if err != nil {
+					return nil, nil, err
+				}
+				moved = moved || m
+			}
 		}
 		i += n - 1
 	}
 	g.Dropped(dropped)
-	moved := false
-	for _, row := range out.Rows {
-		m, err := g.Observe(row)
-		if err != nil {
-			return nil, nil, err
-		}
-		moved = moved || m
-	}
 	var wm *stream.Watermark
 	if moved {
 		wm = &stream.Watermark{Col: g.col, Val: g.cur}
