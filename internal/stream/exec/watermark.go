@@ -14,9 +14,10 @@ import (
 )
 
 // WatermarkGen generates the watermarks of a source split or a table with
-// WATERMARK FOR col AS expr, as RisingWave's WatermarkFilter does: the
-// watermark is the largest expr seen so far (over the rows kept), and a
-// row whose col is already below the watermark is late: it is dropped
+// WATERMARK FOR col AS expr, like RisingWave's WatermarkFilter (but row by
+// row, see Filter): the watermark is the largest expr seen so far (over
+// the rows kept), and a row whose col is already below the watermark is
+// late: it is dropped
 // (every op, both halves of an update alike) and counted. Since late rows
 // never enter the stream, downstream state cleaned by a watermark is
 // never touched again. A row whose col is NULL is never late and moves
