@@ -168,7 +168,7 @@ func TestWatermarkCleansTumbleAggState(t *testing.T) {
 func TestWatermarkNexmarkSourceMatchesUnwatermarked(t *testing.T) {
 	ts := startTestServer(t, "")
 	conn := ts.connect(t)
-	opts := `connector = 'nexmark', nexmark.table.type = 'bid', nexmark.event.num = '20000', nexmark.event.rate = '100',
+	opts := `connector = 'nexmark', nexmark.table.type = 'bid', nexmark.event.num = '10000', nexmark.event.rate = '50',
 		nexmark.split.num = '2', nexmark.min.event.gap.in.ns = '0'`
 	cols := `auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, date_time TIMESTAMP, extra VARCHAR`
 	mustExec(t, conn, fmt.Sprintf(`CREATE SOURCE bid_wm (%s, WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND) WITH (%s)`, cols, opts))
@@ -254,7 +254,7 @@ func TestWatermarkSourceLateRowsAcrossRecover(t *testing.T) {
 	conn := ts.connect(t)
 	ctx := context.Background()
 	mustExec(t, conn, `CREATE SOURCE dg (id INT, at TIMESTAMP, WATERMARK FOR at AS at - INTERVAL '1 hour') WITH (
-		connector = 'datagen', fields.id.kind = 'sequence', fields.id.start = '1', fields.id.end = '20000',
+		connector = 'datagen', fields.id.kind = 'sequence', fields.id.start = '1', fields.id.end = '10000',
 		fields.at.max_past = '10 hours', fields.at.basetime = '2024-01-01 00:00:00',
 		datagen.split.num = '2', datagen.rows.per.second = '4000')`)
 	const q = `SELECT count(*) AS n, sum(id) AS s FROM dg`
@@ -271,15 +271,15 @@ func TestWatermarkSourceLateRowsAcrossRecover(t *testing.T) {
 
 	mustExec(t, conn, "CREATE MATERIALIZED VIEW v2 AS "+q)
 	// Recover once v2's sources are part-way through (they are paced at
-	// 4000 rows/s per split: 2.5 s in all).
+	// 4000 rows/s per split: 1.25 s in all).
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		n, err := ts.srv.SourceRows("v2")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n >= 3000 {
-			if n >= 20000 {
+		if n >= 2000 {
+			if n >= 10000 {
 				t.Logf("v2's sources finished before RECOVER (%d rows): the check below is weaker", n)
 			}
 			break
