@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -30,11 +31,23 @@ var notDirErr = syscall.ENOTDIR
 // A crash leaves at most a temp file, which List, Get and Stat never show
 // (keys may not start a component with ".tmp-"). Directories created for a
 // key are fsynced into their parents too.
+//
+// A key reserved ahead (Reserve, objstore.Reserver) already exists, empty,
+// under a durable name: its Put writes the file in place and fsyncs it,
+// with no rename and no directory fsync. Until that Put returns the object
+// may be empty or partial; its owner (a live job record) deletes it if the
+// Put never finishes.
 type Local struct {
 	root string
+	mu   sync.Mutex
+	// reserving holds keys whose Reserve is running (the channel closes
+	// when it ends); done holds keys reserved and not yet Put or deleted.
+	reserving map[string]chan struct{}
+	done      map[string]bool
 	// testHook, when set, is called at named points inside Put
-	// ("temp-written", "before-rename", "after-rename") with the key; an
-	// error aborts the Put there as a crash would, leaving the temp file.
+	// ("temp-written", "before-rename", "after-rename"; "reserved-written"
+	// for a reserved key) with the key; an error aborts the Put there as a
+	// crash would, leaving the temp file (or the partial reserved object).
 	testHook func(point, key string) error
 }
 
@@ -50,7 +63,7 @@ func NewLocal(dir string) (*Local, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("objstore: create local root %s: %w", abs, err)
 	}
-	return &Local{root: abs}, nil
+	return &Local{root: abs, reserving: map[string]chan struct{}{}, done: map[string]bool{}}, nil
 }
 
 // Root returns the absolute root directory.
@@ -69,6 +82,9 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 		return fmt.Errorf("objstore: put %s: %w", key, err)
 	}
 	final := l.path(key)
+	if l.takeReserved(ctx, key) {
+		return l.putReserved(key, final, data)
+	}
 	dir := filepath.Dir(final)
 	if err := l.ensureDir(dir); err != nil {
 		return fmt.Errorf("objstore: put %s: %w", key, err)
@@ -120,6 +136,102 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 		// The object is visible but its name may not survive a power loss:
 		// an ambiguous failure the caller must treat as "may exist" (I2).
 		return fmt.Errorf("objstore: put %s: fsync directory: %w", key, err)
+	}
+	return nil
+}
+
+// Reserve creates key as an empty object with a durable name (see the
+// type comment and objstore.Reserver). Reserving an existing key fails.
+func (l *Local) Reserve(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return fmt.Errorf("objstore: reserve: %w", err)
+	}
+	ch := make(chan struct{})
+	l.mu.Lock()
+	if _, busy := l.reserving[key]; busy || l.done[key] {
+		l.mu.Unlock()
+		return fmt.Errorf("objstore: reserve %s: already reserved", key)
+	}
+	l.reserving[key] = ch
+	l.mu.Unlock()
+	err := l.reserve(ctx, key)
+	l.mu.Lock()
+	delete(l.reserving, key)
+	if err == nil {
+		l.done[key] = true
+	}
+	l.mu.Unlock()
+	close(ch)
+	return err
+}
+
+func (l *Local) reserve(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("objstore: reserve %s: %w", key, err)
+	}
+	final := l.path(key)
+	dir := filepath.Dir(final)
+	if err := l.ensureDir(dir); err != nil {
+		return fmt.Errorf("objstore: reserve %s: %w", key, err)
+	}
+	f, err := os.OpenFile(final, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("objstore: reserve %s: %w", key, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("objstore: reserve %s: %w", key, err)
+	}
+	return nil
+}
+
+// takeReserved reports whether key was reserved (and consumes the
+// reservation), waiting for a reservation still in progress.
+func (l *Local) takeReserved(ctx context.Context, key string) bool {
+	l.mu.Lock()
+	ch, busy := l.reserving[key]
+	l.mu.Unlock()
+	if busy {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := l.done[key]
+	delete(l.done, key)
+	return ok
+}
+
+// putReserved writes a reserved key's data in place and fsyncs it: its
+// name is already durable.
+func (l *Local) putReserved(key, final string, data []byte) error {
+	f, err := os.OpenFile(final, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return fmt.Errorf("objstore: put %s (reserved): %w", key, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("objstore: put %s (reserved): write: %w", key, err)
+	}
+	if err := l.hook("reserved-written", key); err != nil {
+		f.Close()
+		return fmt.Errorf("objstore: put %s: %w", key, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("objstore: put %s (reserved): fsync: %w", key, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("objstore: put %s (reserved): close: %w", key, err)
 	}
 	return nil
 }
@@ -307,6 +419,9 @@ func (l *Local) Delete(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("objstore: delete %s: %w", key, err)
 	}
+	l.mu.Lock()
+	delete(l.done, key)
+	l.mu.Unlock()
 	p := l.path(key)
 	if st, err := os.Lstat(p); err == nil && st.IsDir() {
 		return nil // a "directory" of other keys is not an object

@@ -32,3 +32,15 @@ type Store interface {
 	// Delete removes the object; deleting a missing object is not an error.
 	Delete(ctx context.Context, key string) error
 }
+
+// Reserver is implemented by stores where making a new object's name
+// durable is a step of its own (a local directory: a directory fsync after
+// the rename). Reserve creates key as an empty object whose name is
+// durable, ahead of its Put, off the writer's critical path; the later Put
+// of that key then writes and syncs the data in place. The caller must own
+// the key durably before reserving it (I1: a job record names it), because
+// a crash between Reserve and the end of the Put leaves an empty or partial
+// object under the key, which only that owner's cleanup removes.
+type Reserver interface {
+	Reserve(ctx context.Context, key string) error
+}

@@ -138,6 +138,9 @@ type Engine struct {
 	// is still durable before the first PUT (I1(b)), but a commit costs
 	// one metastore transaction instead of two. Guarded by writeMu.
 	spare *jobRecord
+	// reserving tracks reserveSpare's goroutines (Close waits for them
+	// with writeMu held, the lock they are started under).
+	reserving sync.WaitGroup
 	// tableGroup assigns tables to isolation groups (SetTableGroup).
 	tableGroup func(TableID) uint64
 	// leases: when each spilled upload job's record was last renewed.
@@ -492,6 +495,30 @@ func (e *Engine) uploadRuns(ctx context.Context, items []*bufItem, useSpare bool
 	return w.metas, w.job.ID, nil
 }
 
+// reserveSpare makes the name of the spare job's first output durable in
+// the background where the store supports it (objstore.Reserver: a local
+// directory), so that the next commit's PUT is one file write and fsync,
+// without the directory fsync. The job record is durable already (I1).
+// writeMu is held.
+func (e *Engine) reserveSpare(j *jobRecord) {
+	r, ok := e.store.(objstore.Reserver)
+	if !ok || len(j.Outputs) == 0 {
+		return
+	}
+	key := objectKey(j.Outputs[0])
+	done := make(chan struct{})
+	j.reserved = done
+	e.reserving.Add(1)
+	go func() {
+		defer e.reserving.Done()
+		defer close(done)
+		if err := r.Reserve(context.Background(), key); err != nil {
+			// The PUT then takes the ordinary path.
+			e.log.Debug("storage: reserving the next upload's object failed", "object", key, "err", err)
+		}
+	}()
+}
+
 // takeSpare hands over the spare upload job, or nil when there is none or
 // it is too old for the commit fence (it is then aborted). writeMu is held.
 func (e *Engine) takeSpare(ctx context.Context) *jobRecord {
@@ -499,6 +526,11 @@ func (e *Engine) takeSpare(ctx context.Context) *jobRecord {
 	e.spare = nil
 	if j == nil {
 		return nil
+	}
+	if j.reserved != nil {
+		// Its object's reservation has had the time since the last
+		// commit; a PUT must not race it.
+		<-j.reserved
 	}
 	if e.opts.Clock().UnixMilli()-j.Updated > e.opts.GCGrace.Milliseconds()/2 {
 		if err := e.abortJob(ctx, j.ID, nil); err != nil {
@@ -736,6 +768,7 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 	if spare != nil {
 		if err == nil {
 			e.spare = spare
+			e.reserveSpare(spare)
 		} else {
 			// The record may have landed: abort it later (GC retries).
 			e.mu.Lock()
@@ -1376,6 +1409,7 @@ func (e *Engine) Close() error {
 	// The spare upload record names no object; without this the next
 	// Open would abort it (recoverJobs) and log it as left behind.
 	e.writeMu.Lock()
+	e.reserving.Wait()
 	if j := e.spare; j != nil && !e.crashed.Load() {
 		e.spare = nil
 		_ = e.abortJob(context.Background(), j.ID, nil)

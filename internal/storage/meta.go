@@ -57,6 +57,9 @@ type jobRecord struct {
 	Outputs []uint64
 	Created int64 // unix ms
 	Updated int64
+	// reserved, for a spare upload job whose first output is being
+	// reserved in the store (Engine.reserveSpare), closes when that ends.
+	reserved chan struct{}
 }
 
 func (j *jobRecord) live() bool { return j.State != JobCommitted && j.State != JobAborted }
