@@ -24,8 +24,8 @@ type compactionPick struct {
 	// cuts are the smallest prefixes of the output level's files that are
 	// not inputs, ascending: an output SST never spans one, so outputs
 	// stay disjoint from the files left in place (buildSSTs).
-	cuts [][]byte
-	dropOnly   bool // every input belongs to unregistered tables only
+	cuts     [][]byte
+	dropOnly bool // every input belongs to unregistered tables only
 }
 
 // CompactionJob is one running compaction. Cancel and commit-start are
