@@ -394,6 +394,7 @@ func TestToCharNumber(t *testing.T) {
 		{ci(-5), "FM999MI", "5-"}, {ci(5), "FM999MI", "5"}, {typed("1.5", types.Numeric), "FM0.00", "1.50"},
 		{ci(0), "9.99", "  .00"}, {ci(12345), "99.9", " ##.#"}, {ci(-12), "FM999", "-12"}, {ci(7), "999S", "  7+"},
 		{ci(100), "FM999.", "100"},
+		{ci(0), "FM9G999D00", ".00"}, {ci(0), "FM9D90", ".00"}, {ci(0), "FM9D09", ".0"}, {ci(0), "FM0D00", "0.00"}, {typed("0.5", types.Numeric), "FM9D00", ".50"},
 		{typed("NaN", types.Numeric), "999", " NaN"}, {typed("NaN", types.Numeric), "9,999.99", "   NaN"}, {typed("NaN", types.Numeric), "FM999.99", "NaN"},
 		{typed("Infinity", types.Numeric), "999", " ###"}, {ci(0), "FM9.99", "0."}, {typed("0.5", types.Numeric), "FM9.99", ".5"},
 		{typed("0.001", types.Numeric), "FM9.99", "0."}, {typed("-0.001", types.Numeric), "FM9.99", "0."},

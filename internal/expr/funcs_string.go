@@ -3,6 +3,7 @@ package expr
 import (
 	"crypto/md5"
 	"encoding/hex"
+	"github.com/runneldb/runnel/internal/sql/ident"
 	"strconv"
 	"strings"
 	"unicode"
@@ -129,35 +130,7 @@ func initcap(s string) string {
 	return b.String()
 }
 
-func quoteIdent(s string) string {
-	safe := s != ""
-	for i, r := range s {
-		if !(r >= 'a' && r <= 'z' || r == '_' || (i > 0 && (r >= '0' && r <= '9' || r == '$'))) {
-			safe = false
-			break
-		}
-	}
-	if safe && !isReservedKeyword(s) {
-		return s
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
-
-// isReservedKeyword covers the reserved words quote_ident must quote.
-func isReservedKeyword(s string) bool {
-	switch s {
-	case "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "both", "case", "cast",
-		"check", "collate", "column", "constraint", "create", "current_catalog", "current_date", "current_role",
-		"current_time", "current_timestamp", "current_user", "default", "deferrable", "desc", "distinct", "do",
-		"else", "end", "except", "false", "fetch", "for", "foreign", "from", "grant", "group", "having", "in",
-		"initially", "intersect", "into", "lateral", "leading", "limit", "localtime", "localtimestamp", "not",
-		"null", "offset", "on", "only", "or", "order", "placing", "primary", "references", "returning", "select",
-		"session_user", "some", "symmetric", "table", "then", "to", "trailing", "true", "union", "unique", "user",
-		"using", "variadic", "when", "where", "window", "with":
-		return true
-	}
-	return false
-}
+func quoteIdent(s string) string { return ident.Quote(s) }
 
 func quoteLiteral(s string) string {
 	if strings.Contains(s, `\`) {

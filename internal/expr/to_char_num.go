@@ -86,9 +86,20 @@ func toCharNumber(intDigits, fracDigits string, neg bool, f string) string {
 	overflow := len(intDigits) > intPos
 	// An integer part of zero occupies the last integer position but is
 	// printed only when a 0 position forces it, when there is no fraction,
-	// or (FM) when the whole value is zero: 0.5 -> " .50", FM -> ".5", 0 -> "0.".
+	// or (FM) when the whole fraction is trimmed away — zero digits in 9
+	// positions only: 0.5 -> " .50", FM -> ".5", 0 -> "0.", but 0 with
+	// FM9D00 -> ".00" (a 0 fraction position keeps the fraction).
 	zeroInt := intDigits == "0"
-	showZero := fracPos == 0 || (fm && strings.Trim(fracDigits, "0") == "")
+	fracZeroPos := false
+	seen := false
+	for _, t := range toks {
+		if t.kind == '.' {
+			seen = true
+		} else if seen && t.kind == '0' {
+			fracZeroPos = true
+		}
+	}
+	showZero := fracPos == 0 || (fm && !fracZeroPos && strings.Trim(fracDigits, "0") == "")
 	signChar := func() byte {
 		if neg {
 			return '-'

@@ -20,6 +20,7 @@ package server
 
 import (
 	"fmt"
+	"github.com/runneldb/runnel/internal/sql/ident"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,31 +183,7 @@ func pkAttnums(r *catalog.Relation) string {
 }
 
 // pgQuoteIdent quotes an identifier when PostgreSQL would.
-func pgQuoteIdent(s string) string {
-	ok := s != ""
-	for i, r := range s {
-		if !(r == '_' || (r >= 'a' && r <= 'z') || (i > 0 && r >= '0' && r <= '9')) {
-			ok = false
-			break
-		}
-	}
-	if ok && !isReservedWord(s) {
-		return s
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
-
-func isReservedWord(s string) bool {
-	switch s {
-	case "all", "and", "any", "array", "as", "asc", "both", "case", "cast", "check", "collate", "column",
-		"constraint", "create", "default", "desc", "distinct", "do", "else", "end", "except", "false", "for",
-		"foreign", "from", "grant", "group", "having", "in", "into", "is", "join", "limit", "not", "null",
-		"offset", "on", "or", "order", "primary", "references", "select", "table", "then", "to", "true",
-		"union", "unique", "user", "using", "when", "where", "with":
-		return true
-	}
-	return false
-}
+func pgQuoteIdent(s string) string { return ident.Quote(s) }
 
 // sysType is a row of pg_type.
 type sysType struct {
