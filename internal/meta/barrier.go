@@ -598,6 +598,7 @@ func (l *BarrierLoop) barrier(req *barrierRequest) error {
 		b.Mutation = req.mutation
 		req.epoch = prev
 	}
+	tInj := time.Now()
 	coll, err := l.local.Inject(b)
 	l.mu.Unlock()
 	if req != nil {
@@ -652,9 +653,11 @@ func (l *BarrierLoop) barrier(req *barrierRequest) error {
 		}
 	}
 	l.local.Forget()
+	tCol := time.Now()
 	if err := l.store.Commit(ctx, prev); err != nil {
 		return fmt.Errorf("commit epoch %d: %w", prev, err)
 	}
+	l.log.Debug("barrier committed", "epoch", prev, "collect", tCol.Sub(tInj), "commit", time.Since(tCol))
 	l.committedMu.Lock()
 	l.committed = prev
 	l.commitCond.Broadcast()

@@ -3,6 +3,8 @@ package storage
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/runneldb/runnel/internal/objstore"
@@ -193,5 +195,163 @@ func TestCompactionPicksByTableRanges(t *testing.T) {
 			}
 		}
 	}
+	checkI1(t, store, meta)
+}
+
+// TestIntraL0Compaction: while the L1 files an L0->L1 compaction would
+// rewrite outweigh L0 many times, L0 is merged within L0 and L1 is left
+// alone. A commit landing while the merge runs stays in front of the
+// merged file, so its newer versions win (reads see the newest committed
+// value, I3), and every object stays owned (I1).
+func TestIntraL0Compaction(t *testing.T) {
+	ctx := context.Background()
+	store, meta := objstore.NewMem(), openMeta(t)
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var pauseNext atomic.Bool
+	hooks := &Hooks{Compaction: func(p HookPoint, j *CompactionJob) error {
+		if p == HookAfterOutputsBeforeCommit && j.Level == 0 && pauseNext.CompareAndSwap(true, false) {
+			close(paused)
+			<-resume
+		}
+		return nil
+	}}
+	e := openEngine(t, store, meta, func(o *Options) {
+		o.TargetFileSize = 32 << 10
+		o.L0CompactionTrigger = 2
+		o.Hooks = hooks
+	})
+	if err := e.RegisterTables(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	// Incompressible values, so L1 file sizes are what TargetFileSize says.
+	rng := rand.New(rand.NewPCG(1, 2))
+	vals := map[[2]int]string{}
+	for _, tbl := range []TableID{1, 2} {
+		var kvs []KV
+		for i := range 2000 {
+			v := make([]byte, 100)
+			for j := range v {
+				v[j] = byte('a' + rng.IntN(26))
+			}
+			vals[[2]int{int(tbl), i}] = string(v)
+			kvs = append(kvs, KV{Key: k(i), Value: v})
+		}
+		if err := e.Ingest(1, tbl, kvs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Commit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if ran, err := e.Compact(ctx, true); err != nil || !ran {
+		t.Fatalf("setup compaction: ran=%v err=%v", ran, err)
+	}
+	levels := func() (l0 []uint64, l1 map[uint64]bool) {
+		e.mu.RLock()
+		defer e.mu.RUnlock()
+		l1 = map[uint64]bool{}
+		for _, f := range e.cur.Levels[0] {
+			l0 = append(l0, f.ID)
+		}
+		for _, f := range e.cur.Levels[1] {
+			l1[f.ID] = true
+		}
+		return l0, l1
+	}
+	want := map[[2]int]string{}
+	put := func(epoch uint64, tbl TableID, i int, v string) {
+		t.Helper()
+		if err := e.Ingest(epoch, tbl, []KV{{Key: k(i), Value: []byte(v)}}); err != nil {
+			t.Fatal(err)
+		}
+		want[[2]int{int(tbl), i}] = v
+	}
+	commit := func(epoch uint64) {
+		t.Helper()
+		if err := e.Commit(ctx, epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(epoch uint64) {
+		t.Helper()
+		for _, tbl := range []TableID{1, 2} {
+			for i := range 2000 {
+				w, ok := want[[2]int{int(tbl), i}]
+				if !ok {
+					w = vals[[2]int{int(tbl), i}]
+				}
+				if v, ok, err := e.Get(ctx, tbl, k(i), epoch, ReadOptions{}); err != nil || !ok || string(v) != w {
+					t.Fatalf("epoch %d table %d key %d: %q %v %v, want %q", epoch, tbl, i, v, ok, err, w)
+				}
+			}
+		}
+	}
+	_, l1Before := levels()
+	put(2, 1, 10, "e2")
+	commit(2)
+	put(3, 2, 1500, "e3")
+	commit(3)
+	if ran, err := e.Compact(ctx, false); err != nil || !ran {
+		t.Fatalf("first merge: ran=%v err=%v", ran, err)
+	}
+	l0, l1 := levels()
+	if len(l0) != 1 || len(l1) != len(l1Before) {
+		t.Fatalf("after the first merge: L0 %v, %d L1 files (was %d); want one L0 file and L1 untouched", l0, len(l1), len(l1Before))
+	}
+	for id := range l1Before {
+		if !l1[id] {
+			t.Fatalf("L1 file %d was rewritten by an intra-L0 merge", id)
+		}
+	}
+	merged1 := l0[0]
+	check(3)
+
+	// A second merge, paused before its commit while epoch 5 commits a
+	// newer version of a key the merge holds.
+	put(4, 1, 10, "e4")
+	commit(4)
+	pauseNext.Store(true)
+	j, err := e.StartCompaction(ctx, false)
+	if err != nil || j == nil {
+		t.Fatalf("second merge: %v %v", j, err)
+	}
+	<-paused
+	put(5, 1, 10, "e5")
+	commit(5)
+	l0, _ = levels()
+	newest := l0[0]
+	close(resume)
+	<-j.Done()
+	if ok, err := j.Result(); !ok || err != nil {
+		t.Fatalf("second merge: committed=%v err=%v", ok, err)
+	}
+	l0, _ = levels()
+	if len(l0) != 2 || l0[0] != newest || l0[1] == merged1 {
+		t.Fatalf("L0 after the second merge: %v; want [%d (epoch 5), a new merged file]", l0, newest)
+	}
+	check(5)
+
+	// Once L0 is large relative to the L1 files it touches, it moves down.
+	var big []KV
+	for i := range 2000 {
+		v := make([]byte, 100)
+		for j := range v {
+			v[j] = byte('a' + rng.IntN(26))
+		}
+		big = append(big, KV{Key: k(i), Value: v})
+		want[[2]int{1, i}] = string(v)
+	}
+	if err := e.Ingest(6, 1, big); err != nil {
+		t.Fatal(err)
+	}
+	commit(6)
+	if ran, err := e.Compact(ctx, false); err != nil || !ran {
+		t.Fatalf("third compaction: ran=%v err=%v", ran, err)
+	}
+	l0, _ = levels()
+	if len(l0) != 0 {
+		t.Fatalf("L0 after a compaction of a large L0: %v; want it moved to L1", l0)
+	}
+	check(6)
 	checkI1(t, store, meta)
 }

@@ -102,6 +102,10 @@ func (e *Engine) levelTarget(l int) int64 {
 
 func prefixOf(k []byte) []byte { return k[:epochSplit(k)] }
 
+// intraL0Ratio: L0 is merged within L0 while the L1 bytes an L0->L1
+// compaction would rewrite exceed this multiple of L0's bytes.
+const intraL0Ratio = 8
+
 // pick chooses a compaction (leveled; see docs/storage-format.md for why).
 // force relaxes the size triggers. Caller holds compactMu.
 func (e *Engine) pick(v *Version, force bool) *compactionPick {
@@ -224,6 +228,31 @@ func (e *Engine) pick(v *Version, force bool) *compactionPick {
 			}
 		} else if bytes.Compare(prefixOf(f.Largest), lo) >= 0 && bytes.Compare(prefixOf(f.Smallest), hi) <= 0 {
 			p.cuts = append(p.cuts, prefixOf(f.Smallest))
+		}
+	}
+	if bestL == 0 && !force && len(v.Levels[0]) > 1 {
+		// Intra-L0: a commit's L0 file is small, but the L1 files its keys
+		// fall in are up to TargetFileSize each; merging a few tiny files
+		// into L1 would rewrite megabytes per kilobyte of new data and keep
+		// the disk busy under every FLUSH. While the L1 files to rewrite
+		// outweigh L0 by more than intraL0Ratio, merge L0 into one L0 file
+		// instead; L0 grows until the ratio falls and the next pick moves
+		// it down. Outputs go to the back of L0 (Version.apply): they hold
+		// only data older than any L0 file committed meanwhile.
+		var l0, l1 int64
+		for i, in := range p.inputs {
+			if in.Level == 0 {
+				l0 += int64(p.files[i].Size)
+			} else {
+				l1 += int64(p.files[i].Size)
+			}
+		}
+		if l1 > intraL0Ratio*l0 {
+			n := len(v.Levels[0])
+			p.inputs, p.files, p.cuts = p.inputs[:n], p.files[:n], nil
+			p.outLevel = 0
+			p.bottommost = false
+			return p
 		}
 	}
 	p.bottommost = true

@@ -162,9 +162,19 @@ func (v *Version) apply(d *VersionDelta) (*Version, error) {
 		}
 	}
 	if len(newL0) > 0 {
-		// Within a delta L0 files are listed newest first; they all go in
-		// front of older L0 files.
-		nv.Levels[0] = append(newL0, nv.Levels[0]...)
+		// Within a delta L0 files are listed newest first. A commit's go in
+		// front of older L0 files; an intra-L0 compaction's (the delta
+		// removes L0 files) merge files older than every L0 file left, so
+		// they go at the back.
+		intraL0 := false
+		for _, r := range d.Removed {
+			intraL0 = intraL0 || r.Level == 0
+		}
+		if intraL0 {
+			nv.Levels[0] = append(nv.Levels[0], newL0...)
+		} else {
+			nv.Levels[0] = append(newL0, nv.Levels[0]...)
+		}
 	}
 	for l := 1; l < NumLevels; l++ {
 		files := nv.Levels[l]
