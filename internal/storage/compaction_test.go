@@ -268,7 +268,7 @@ func TestPinnedVersionKeepsInputs(t *testing.T) {
 	noLeaks(t)
 	ctx := context.Background()
 	store, meta := objstore.NewMem(), openMeta(t)
-	e := openEngine(t, store, meta, func(o *Options) { o.TargetFileSize = 4 << 10 })
+	e := openEngine(t, store, meta, func(o *Options) { o.TargetFileSize = 4 << 10; o.InlineMaxBytes = -1 })
 	model := fillForCompaction(t, e)
 	it, err := e.Iter(ctx, 1, nil, nil, 3, ReadOptions{})
 	if err != nil {

@@ -52,7 +52,7 @@ func TestCorruptObjects(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			store, meta := objstore.NewMem(), openMeta(t)
-			e := openEngine(t, store, meta, nil)
+			e := openEngine(t, store, meta, uploadOnly)
 			model := fillForCompaction(t, e)
 			_ = model
 			f := e.cur.Levels[0][0]
@@ -66,7 +66,7 @@ func TestCorruptObjects(t *testing.T) {
 			}
 			// Fresh engine: nothing cached.
 			e.Close()
-			e = openEngine(t, store, meta, nil)
+			e = openEngine(t, store, meta, uploadOnly)
 			sawErr := false
 			check := func(what string, err error) {
 				t.Helper()
@@ -106,12 +106,12 @@ func TestCorruptObjects(t *testing.T) {
 	t.Run("missing", func(t *testing.T) {
 		ctx := context.Background()
 		store, meta := objstore.NewMem(), openMeta(t)
-		e := openEngine(t, store, meta, nil)
+		e := openEngine(t, store, meta, uploadOnly)
 		fillForCompaction(t, e)
 		key := objectKey(e.cur.Levels[0][0].ID)
 		store.Delete(ctx, key)
 		e.Close()
-		e = openEngine(t, store, meta, nil)
+		e = openEngine(t, store, meta, uploadOnly)
 		_, _, err := e.Get(ctx, 1, k(3), 3, ReadOptions{})
 		if err == nil || !errors.Is(err, objstore.ErrNotFound) || !strings.Contains(err.Error(), key) {
 			t.Fatalf("missing object: %v", err)

@@ -50,6 +50,13 @@ type Options struct {
 
 	// TargetFileSize is the SST size at which outputs are cut (default 32 MiB).
 	TargetFileSize int64
+	// InlineMaxBytes: a commit whose data encodes to at most this many
+	// bytes stores its SST in the metastore, in the transaction that
+	// commits the version, instead of the object store (default 32 KiB;
+	// negative: never). One durable write per small commit instead of a
+	// PUT followed by the metastore write; compaction moves the data to
+	// the object store.
+	InlineMaxBytes int64
 	// L0CompactionTrigger: L0 file count that triggers an L0->L1 compaction
 	// (default 4).
 	L0CompactionTrigger int
@@ -138,6 +145,9 @@ type Engine struct {
 	// is still durable before the first PUT (I1(b)), but a commit costs
 	// one metastore transaction instead of two. Guarded by writeMu.
 	spare *jobRecord
+	// inlineIDs are object ids allocated (durably, in an earlier commit's
+	// transaction) for inline SSTs; writeMu guards them.
+	inlineIDs []uint64
 	// reserving tracks reserveSpare's goroutines (Close waits for them
 	// with writeMu held, the lock they are started under).
 	reserving sync.WaitGroup
@@ -191,6 +201,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.TargetFileSize <= 0 {
 		o.TargetFileSize = 32 << 20
+	}
+	if o.InlineMaxBytes == 0 {
+		o.InlineMaxBytes = 32 << 10
 	}
 	if o.L0CompactionTrigger <= 0 {
 		o.L0CompactionTrigger = 4
@@ -249,7 +262,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e.cur = v
 	e.cache = newSSTCache(opts.BlockCacheBytes)
-	e.tc = newTableCache(e.store, e.cache)
+	e.tc = newTableCache(e.store, e.meta, e.cache)
 	if err := e.recoverJobs(ctx); err != nil {
 		e.cache.close()
 		return nil, err
@@ -495,6 +508,56 @@ func (e *Engine) uploadRuns(ctx context.Context, items []*bufItem, useSpare bool
 	return w.metas, w.job.ID, nil
 }
 
+// inlineSST is an SST of a commit kept in the metastore.
+type inlineSST struct {
+	meta *SSTMeta
+	data []byte
+}
+
+// inlineIDBatch is how many inline object ids a commit allocates at once.
+const inlineIDBatch = 64
+
+// buildInline builds the commit's runs as inline SSTs, or returns nil
+// when they are too large (or inline commits are off, or no id is left:
+// the next commit's transaction allocates more). Caller holds writeMu.
+func (e *Engine) buildInline(ctx context.Context, items []*bufItem) ([]inlineSST, error) {
+	if e.opts.InlineMaxBytes <= 0 || len(e.inlineIDs) == 0 {
+		return nil, nil
+	}
+	var est int64
+	srcs := make([]source, 0, len(items))
+	for i := len(items) - 1; i >= 0; i-- { // newest first = highest priority
+		srcs = append(srcs, newRunSource(items[i].run, nil, nil, false))
+		est += int64(len(items[i].run.arena)) + int64(len(items[i].run.ents))*(tableIDLen+suffixLen+1)
+	}
+	if est > e.opts.InlineMaxBytes {
+		return nil, nil
+	}
+	m := newMergeIter(srcs, false)
+	defer m.close()
+	var out []inlineSST
+	err := e.buildSSTs(ctx, m, nil, nil, func(obj []byte, meta *SSTMeta) error {
+		out = append(out, inlineSST{meta: meta, data: bytes.Clone(obj)}) // obj's buffer is a 1 MiB chunk
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	size := 0
+	for _, in := range out {
+		size += len(in.data)
+	}
+	if int64(size) > e.opts.InlineMaxBytes || len(out) > len(e.inlineIDs) {
+		return nil, nil // the estimate was low: upload instead
+	}
+	for i := range out {
+		out[i].meta.ID = e.inlineIDs[0]
+		out[i].meta.Inline = true
+		e.inlineIDs = e.inlineIDs[1:]
+	}
+	return out, nil
+}
+
 // reserveSpare makes the name of the spare job's first output durable in
 // the background where the store supports it (objstore.Reserver: a local
 // directory), so that the next commit's PUT is one file write and fsync,
@@ -731,7 +794,17 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 
 	d := &VersionDelta{ID: v.ID + 1, CommittedEpoch: epoch, SafeEpoch: v.SafeEpoch}
 	var jobs []uint64
+	var inline []inlineSST
 	if len(runs) > 0 {
+		var err error
+		if inline, err = e.buildInline(ctx, runs); err != nil {
+			return fmt.Errorf("storage: commit epoch %d: %w", epoch, err)
+		}
+		for _, in := range inline {
+			d.Added = append(d.Added, LevelSST{Level: 0, SST: in.meta})
+		}
+	}
+	if len(runs) > 0 && inline == nil {
 		metas, jobID, err := e.uploadRuns(ctx, runs, true)
 		if err != nil {
 			return fmt.Errorf("storage: commit epoch %d: %w", epoch, err)
@@ -756,7 +829,27 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 		return fmt.Errorf("storage: commit epoch %d: %w", epoch, err)
 	}
 	var spare *jobRecord
+	var newInlineIDs []uint64
 	nv, err := e.commitDelta(ctx, d, func(tx *metastore.Tx) error {
+		// The inline SSTs land with the version that references them.
+		for _, in := range inline {
+			if _, err := tx.Exec(ctx, `INSERT INTO storage_inline_objects (id, data) VALUES ($1, $2)`, int64(in.meta.ID), in.data); err != nil {
+				return fmt.Errorf("storage: write inline %s: %w", objectKey(in.meta.ID), err)
+			}
+		}
+		newInlineIDs = nil
+		if e.opts.InlineMaxBytes > 0 && len(e.inlineIDs) < 2 {
+			// Ids for later inline commits; unused ones are gaps (no
+			// object is ever written under them outside the transaction
+			// that references it).
+			first, err := allocIDs(ctx, tx, inlineIDBatch)
+			if err != nil {
+				return err
+			}
+			for i := range uint64(inlineIDBatch) {
+				newInlineIDs = append(newInlineIDs, first+i)
+			}
+		}
 		if e.spare != nil {
 			spare = nil
 			return nil
@@ -765,6 +858,12 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 		spare, err = createJob(ctx, tx, jobKindUpload, JobRunning, nil, 1, e.opts.Clock())
 		return err
 	})
+	if err == nil {
+		e.inlineIDs = append(e.inlineIDs, newInlineIDs...)
+		for _, in := range inline {
+			e.tc.putInline(in.meta.ID, in.data)
+		}
+	}
 	if spare != nil {
 		if err == nil {
 			e.spare = spare
@@ -968,6 +1067,11 @@ func (e *Engine) fence(ctx context.Context, tx *metastore.Tx, d *VersionDelta, n
 		}
 	}
 	for _, a := range d.Added {
+		if a.SST.Inline {
+			// Written by this very transaction under a fresh id: GC
+			// cannot have seen it.
+			continue
+		}
 		if owned[a.SST.ID] == nil {
 			return fmt.Errorf("%w: %s is not an output of the delta's jobs", errFenced, objectKey(a.SST.ID))
 		}

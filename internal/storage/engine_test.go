@@ -37,6 +37,10 @@ func openEngine(t testing.TB, store objstore.Store, meta *metastore.DB, mod func
 	return e
 }
 
+// uploadOnly turns inline commits off, for tests of the object-store path
+// of a commit.
+func uploadOnly(o *Options) { o.InlineMaxBytes = -1 }
+
 func k(i int) []byte { return []byte(fmt.Sprintf("key%06d", i)) }
 
 func TestIngestCommitGetIter(t *testing.T) {

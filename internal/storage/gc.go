@@ -59,8 +59,12 @@ func (e *Engine) RunGC(ctx context.Context) (int, error) {
 			return deleted, fmt.Errorf("storage: gc delete %s: %w", objectKey(id), err)
 		}
 		// The row goes after the object: a crash in between leaves a row
-		// whose delete is simply repeated.
+		// whose delete is simply repeated. An inline SST's bytes go with
+		// the row (the store has no object of that id).
 		if err := e.metaTx(ctx, "dequeue", func(tx *metastore.Tx) error {
+			if _, err := tx.Exec(ctx, `DELETE FROM storage_inline_objects WHERE id = $1`, int64(id)); err != nil {
+				return err
+			}
 			_, err := tx.Exec(ctx, `DELETE FROM storage_deletion_queue WHERE object_id = $1`, int64(id))
 			return err
 		}); err != nil {
@@ -193,13 +197,69 @@ func classify(ctx context.Context, store objstore.Store, meta *metastore.DB, gra
 		r.Objects[o.Key] = c
 		r.Counts[c]++
 	}
+	inlineRefs := v.inlineObjects()
 	for id := range refs {
-		if !seen[id] {
+		if _, ok := inlineRefs[id]; !seen[id] && !ok {
 			r.Missing = append(r.Missing, objectKey(id))
 		}
 	}
+	if err := classifyInline(ctx, meta, r); err != nil {
+		return nil, nil, err
+	}
 	slices.Sort(r.Missing)
 	return r, ids, nil
+}
+
+// inlineSuffix marks inline SSTs in a CheckReport's Objects.
+const inlineSuffix = " (inline)"
+
+// classifyInline classifies the inline SSTs (metastore rows) against the
+// version and deletion queue read in the same transaction: a commit adds
+// a row with the delta that references it, and GC removes it with its
+// queue entry, so one snapshot classifies them exactly. A referenced
+// inline SST without its row is missing.
+func classifyInline(ctx context.Context, meta *metastore.DB, r *CheckReport) error {
+	return meta.Tx(ctx, func(tx *metastore.Tx) error {
+		v, err := loadVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
+		queue, err := loadDeletionQueue(ctx, tx)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT id FROM storage_inline_objects`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		have := map[uint64]bool{}
+		refs := v.objects()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			have[uint64(id)] = true
+			c := ClassUnowned
+			if _, ok := refs[uint64(id)]; ok {
+				c = ClassReferenced
+			} else if _, ok := queue[uint64(id)]; ok {
+				c = ClassQueued
+			}
+			r.Objects[objectKey(uint64(id))+inlineSuffix] = c
+			r.Counts[c]++
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for id := range v.inlineObjects() {
+			if !have[id] {
+				r.Missing = append(r.Missing, objectKey(id)+inlineSuffix)
+			}
+		}
+		return nil
+	})
 }
 
 // Check classifies every object as referenced / job-owned / queued /

@@ -3,8 +3,13 @@ package storage
 import (
 	"testing"
 
+	"github.com/runneldb/runnel/internal/testutil/pgtest"
 	"go.uber.org/goleak"
 )
+
+// TestMain stops the shared PostgreSQL cluster (started only by tests
+// that run the engine on a PostgreSQL metastore).
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // noLeaks fails the test if it leaves goroutines behind (compaction jobs,
 // GC loops, sstable writers of aborted outputs). Package-wide

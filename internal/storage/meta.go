@@ -24,6 +24,10 @@ CREATE TABLE storage_jobs (id BIGINT PRIMARY KEY, kind TEXT NOT NULL, state TEXT
 CREATE TABLE storage_deletion_queue (object_id BIGINT PRIMARY KEY, queued_ms BIGINT NOT NULL);
 INSERT INTO storage_counters (name, value) VALUES ('next_object_id', 1);
 INSERT INTO storage_counters (name, value) VALUES ('version_id', 0)`,
+}, {
+	Version: 2,
+	Name:    "inline SSTs of small commits",
+	SQL:     `CREATE TABLE storage_inline_objects (id BIGINT PRIMARY KEY, data {{BLOB}} NOT NULL)`,
 }}
 
 // migrate creates or upgrades the storage tables.

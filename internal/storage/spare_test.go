@@ -36,7 +36,7 @@ func TestCommitUsesSpareUploadJob(t *testing.T) {
 		return nil
 	}}
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	e := openEngine(t, store, meta, func(o *Options) { o.Hooks = hooks; o.Clock = clock; o.GCGrace = time.Hour })
+	e := openEngine(t, store, meta, func(o *Options) { o.Hooks = hooks; o.Clock = clock; o.GCGrace = time.Hour; o.InlineMaxBytes = -1 })
 	if err := e.RegisterTables(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestCommitWritesReservedObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta := openMeta(t)
-	e := openEngine(t, store, meta, nil)
+	e := openEngine(t, store, meta, uploadOnly)
 	if err := e.RegisterTables(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestCommitWritesReservedObject(t *testing.T) {
 	orphan := spareObject(e)
 	// "Crash": a new engine on the same store and metastore, the old one
 	// never closed (its spare job stays live).
-	e2 := openEngine(t, store, meta, nil)
+	e2 := openEngine(t, store, meta, uploadOnly)
 	if _, err := e2.RunGC(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -176,11 +176,17 @@ type objReadable struct {
 	store objstore.Store
 	key   string
 	size  int64
+	// data, when set, is the whole object (an inline SST).
+	data []byte
 }
 
 func (r *objReadable) ReadAt(ctx context.Context, p []byte, off int64) error {
 	if off < 0 || off+int64(len(p)) > r.size {
 		return fmt.Errorf("read %s [%d,+%d): beyond size %d: %w", r.key, off, len(p), r.size, ErrCorrupt)
+	}
+	if r.data != nil {
+		copy(p, r.data[off:])
+		return nil
 	}
 	data, err := r.store.GetRange(ctx, r.key, off, int64(len(p)))
 	if err != nil {

@@ -31,6 +31,10 @@ type SSTMeta struct {
 	// and a read of one table would open it for nothing. Nil for SSTs
 	// recorded before format 2 (the overall range is used then).
 	Bounds []KeyRange
+	// Inline: the SST's bytes are in the metastore (storage_inline_objects,
+	// written in the transaction of the delta that added it), not in the
+	// object store. Small commits are inline; compaction outputs never.
+	Inline bool
 }
 
 // KeyRange is an inclusive range of key prefixes.
@@ -104,6 +108,19 @@ func (v *Version) objects() map[uint64]struct{} {
 	for l := range v.Levels {
 		for _, f := range v.Levels[l] {
 			m[f.ID] = struct{}{}
+		}
+	}
+	return m
+}
+
+// inlineObjects is the set of inline SSTs v references.
+func (v *Version) inlineObjects() map[uint64]struct{} {
+	m := map[uint64]struct{}{}
+	for l := range v.Levels {
+		for _, f := range v.Levels[l] {
+			if f.Inline {
+				m[f.ID] = struct{}{}
+			}
 		}
 	}
 	return m
@@ -196,7 +213,13 @@ const (
 	// Format 2 adds each SST's per-table key bounds (SSTMeta.Bounds).
 	deltaFormatV2      = 2
 	checkpointFormatV2 = 2
+	// Format 3 adds each SST's flags (sstFlagInline).
+	deltaFormatV3      = 3
+	checkpointFormatV3 = 3
 )
+
+// SST flags (format 3).
+const sstFlagInline = 1
 
 var errShortBuffer = errors.New("truncated")
 
@@ -222,13 +245,19 @@ func (e *encoder) sst(s *SSTMeta) {
 	// Format 2: per-table bounds, one pair per table (none when unknown).
 	if len(s.Bounds) != len(s.Tables) {
 		e.uvarint(0)
-		return
+	} else {
+		e.uvarint(uint64(len(s.Bounds)))
+		for _, r := range s.Bounds {
+			e.bytes(r.Smallest)
+			e.bytes(r.Largest)
+		}
 	}
-	e.uvarint(uint64(len(s.Bounds)))
-	for _, r := range s.Bounds {
-		e.bytes(r.Smallest)
-		e.bytes(r.Largest)
+	// Format 3: flags.
+	var flags uint64
+	if s.Inline {
+		flags |= sstFlagInline
 	}
+	e.uvarint(flags)
 }
 
 type decoder struct {
@@ -296,13 +325,20 @@ func (d *decoder) sst(format uint64) *SSTMeta {
 			s.Bounds = append(s.Bounds, KeyRange{Smallest: d.bytes(), Largest: d.bytes()})
 		}
 	}
+	if format >= 3 {
+		flags := d.uvarint()
+		if d.err == nil && flags&^sstFlagInline != 0 {
+			d.err = fmt.Errorf("sst %d: unknown flags %#x", s.ID, flags)
+		}
+		s.Inline = flags&sstFlagInline != 0
+	}
 	return s
 }
 
 // encodeDelta: see docs/storage-format.md "Version delta".
 func encodeDelta(d *VersionDelta) []byte {
 	e := &encoder{}
-	e.uvarint(deltaFormatV2)
+	e.uvarint(deltaFormatV3)
 	e.uvarint(d.ID)
 	e.uvarint(d.CommittedEpoch)
 	e.uvarint(d.SafeEpoch)
@@ -328,7 +364,7 @@ func encodeDelta(d *VersionDelta) []byte {
 func decodeDelta(b []byte) (*VersionDelta, error) {
 	dd := &decoder{b: b}
 	format := dd.uvarint()
-	if dd.err == nil && format != deltaFormatV1 && format != deltaFormatV2 {
+	if dd.err == nil && (format < deltaFormatV1 || format > deltaFormatV3) {
 		return nil, fmt.Errorf("version delta: unknown format %d: %w", format, ErrCorrupt)
 	}
 	d := &VersionDelta{}
@@ -359,7 +395,7 @@ func decodeDelta(b []byte) (*VersionDelta, error) {
 // encodeCheckpoint: see docs/storage-format.md "Version checkpoint".
 func encodeCheckpoint(v *Version) []byte {
 	e := &encoder{}
-	e.uvarint(checkpointFormatV2)
+	e.uvarint(checkpointFormatV3)
 	e.uvarint(v.ID)
 	e.uvarint(v.CommittedEpoch)
 	e.uvarint(v.SafeEpoch)
@@ -382,7 +418,7 @@ func encodeCheckpoint(v *Version) []byte {
 func decodeCheckpoint(b []byte) (*Version, error) {
 	dd := &decoder{b: b}
 	format := dd.uvarint()
-	if dd.err == nil && format != checkpointFormatV1 && format != checkpointFormatV2 {
+	if dd.err == nil && (format < checkpointFormatV1 || format > checkpointFormatV3) {
 		return nil, fmt.Errorf("version checkpoint: unknown format %d: %w", format, ErrCorrupt)
 	}
 	v := newEmptyVersion()
