@@ -45,8 +45,19 @@ func (d *snapshotSource) ScanKey(ctx context.Context, rel *catalog.Relation, pre
 	if !ok {
 		return nil, false, nil
 	}
-	tbl := state.New(storage.TableID(rel.StateTable), schema, nil, 0)
+	tbl := state.New(storage.TableID(rel.StateTable), schema, snapshotStore{d.snap}, d.snap.Epoch())
 	if lower, upper, ok := tbl.PrefixBounds(prefix); ok {
+		if len(prefix) == len(schema.PK) {
+			// The whole key: a point read, which skips every SST whose
+			// bloom filter rules the key out and stops at the newest
+			// version found, where an iterator would seek in every SST
+			// whose key range covers it.
+			row, found, err := tbl.Get(ctx, prefix)
+			if err != nil {
+				return nil, false, fmt.Errorf("scan %s %s: %w", rel.Kind, rel.Name, err)
+			}
+			return &pointRow{row: row, found: found}, true, nil
+		}
 		it, err := d.snap.Iter(ctx, storage.TableID(rel.StateTable), lower, upper, storage.ReadOptions{})
 		if err != nil {
 			return nil, false, fmt.Errorf("scan %s %s: %w", rel.Kind, rel.Name, err)
@@ -61,6 +72,39 @@ func (d *snapshotSource) ScanKey(ctx context.Context, rel *catalog.Relation, pre
 	}
 	return &vnodeRows{snap: d.snap, tbl: tbl, prefix: prefix, rel: rel, types: schema.Types}, true, nil
 }
+
+// snapshotStore is a read-only state.Store over a snapshot, so that a
+// state.Table encodes the key of a point read exactly as the table's
+// writer did.
+type snapshotStore struct{ snap *storage.Snapshot }
+
+func (s snapshotStore) Ingest(uint64, storage.TableID, []storage.KV) error {
+	return fmt.Errorf("snapshot at epoch %d is read-only", s.snap.Epoch())
+}
+
+func (s snapshotStore) Get(ctx context.Context, table storage.TableID, key []byte, _ uint64, _ storage.ReadOptions) ([]byte, bool, error) {
+	return s.snap.Get(ctx, table, key)
+}
+
+func (s snapshotStore) Iter(ctx context.Context, table storage.TableID, lower, upper []byte, _ uint64, opt storage.ReadOptions) (storage.Iterator, error) {
+	return s.snap.Iter(ctx, table, lower, upper, opt)
+}
+
+// pointRow is the result of a point read: the row, or nothing.
+type pointRow struct {
+	row   types.Row
+	found bool
+}
+
+func (p *pointRow) Next(context.Context) (types.Row, error) {
+	if !p.found {
+		return nil, nil
+	}
+	p.found = false
+	return p.row, nil
+}
+
+func (p *pointRow) Close() {}
 
 // vnodeRows reads one key prefix in every vnode in turn.
 type vnodeRows struct {

@@ -178,8 +178,20 @@ func (d *writerSource) ScanKey(ctx context.Context, rel *catalog.Relation, prefi
 		}
 		return nil, false, nil
 	}
-	if _, _, ok := d.w.Table().PrefixBounds(prefix); !ok {
+	tbl := d.w.Table()
+	if _, _, ok := tbl.PrefixBounds(prefix); !ok {
 		return nil, false, nil
+	}
+	if len(prefix) == len(tbl.Schema().PK) {
+		// The whole key (UPDATE ... WHERE id = $1): a point read, which
+		// storage answers from bloom filters and the newest version
+		// instead of seeking in every SST covering the key. Like the
+		// iterator, it reads the rows as of the statement's start.
+		row, found, err := tbl.Get(ctx, prefix)
+		if err != nil {
+			return nil, false, err
+		}
+		return &pointRow{row: row, found: found}, true, nil
 	}
 	it, err := d.w.ScanPrefix(ctx, prefix)
 	if err != nil {
