@@ -15,6 +15,7 @@ import (
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/meta"
 	"github.com/runneldb/runnel/internal/pgwire"
+	"github.com/runneldb/runnel/internal/sql"
 	"github.com/runneldb/runnel/internal/sql/parser"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
@@ -178,6 +179,10 @@ type statement struct {
 	sess      *session
 	p         *parser.Statement
 	paramOIDs []uint32
+	// bound is the binding kept for the next execution while boundKey
+	// still holds (see prepare).
+	bound    *sql.Prepared
+	boundKey bindingKey
 }
 
 func (st *statement) Close() {}
@@ -546,6 +551,8 @@ func (ss *session) acknowledge(ctx context.Context, epoch uint64) error {
 // session learns if any of its own writes since its last FLUSH were
 // rolled back by a recovery.
 func (ss *session) flush(ctx context.Context) error {
+	zz := time.Now()
+	defer func() { ss.s.log.Debug("flush done", "took", time.Since(zz), "since-kick-done", time.Duration(time.Now().UnixNano()-meta.ZZKick.Load())) }()
 	written := ss.written
 	ss.written = nil
 	if len(written) == 0 {

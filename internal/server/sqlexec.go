@@ -82,8 +82,57 @@ func (ss *session) currentSchema() (*catalog.Schema, error) {
 	return nil, sqlerr.New(sqlerr.InvalidSchemaName, "no schema has been selected to create in")
 }
 
-// prepare binds the statement against the current catalog.
+// prepare binds the statement against the current catalog. A query's or
+// DML statement's binding is kept and reused while nothing it depends on
+// changed, so that a prepared statement executed again (a driver's
+// statement cache) is not bound and planned again each time.
 func (st *statement) prepare() (*sql.Prepared, error) {
+	// Read before binding: a change committed meanwhile makes the kept
+	// binding stale at once.
+	key := bindingKey{catalog: st.sess.s.catalog.Version(), searchPath: st.sess.setting("search_path")}
+	if st.bound != nil && st.boundKey == key {
+		return st.bound, nil
+	}
+	p, err := st.bind()
+	if err != nil {
+		return nil, err
+	}
+	st.bound, st.boundKey = nil, bindingKey{}
+	if reusableBinding(p) {
+		st.bound, st.boundKey = p, key
+	}
+	return p, nil
+}
+
+// bindingKey is what a binding depends on besides the statement's text
+// and declared parameter types: the relations and columns the names
+// resolved to (any catalog change bumps the version) and the schemas
+// searched for unqualified names. The session's database and user, the
+// other inputs of name resolution, never change within a session;
+// everything that reads the session or the clock (TimeZone, now(),
+// current_schema) is evaluated at execution, not bound.
+type bindingKey struct {
+	catalog    uint64
+	searchPath string
+}
+
+// reusableBinding reports whether a binding may run again: queries and
+// DML, whose plans are read-only during execution (per-execution state
+// lives in the executors). DDL and the rest are bound afresh each time.
+func reusableBinding(p *sql.Prepared) bool {
+	switch p.Kind {
+	case sql.KindQuery, sql.KindExplain:
+		return true
+	}
+	switch p.Bound.(type) {
+	case *binder.Insert, *binder.Update, *binder.Delete:
+		return true
+	}
+	return false
+}
+
+// bind binds the statement against the current catalog.
+func (st *statement) bind() (*sql.Prepared, error) {
 	paramTypes := make([]types.Type, len(st.paramOIDs))
 	for i, oid := range st.paramOIDs {
 		if oid == 0 {
