@@ -551,8 +551,6 @@ func (ss *session) acknowledge(ctx context.Context, epoch uint64) error {
 // session learns if any of its own writes since its last FLUSH were
 // rolled back by a recovery.
 func (ss *session) flush(ctx context.Context) error {
-	zz := time.Now()
-	defer func() { ss.s.log.Debug("flush done", "took", time.Since(zz), "since-kick-done", time.Duration(time.Now().UnixNano()-meta.ZZKick.Load())) }()
 	written := ss.written
 	ss.written = nil
 	if len(written) == 0 {
