@@ -186,8 +186,9 @@ func (d *writerSource) ScanKey(ctx context.Context, rel *catalog.Relation, prefi
 		// The whole key (UPDATE ... WHERE id = $1): a point read, which
 		// storage answers from bloom filters and the newest version
 		// instead of seeking in every SST covering the key. Like the
-		// iterator, it reads the rows as of the statement's start.
-		row, found, err := tbl.Get(ctx, prefix)
+		// iterator, it reads the rows as of the statement's start; the
+		// writer keeps the row, so replacing it does not read it again.
+		row, found, err := d.w.GetBase(ctx, prefix)
 		if err != nil {
 			return nil, false, err
 		}

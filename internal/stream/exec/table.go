@@ -157,6 +157,17 @@ type TableWriter struct {
 	overlay map[string]*overlayEntry
 	order   []string // keys in first-write order, for deterministic output
 	changes types.Chunk
+	// base holds the rows GetBase read, by key: the table as of the
+	// statement's start, which the statement's own writes (overlay) do
+	// not change, so a later Get, Update or Delete of the same row (an
+	// UPDATE ... WHERE pk = $1 reads the row, then replaces it) does not
+	// read storage again.
+	base map[string]baseEntry
+}
+
+type baseEntry struct {
+	row   types.Row
+	found bool
 }
 
 type overlayEntry struct {
@@ -173,10 +184,37 @@ func (w *TableWriter) key(row types.Row) string {
 
 // Get returns the current row with the same primary key as row.
 func (w *TableWriter) Get(ctx context.Context, row types.Row) (types.Row, bool, error) {
-	if o, ok := w.overlay[w.key(row)]; ok {
+	k := w.key(row)
+	if o, ok := w.overlay[k]; ok {
 		return o.row, o.row != nil, nil
 	}
+	if b, ok := w.base[k]; ok {
+		return b.row, b.found, nil
+	}
 	return w.t.GetRow(ctx, row)
+}
+
+// GetBase returns the row with primary key pk (values in key order) as of
+// the statement's start, without the statement's own writes (as Scan and
+// ScanPrefix read), and remembers it for the statement's later reads.
+func (w *TableWriter) GetBase(ctx context.Context, pk types.Row) (types.Row, bool, error) {
+	key, ok := w.t.EncodePK(nil, pk)
+	if !ok {
+		return w.t.Get(ctx, pk) // reports the unusable key
+	}
+	k := string(key)
+	if b, ok := w.base[k]; ok {
+		return b.row, b.found, nil
+	}
+	row, found, err := w.t.Get(ctx, pk)
+	if err != nil {
+		return nil, false, err
+	}
+	if w.base == nil {
+		w.base = map[string]baseEntry{}
+	}
+	w.base[k] = baseEntry{row: row, found: found}
+	return row, found, nil
 }
 
 // Insert adds row; a row with the same key is a unique violation (23505).

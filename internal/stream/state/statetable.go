@@ -138,6 +138,20 @@ func (t *Table) encodePK(dst []byte, vnode uint16, pk types.Row) []byte {
 	return dst
 }
 
+// EncodePK appends the storage key of the row whose primary key values
+// (in key order) are pk, the same bytes EncodeKey gives for that row; ok
+// is false unless pk is the whole key.
+func (t *Table) EncodePK(dst []byte, pk types.Row) (key []byte, ok bool) {
+	if len(pk) != len(t.schema.PK) {
+		return dst, false
+	}
+	vnode, ok := t.pkRowVnode(pk)
+	if !ok {
+		return dst, false
+	}
+	return t.encodePK(dst, vnode, pk), true
+}
+
 // EncodeKey appends the storage key of row (vnode | memcomparable pk).
 func (t *Table) EncodeKey(dst []byte, row types.Row) []byte { return t.encodeKey(dst, row) }
 
