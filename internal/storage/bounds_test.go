@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -310,14 +311,16 @@ func TestIntraL0Compaction(t *testing.T) {
 	// newer version of a key the merge holds.
 	put(4, 1, 10, "e4")
 	commit(4)
+	put(5, 2, 20, "e5")
+	commit(5)
 	pauseNext.Store(true)
 	j, err := e.StartCompaction(ctx, false)
 	if err != nil || j == nil {
 		t.Fatalf("second merge: %v %v", j, err)
 	}
 	<-paused
-	put(5, 1, 10, "e5")
-	commit(5)
+	put(6, 1, 10, "e6")
+	commit(6)
 	l0, _ = levels()
 	newest := l0[0]
 	close(resume)
@@ -327,9 +330,9 @@ func TestIntraL0Compaction(t *testing.T) {
 	}
 	l0, _ = levels()
 	if len(l0) != 2 || l0[0] != newest || l0[1] == merged1 {
-		t.Fatalf("L0 after the second merge: %v; want [%d (epoch 5), a new merged file]", l0, newest)
+		t.Fatalf("L0 after the second merge: %v; want [%d (epoch 6), a new merged file]", l0, newest)
 	}
-	check(5)
+	check(6)
 
 	// Once L0 is large relative to the L1 files it touches, it moves down.
 	var big []KV
@@ -341,10 +344,10 @@ func TestIntraL0Compaction(t *testing.T) {
 		big = append(big, KV{Key: k(i), Value: v})
 		want[[2]int{1, i}] = string(v)
 	}
-	if err := e.Ingest(6, 1, big); err != nil {
+	if err := e.Ingest(7, 1, big); err != nil {
 		t.Fatal(err)
 	}
-	commit(6)
+	commit(7)
 	if ran, err := e.Compact(ctx, false); err != nil || !ran {
 		t.Fatalf("third compaction: ran=%v err=%v", ran, err)
 	}
@@ -352,6 +355,63 @@ func TestIntraL0Compaction(t *testing.T) {
 	if len(l0) != 0 {
 		t.Fatalf("L0 after a compaction of a large L0: %v; want it moved to L1", l0)
 	}
-	check(6)
+	check(7)
 	checkI1(t, store, meta)
+}
+
+// TestIntraL0KeepsOlderLargeFiles: an intra-L0 merge takes the newest L0
+// files and leaves an older file larger than all of them together (it
+// would otherwise be rewritten every few commits); its output takes the
+// inputs' place in L0 — behind a file committed while it ran, in front of
+// the file it left — so L0 stays ordered newest first.
+func TestIntraL0KeepsOlderLargeFiles(t *testing.T) {
+	store, meta := objstore.NewMem(), openMeta(t)
+	e := openEngine(t, store, meta, func(o *Options) { o.L0CompactionTrigger = 4 })
+	mk := func(id, size uint64, lo, hi int) *SSTMeta {
+		s := appendSuffix(appendPrefix(nil, 1, k(lo)), 5)
+		g := appendSuffix(appendPrefix(nil, 1, k(hi)), 5)
+		return &SSTMeta{ID: id, Size: size, NumEntries: 1, MinEpoch: 5, MaxEpoch: 5, Smallest: s, Largest: g, Tables: []TableID{1},
+			Bounds: []KeyRange{{Smallest: appendPrefix(nil, 1, k(lo)), Largest: appendPrefix(nil, 1, k(hi))}}}
+	}
+	base := func(oldSize uint64) *Version {
+		v := newEmptyVersion()
+		v.ID = 10
+		v.Tables[1] = struct{}{}
+		v.Levels[0] = []*SSTMeta{mk(10, 1000, 5, 5), mk(9, 1000, 6, 6), mk(8, 1000, 7, 7), mk(7, oldSize, 1, 90)}
+		v.Levels[1] = []*SSTMeta{mk(1, 100<<20, 0, 100)}
+		return v
+	}
+	ids := func(p *compactionPick) []uint64 {
+		var out []uint64
+		for _, in := range p.inputs {
+			out = append(out, in.ID)
+		}
+		return out
+	}
+	e.compactMu.Lock()
+	p := e.pick(base(100_000), false)
+	p2 := e.pick(base(2_000), false)
+	e.compactMu.Unlock()
+	if p == nil || p.outLevel != 0 || !slices.Equal(ids(p), []uint64{10, 9, 8}) {
+		t.Fatalf("pick with an older 100 KB L0 file: %+v; want an intra-L0 merge of 10, 9, 8", p)
+	}
+	if p2 == nil || p2.outLevel != 0 || !slices.Equal(ids(p2), []uint64{10, 9, 8, 7}) {
+		t.Fatalf("pick with an older 2 KB L0 file: %+v; want an intra-L0 merge of all four", p2)
+	}
+	// A commit lands while the merge runs, then the merge commits.
+	v, err := base(100_000).apply(&VersionDelta{ID: 11, CommittedEpoch: 6, Added: []LevelSST{{Level: 0, SST: mk(12, 500, 3, 3)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err = v.apply(&VersionDelta{ID: 12, CommittedEpoch: 6, Removed: p.inputs, Added: []LevelSST{{Level: 0, SST: mk(11, 3000, 5, 7)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for _, f := range v.Levels[0] {
+		got = append(got, f.ID)
+	}
+	if !slices.Equal(got, []uint64{12, 11, 7}) {
+		t.Fatalf("L0 after the merge: %v; want [12 (committed meanwhile), 11 (merged), 7 (left)]", got)
+	}
 }

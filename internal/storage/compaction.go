@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/runneldb/runnel/internal/metastore"
 )
@@ -41,6 +43,7 @@ type CompactionJob struct {
 	commitStarted bool
 	cancel        context.CancelFunc
 	done          chan struct{}
+	started       time.Time
 	err           error // result, valid after done
 	committed     bool
 }
@@ -248,11 +251,29 @@ func (e *Engine) pick(v *Version, force bool) *compactionPick {
 			}
 		}
 		if l1 > intraL0Ratio*l0 {
+			// Merge the newest files only: an older L0 file larger than
+			// all the files newer than it together stays (rewriting it
+			// for every few small commits would cost its size each time
+			// and contend with the commits' fsyncs). L0 files then form
+			// size tiers, each at least as large as the newer ones.
 			n := len(v.Levels[0])
-			p.inputs, p.files, p.cuts = p.inputs[:n], p.files[:n], nil
-			p.outLevel = 0
-			p.bottommost = false
-			return p
+			var newer uint64
+			for i := range n {
+				newer += p.files[i].Size
+			}
+			for n > 2 {
+				newer -= p.files[n-1].Size
+				if p.files[n-1].Size <= newer {
+					break
+				}
+				n--
+			}
+			if n >= 2 && (n > 2 || p.files[1].Size <= p.files[0].Size) {
+				p.inputs, p.files, p.cuts = p.inputs[:n], p.files[:n], nil
+				p.outLevel = 0
+				p.bottommost = false
+				return p
+			}
 		}
 	}
 	p.bottommost = true
@@ -341,7 +362,7 @@ func (e *Engine) StartCompaction(ctx context.Context, force bool) (*CompactionJo
 		reserve = int(int64(est)/e.opts.TargetFileSize) + 1
 	}
 	jctx, cancel := context.WithCancel(context.Background())
-	j := &CompactionJob{Inputs: p.inputs, Level: p.outLevel, e: e, cancel: cancel, done: make(chan struct{})}
+	j := &CompactionJob{Inputs: p.inputs, Level: p.outLevel, e: e, cancel: cancel, done: make(chan struct{}), started: time.Now()}
 	w, err := e.newOutputWriter(ctx, jobKindCompaction, p.inputs, reserve, func(n int) error {
 		if n == 0 {
 			return e.compactionHook(HookBeforeFirstOutput, j)
@@ -534,6 +555,16 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 	e.mu.Lock()
 	e.installLocked(nv)
 	e.mu.Unlock()
+	if e.log.Enabled(ctx, slog.LevelDebug) {
+		var in, out uint64
+		for _, f := range p.files {
+			in += f.Size
+		}
+		for _, m := range w.metas {
+			out += m.Size
+		}
+		e.log.Debug("storage: compaction committed", "job", j.ID, "level", p.outLevel, "inputs", len(p.inputs), "input_bytes", in, "outputs", len(w.metas), "output_bytes", out, "took", time.Since(j.started))
+	}
 	if err := e.compactionHook(HookAfterCommit, j); err != nil && !errors.Is(err, ErrSimulatedCrash) {
 		e.log.Warn("storage: after-commit hook", "err", err)
 	}

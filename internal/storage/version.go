@@ -150,12 +150,16 @@ func (v *Version) apply(d *VersionDelta) (*Version, error) {
 	for _, r := range d.Removed {
 		removed[r] = false
 	}
+	l0At := -1 // where the first removed L0 file was, among the kept ones
 	for l := range v.Levels {
 		keep := make([]*SSTMeta, 0, len(v.Levels[l]))
 		for _, f := range v.Levels[l] {
 			lf := LevelFile{l, f.ID}
 			if _, ok := removed[lf]; ok {
 				removed[lf] = true
+				if l == 0 && l0At < 0 {
+					l0At = len(keep)
+				}
 				continue
 			}
 			keep = append(keep, f)
@@ -180,15 +184,13 @@ func (v *Version) apply(d *VersionDelta) (*Version, error) {
 	}
 	if len(newL0) > 0 {
 		// Within a delta L0 files are listed newest first. A commit's go in
-		// front of older L0 files; an intra-L0 compaction's (the delta
-		// removes L0 files) merge files older than every L0 file left, so
-		// they go at the back.
-		intraL0 := false
-		for _, r := range d.Removed {
-			intraL0 = intraL0 || r.Level == 0
-		}
-		if intraL0 {
-			nv.Levels[0] = append(nv.Levels[0], newL0...)
+		// front of older L0 files. An intra-L0 compaction's (the delta
+		// removes L0 files) take the place of its inputs, which were
+		// consecutive in L0: behind the files committed meanwhile, in
+		// front of older files it left alone.
+		if l0At >= 0 {
+			l0 := nv.Levels[0]
+			nv.Levels[0] = slices.Concat(l0[:l0At], newL0, l0[l0At:])
 		} else {
 			nv.Levels[0] = append(newL0, nv.Levels[0]...)
 		}
