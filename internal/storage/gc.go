@@ -52,25 +52,39 @@ func (e *Engine) RunGC(ctx context.Context) (int, error) {
 		}
 	}
 	slices.Sort(ids)
-	deleted := 0
+	// The objects go first, then their rows in one transaction (one
+	// metastore write per GC pass, not one per object: each is a
+	// synchronous commit a concurrent FLUSH would wait behind). A crash
+	// in between leaves rows whose deletes are simply repeated. An inline
+	// SST's bytes go with its row (the store has no object of that id).
+	var gone []uint64
+	var delErr error
 	for _, id := range ids {
 		e.tc.evict(id)
 		if err := e.store.Delete(ctx, objectKey(id)); err != nil {
-			return deleted, fmt.Errorf("storage: gc delete %s: %w", objectKey(id), err)
+			delErr = fmt.Errorf("storage: gc delete %s: %w", objectKey(id), err)
+			break
 		}
-		// The row goes after the object: a crash in between leaves a row
-		// whose delete is simply repeated. An inline SST's bytes go with
-		// the row (the store has no object of that id).
+		gone = append(gone, id)
+	}
+	if len(gone) > 0 {
 		if err := e.metaTx(ctx, "dequeue", func(tx *metastore.Tx) error {
-			if _, err := tx.Exec(ctx, `DELETE FROM storage_inline_objects WHERE id = $1`, int64(id)); err != nil {
-				return err
+			for _, id := range gone {
+				if _, err := tx.Exec(ctx, `DELETE FROM storage_inline_objects WHERE id = $1`, int64(id)); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `DELETE FROM storage_deletion_queue WHERE object_id = $1`, int64(id)); err != nil {
+					return err
+				}
 			}
-			_, err := tx.Exec(ctx, `DELETE FROM storage_deletion_queue WHERE object_id = $1`, int64(id))
-			return err
+			return nil
 		}); err != nil {
-			return deleted, err
+			return 0, err
 		}
-		deleted++
+	}
+	deleted := len(gone)
+	if delErr != nil {
+		return deleted, delErr
 	}
 	cutoff := e.opts.Clock().Add(-e.opts.GCGrace).UnixMilli()
 	if err := e.metaTx(ctx, "purge-jobs", func(tx *metastore.Tx) error {

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,4 +67,80 @@ func TestFullGCAndDescribe(t *testing.T) {
 			t.Fatalf("describe lacks %q:\n%s", want, desc)
 		}
 	}
+}
+
+// TestGCDequeuesInOneWrite: a GC pass deletes every unreferenced queued
+// object and then drops their queue rows in one metastore transaction —
+// not one synchronous commit per object, which a concurrent FLUSH waits
+// behind — and a crash after the deletes only repeats them (I1: every
+// object stays owned; the queue rows outlive their objects, never the
+// reverse).
+func TestGCDequeuesInOneWrite(t *testing.T) {
+	ctx := context.Background()
+	store, meta := objstore.NewMem(), openMeta(t)
+	var mu sync.Mutex
+	writes := map[string]int{}
+	failDequeue := true
+	hooks := &Hooks{MetaWrite: func(op string, after bool) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !after && op == "dequeue" && failDequeue {
+			failDequeue = false
+			return ErrSimulatedCrash
+		}
+		if after {
+			writes[op]++
+		}
+		return nil
+	}}
+	e := openEngine(t, store, meta, func(o *Options) { o.Hooks = hooks; o.InlineMaxBytes = -1 })
+	if err := e.RegisterTables(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	for ep := uint64(1); ep <= 12; ep++ {
+		if err := e.Ingest(ep, 1, []KV{{Key: k(int(ep)), Value: []byte("v")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Commit(ctx, ep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ran, err := e.Compact(ctx, true); err != nil || !ran {
+		t.Fatalf("compaction: ran=%v err=%v", ran, err)
+	}
+	queued := func() int {
+		var n int
+		if err := meta.QueryRow(ctx, `SELECT COUNT(*) FROM storage_deletion_queue`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	n := queued()
+	if n < 10 {
+		t.Fatalf("setup: %d queued objects; want the 12 compacted L0 files", n)
+	}
+	// The first pass deletes the objects and "crashes" before the rows go.
+	if _, err := e.RunGC(ctx); !errors.Is(err, ErrSimulatedCrash) {
+		t.Fatalf("first GC pass: %v; want the injected crash", err)
+	}
+	if got := queued(); got != n {
+		t.Fatalf("%d queue rows after a crash before the dequeue; want all %d", got, n)
+	}
+	checkI1(t, store, meta)
+	mu.Lock()
+	writes = map[string]int{}
+	mu.Unlock()
+	deleted, err := e.RunGC(ctx)
+	if err != nil || deleted != n {
+		t.Fatalf("second GC pass: deleted %d, %v; want %d", deleted, err, n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if writes["dequeue"] != 1 {
+		t.Fatalf("%d dequeue transactions for %d objects; want 1", writes["dequeue"], n)
+	}
+	if queued() != 0 {
+		t.Fatalf("queue not empty after GC")
+	}
+	checkExactlyReferenced(t, store, meta)
 }
