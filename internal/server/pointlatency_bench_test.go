@@ -32,11 +32,21 @@ import (
 //
 // RUNNEL_POINT_LATENCY_ROWS sets the orders (default 200,000; the ivm
 // benchmark uses 1,000,000). RUNNEL_POINT_LATENCY_PG=0 leaves PostgreSQL
-// out (for profiles of Runnel alone). RUNNEL_POINT_LATENCY_PROFILE=dir
+// out (for profiles of Runnel alone). RUNNEL_POINT_LATENCY_PAUSE=500ms
+// leaves the server idle that long before each update_flush_read
+// iteration, as `runnel bench ivm` does while PostgreSQL refreshes. RUNNEL_POINT_LATENCY_PROFILE=dir
 // writes a CPU profile and an execution trace of each sub-benchmark's
 // measured loop (not of the load) to dir/<name>.cpu and dir/<name>.trace.
 func BenchmarkPointLatency(b *testing.B) {
 	rows := int64(200_000)
+	var pause time.Duration
+	if v := os.Getenv("RUNNEL_POINT_LATENCY_PAUSE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatalf("RUNNEL_POINT_LATENCY_PAUSE=%q: %v", v, err)
+		}
+		pause = d
+	}
 	if v := os.Getenv("RUNNEL_POINT_LATENCY_ROWS"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 10 {
@@ -67,6 +77,7 @@ func BenchmarkPointLatency(b *testing.B) {
 		systems = append(systems, system{name: "postgres", conn: wiretest.Connect(b, pg.URL("postgres"))})
 	}
 
+	setup := time.Now()
 	customerOf := func(id int64) int64 { return (id * 7919) % customers }
 	amount := func(id int64) int64 { return id%1000 + 1 }
 	for _, s := range systems {
@@ -110,6 +121,8 @@ func BenchmarkPointLatency(b *testing.B) {
 			mustExec(b, s.conn, "CHECKPOINT")
 		}
 	}
+
+	b.Logf("%d orders, %d customers and both views in %v on %d system(s)", rows, customers, time.Since(setup).Round(time.Second), len(systems))
 
 	// next picks the order each iteration touches: a fixed stride, so
 	// the rows differ across iterations and between runs alike.
@@ -193,6 +206,11 @@ func BenchmarkPointLatency(b *testing.B) {
 		b.ResetTimer()
 		for range b.N {
 			id := next()
+			if pause > 0 {
+				b.StopTimer()
+				time.Sleep(pause)
+				b.StartTimer()
+			}
 			t0 := time.Now()
 			if err := update(systems[0], id); err != nil {
 				b.Fatal(err)
