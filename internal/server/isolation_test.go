@@ -48,9 +48,12 @@ func TestDatabaseIsolation(t *testing.T) {
 	disarm := stream.ArmFailpoint(stream.Failpoint{Job: "materialized view iso_bad", Times: -1})
 	defer disarm()
 	// b commits and answers while a crash-loops: every implicitly flushed
-	// insert is acknowledged and visible in b's view at once.
+	// insert is acknowledged and visible in b's view at once. b writes at
+	// least 30 rows and until a has recovered (and failed again) twice,
+	// however fast b's commits are.
 	var slowest time.Duration
-	for i := 101; i <= 130; i++ {
+	loopEnd := time.Now().Add(30 * time.Second)
+	for i := 101; i <= 130 || (len(ts.srv.epochs.Recoveries())-before < 2 && time.Now().Before(loopEnd)); i++ {
 		start := time.Now()
 		mustExec(t, b, "INSERT INTO t VALUES ($1, $1)", i)
 		want := fmt.Sprintf("%d|%d", i, i*(i+1)/2)
