@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/runneldb/runnel/internal/objstore"
 )
@@ -413,5 +415,54 @@ func TestIntraL0KeepsOlderLargeFiles(t *testing.T) {
 	}
 	if !slices.Equal(got, []uint64{12, 11, 7}) {
 		t.Fatalf("L0 after the merge: %v; want [12 (committed meanwhile), 11 (merged), 7 (left)]", got)
+	}
+}
+
+// TestCompactionWarmsOutputs: a compaction's outputs are opened in the
+// table cache in the background once it commits, so the next read (an
+// UPDATE's point read after an idle spell) does not open them itself.
+func TestCompactionWarmsOutputs(t *testing.T) {
+	ctx := context.Background()
+	store, meta := objstore.NewMem(), openMeta(t)
+	e := openEngine(t, store, meta, func(o *Options) { o.TargetFileSize = 8 << 10 })
+	if err := e.RegisterTables(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	var kvs []KV
+	for i := range 1000 {
+		kvs = append(kvs, KV{Key: k(i), Value: bytes.Repeat([]byte{byte(i)}, 50)})
+	}
+	if err := e.Ingest(1, 1, kvs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Commit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if ran, err := e.Compact(ctx, true); err != nil || !ran {
+		t.Fatalf("compaction: ran=%v err=%v", ran, err)
+	}
+	e.mu.RLock()
+	outs := slices.Clone(e.cur.Levels[1])
+	e.mu.RUnlock()
+	if len(outs) < 2 {
+		t.Fatalf("setup: %d outputs", len(outs))
+	}
+	warm := func() bool {
+		e.tc.mu.Lock()
+		defer e.tc.mu.Unlock()
+		for _, f := range outs {
+			if e.tc.m[f.ID] == nil { // nothing else reads the outputs here
+				return false
+			}
+		}
+		return true
+	}
+	// The warming goroutine is tracked by the engine: Close waits for it,
+	// and until then poll for its result.
+	for deadline := time.Now().Add(10 * time.Second); !warm(); {
+		if time.Now().After(deadline) {
+			t.Fatal("compaction outputs not opened in the table cache 10 s after the compaction")
+		}
+		runtime.Gosched()
 	}
 }

@@ -555,6 +555,7 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 	e.mu.Lock()
 	e.installLocked(nv)
 	e.mu.Unlock()
+	e.warmOutputs(w.metas)
 	if e.log.Enabled(ctx, slog.LevelDebug) {
 		var in, out uint64
 		for _, f := range p.files {
@@ -569,6 +570,31 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 		e.log.Warn("storage: after-commit hook", "err", err)
 	}
 	return true, nil
+}
+
+// warmOutputs opens the readers of a compaction's outputs (footer, index
+// and filter into the caches) in the background, so that the first read
+// after a compaction — a point read of an UPDATE, typically after an idle
+// spell in which compactions ran — does not pay for opening them. Called
+// from a running job (e.bg is held), so Close waits for it.
+func (e *Engine) warmOutputs(metas []*SSTMeta) {
+	if len(metas) == 0 {
+		return
+	}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		for _, m := range metas {
+			select {
+			case <-e.stop:
+				return
+			default:
+			}
+			if _, err := e.tc.get(context.Background(), m); err != nil {
+				e.log.Debug("storage: warming a compaction output", "object", objectKey(m.ID), "err", err)
+			}
+		}
+	}()
 }
 
 // Compactions returns the running compaction jobs.
