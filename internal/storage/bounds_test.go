@@ -424,7 +424,14 @@ func TestIntraL0KeepsOlderLargeFiles(t *testing.T) {
 func TestCompactionWarmsOutputs(t *testing.T) {
 	ctx := context.Background()
 	store, meta := objstore.NewMem(), openMeta(t)
-	e := openEngine(t, store, meta, func(o *Options) { o.TargetFileSize = 8 << 10 })
+	e := openEngine(t, store, meta, func(o *Options) {
+		o.TargetFileSize = 8 << 10
+		// Background work on (warming is part of it), but nothing for the
+		// picker to do on its own.
+		o.DisableAutoCompaction = false
+		o.L0CompactionTrigger = 1000
+		o.LevelBaseBytes = 1 << 40
+	})
 	if err := e.RegisterTables(ctx, 1); err != nil {
 		t.Fatal(err)
 	}

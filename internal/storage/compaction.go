@@ -578,7 +578,7 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 // spell in which compactions ran — does not pay for opening them. Called
 // from a running job (e.bg is held), so Close waits for it.
 func (e *Engine) warmOutputs(metas []*SSTMeta) {
-	if len(metas) == 0 {
+	if len(metas) == 0 || e.opts.DisableAutoCompaction {
 		return
 	}
 	e.bg.Add(1)

@@ -66,7 +66,9 @@ type Options struct {
 	LevelMultiplier int
 	// MaxConcurrentCompactions bounds background compactions (default 1).
 	MaxConcurrentCompactions int
-	// DisableAutoCompaction stops the background picker; Compact still works.
+	// DisableAutoCompaction stops the background picker and the background
+	// opening of compaction outputs (warmOutputs); Compact still works.
+	// Tests that inject faults deterministically set it.
 	DisableAutoCompaction bool
 	// CheckpointEvery: a full version snapshot is written every N deltas
 	// (default 64).
