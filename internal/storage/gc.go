@@ -15,7 +15,13 @@ import (
 // RunGC is the fast path: it deletes queued objects that no pinned version
 // references, retries deferred job aborts, and purges finished job records
 // older than the grace period. It returns the number of objects deleted.
-func (e *Engine) RunGC(ctx context.Context) (int, error) {
+func (e *Engine) RunGC(ctx context.Context) (deleted int, err error) {
+	start := time.Now()
+	defer func() {
+		if deleted > 0 || err != nil {
+			e.log.Debug("storage: gc pass", "deleted", deleted, "took", time.Since(start), "err", err)
+		}
+	}()
 	e.mu.RLock()
 	if e.closed || e.needReload {
 		// I2: with an unresolved ambiguous write, nothing is deletable.
@@ -82,7 +88,7 @@ func (e *Engine) RunGC(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
-	deleted := len(gone)
+	deleted = len(gone)
 	if delErr != nil {
 		return deleted, delErr
 	}
