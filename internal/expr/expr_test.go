@@ -399,6 +399,15 @@ func TestToCharNumber(t *testing.T) {
 		{typed("Infinity", types.Numeric), "999", " ###"}, {ci(0), "FM9.99", "0."}, {typed("0.5", types.Numeric), "FM9.99", ".5"},
 		{typed("0.001", types.Numeric), "FM9.99", "0."}, {typed("-0.001", types.Numeric), "FM9.99", "0."},
 		{ci(1000), "FM999.", "###."}, {ci(1000), "FM999.9", "###.#"}, {ci(0), "FM.99", ".##"}, {typed("0.5", types.Numeric), "FM.99", ".##"},
+		// NaN and Infinity fill digit positions with their letters (found by
+		// TestDifferentialExpressions seed 1796253861520300463: '999S')
+		{typed("NaN", types.Numeric), "999S", "NaN+"}, {typed("NaN", types.Numeric), "S999", "+NaN"}, {typed("NaN", types.Numeric), "FM999S", "NaN+"},
+		{typed("NaN", types.Numeric), "999MI", "NaN "}, {typed("NaN", types.Numeric), "0009", " 0NaN"}, {typed("NaN", types.Numeric), "0.99", " #.##"},
+		{typed("NaN", types.Numeric), "999.99S", "NaN"}, {typed("NaN", types.Numeric), "999,999", "     NaN"},
+		{typed("Infinity", types.Numeric), "9999999999.999", "   Infinity"}, {typed("-Infinity", types.Numeric), "9999999999.999", "  -Infinity"},
+		{typed("-Infinity", types.Numeric), "99999999MI", "Infinity-"}, {typed("-Infinity", types.Numeric), "FM999", "-###"},
+		// a point with no fraction positions ends the output when not FM
+		{ci(5), "999.", "   5"}, {ci(-5), "999.MI", "  5"}, {typed("5.5", types.Numeric), "999.", "   6"},
 	}
 	for _, tc := range tests {
 		e, err := NewFuncCall("to_char", []Expr{tc.v, cu(tc.f)})

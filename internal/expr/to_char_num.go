@@ -14,7 +14,8 @@ import (
 // point . or D, group separator , or G, sign S (before the digits or at
 // the end), trailing MI, FM (no padding, no trailing fractional zeros in 9
 // positions) and literal text ("quoted" or plain). A value with more
-// integer digits than positions prints # in every position.
+// integer digits than positions prints # in every position; NaN and
+// Infinity print their letters in the digit positions (toCharWord).
 
 type numTok struct {
 	kind byte // '9', '0', '.', ',', 'S', 'M' (MI), 'L' (literal)
@@ -156,6 +157,11 @@ func toCharNumber(intDigits, fracDigits string, neg bool, f string) string {
 			}
 			if fm && fracPos == 0 && !overflow {
 				cells = append(cells, "")
+			} else if fracPos == 0 && !overflow {
+				// PostgreSQL meets the end of the digit string here and
+				// copies its NUL terminator: the output stops at the
+				// point (to_char(-5, '999.MI') = '  5')
+				cells = append(cells, "\x00")
 			} else {
 				cells = append(cells, ".")
 			}
@@ -216,6 +222,9 @@ func toCharNumber(intDigits, fracDigits string, neg bool, f string) string {
 		}
 	}
 	out := strings.Join(cells, "")
+	if cut := strings.IndexByte(out, 0); cut >= 0 {
+		out = out[:cut]
+	}
 	if fm {
 		// drop padding blanks and trailing zeros in 9 fraction positions
 		out = strings.TrimLeft(out, " ")
@@ -281,24 +290,9 @@ func toCharDecimal(d *apd.Decimal, f string) types.Datum {
 	fp := fracPositions(f)
 	switch d.Form {
 	case apd.NaN, apd.NaNSignaling:
-		toks, fm := parseNumFormat(f)
-		if fm {
-			return types.DVarchar("NaN")
-		}
-		// right-aligned in the integer part (sign slot, digits, separators)
-		w := 1
-		for _, t := range toks {
-			if t.kind == '.' {
-				break
-			}
-			if t.kind == '9' || t.kind == '0' || t.kind == ',' {
-				w++
-			}
-		}
-		return types.DVarchar(strings.Repeat(" ", max(w-3, 0)) + "NaN")
+		return types.DVarchar(toCharWord("NaN", false, f))
 	case apd.Infinite:
-		// prints as an overflow: # in every position
-		return types.DVarchar(toCharNumber(strings.Repeat("9", len(f)+1), strings.Repeat("0", fp), d.Negative, f))
+		return types.DVarchar(toCharWord("Infinity", d.Negative, f))
 	}
 	r := roundDec(d, int32(fp), false)
 	s := r.Text('f')
@@ -310,6 +304,113 @@ func toCharDecimal(d *apd.Decimal, f string) types.Datum {
 		neg = false
 	}
 	return types.DVarchar(toCharNumber(i, fr, neg, f))
+}
+
+// toCharWord formats NaN or Infinity the way PostgreSQL does: the text
+// of numeric_out ("NaN", "Infinity") stands in for the digit string. With
+// fewer integer positions than letters it is an overflow (# in every
+// position). Otherwise the letters fill the integer positions after the
+// padding, exactly as digits would; the first digit or decimal-point
+// position met once the letters are used up ends the output there
+// (PostgreSQL copies the string's terminating NUL into its result), so a
+// decimal point, the fraction and anything after them are dropped:
+// to_char('NaN'::numeric, '9,999.99') = '   NaN', '999S' = 'NaN+',
+// '0009' = ' 0NaN'.
+func toCharWord(word string, neg bool, f string) string {
+	toks, fm := parseNumFormat(f)
+	pre, positions, zeroStart, seenPoint := 0, 0, -1, false
+	hasS, hasMI, preAtS, sAfterPoint := false, false, -1, false
+	for _, t := range toks {
+		switch t.kind {
+		case '9', '0':
+			positions++
+			if !seenPoint {
+				if t.kind == '0' && zeroStart < 0 {
+					zeroStart = pre
+				}
+				pre++
+			}
+		case '.':
+			positions++
+			seenPoint = true
+		case 'S':
+			if !hasS {
+				hasS, preAtS, sAfterPoint = true, pre, seenPoint
+			}
+		case 'M':
+			hasMI = true
+		}
+	}
+	if pre < len(word) {
+		return toCharNumber(strings.Repeat("9", len(f)+1), strings.Repeat("0", fracPositions(f)), neg, f)
+	}
+	sign := byte('+')
+	if neg {
+		sign = '-'
+	}
+	// A sign written by S goes before the first letter unless S follows
+	// all the integer positions (or the decimal point); then it follows
+	// the last digit position, which a template with a point never
+	// reaches.
+	signAfter := hasS && (sAfterPoint || preAtS == pre)
+	signWrote := hasMI || (!neg && fm && !hasS)
+	spaces := pre - len(word)
+	var b strings.Builder
+	used, cur, in := 0, 0, false
+	for _, t := range toks {
+		switch t.kind {
+		case '9', '0', '.':
+			if !signWrote && (cur >= spaces || zeroStart == cur) {
+				switch {
+				case hasS && !signAfter:
+					b.WriteByte(sign)
+				case hasS:
+					// written after the last integer position
+				case neg:
+					b.WriteByte('-')
+				case !fm:
+					b.WriteByte(' ')
+				}
+				if !hasS || !signAfter {
+					signWrote = true
+				}
+			}
+			switch {
+			case cur < spaces && (zeroStart < 0 || zeroStart > cur):
+				if !fm {
+					b.WriteByte(' ')
+				}
+			case cur < spaces:
+				b.WriteByte('0')
+				in = true
+			case used < len(word):
+				b.WriteByte(word[used])
+				used++
+				in = true
+			default:
+				return b.String()
+			}
+			if signAfter && cur+1 == positions {
+				b.WriteByte(sign)
+			}
+			cur++
+		case ',':
+			if in {
+				b.WriteByte(',')
+			} else if !fm {
+				b.WriteByte(' ')
+			}
+		case 'M':
+			if neg {
+				b.WriteByte('-')
+			} else if !fm {
+				b.WriteByte(' ')
+			}
+		case 'L':
+			b.WriteString(t.lit)
+		}
+	}
+	return b.String()
 }
 
 func init() {
