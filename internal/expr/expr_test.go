@@ -406,6 +406,8 @@ func TestToCharNumber(t *testing.T) {
 		{typed("NaN", types.Numeric), "999.99S", "NaN"}, {typed("NaN", types.Numeric), "999,999", "     NaN"},
 		{typed("Infinity", types.Numeric), "9999999999.999", "   Infinity"}, {typed("-Infinity", types.Numeric), "9999999999.999", "  -Infinity"},
 		{typed("-Infinity", types.Numeric), "99999999MI", "Infinity-"}, {typed("-Infinity", types.Numeric), "FM999", "-###"},
+		{typed("NaN", types.Float64), "999S", "NaN+"}, {typed("Infinity", types.Float64), "999", " ###"},
+		{typed("-Infinity", types.Float64), "999MI", "###-"}, {typed("Infinity", types.Float64), "9999999999", "   Infinity"},
 		// a point with no fraction positions ends the output when not FM
 		{ci(5), "999.", "   5"}, {ci(-5), "999.MI", "  5"}, {typed("5.5", types.Numeric), "999.", "   6"},
 	}

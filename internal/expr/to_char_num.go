@@ -425,8 +425,11 @@ func init() {
 	}
 	regFunc("to_char", &overload{args: []types.Type{types.Float64, X}, ret: X, fn2: func(a, b types.Datum) (types.Datum, error) {
 		v := a.Float()
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return types.DVarchar(strings.Repeat("#", len(b.Str()))), nil
+		if math.IsNaN(v) {
+			return types.DVarchar(toCharWord("NaN", false, b.Str())), nil
+		}
+		if math.IsInf(v, 0) {
+			return types.DVarchar(toCharWord("Infinity", v < 0, b.Str())), nil
 		}
 		fp := fracPositions(b.Str())
 		s := strconv.FormatFloat(v, 'f', fp, 64)
