@@ -371,6 +371,23 @@ func init() {
 			}
 		}
 	}
+	// Mixed-width float operators, as PostgreSQL has them (float48pl,
+	// float84lt, ...): both sides are compared and computed in double
+	// precision. Operator resolution then prefers them (float8 is the
+	// preferred numeric type) whenever an integer or numeric meets a real,
+	// so real < bigint widens both sides instead of rounding the bigint
+	// to real.
+	for _, two := range [][]types.Type{{types.Float32, types.Float64}, {types.Float64, types.Float32}} {
+		for _, op := range []byte{'+', '-', '*', '/'} {
+			regBinop(string(op), &overload{args: two, ret: types.Float64, fn2: floatOp(false, op)})
+		}
+		for _, op := range comparisonOps {
+			f := cmpOp(op)
+			regBinop(op, &overload{args: two, ret: types.Bool, fn2: func(a, b types.Datum) (types.Datum, error) {
+				return f(types.DFloat64(a.Float()), types.DFloat64(b.Float()))
+			}})
+		}
+	}
 	regBinop("^", &overload{args: []types.Type{types.Float64, types.Float64}, ret: types.Float64, fn2: dpow})
 	for _, t := range comparableTypes {
 		two := []types.Type{t, t}

@@ -50,6 +50,23 @@ func TestResolution(t *testing.T) {
 		{"unknown = unknown is text", mk(func() (Expr, error) { return NewBinaryOp("=", cu("abc"), cu("abc")) }), "boolean", "t"},
 		{"int + numeric", mk(func() (Expr, error) { return NewBinaryOp("+", ci(1), typed("1.5", types.Numeric)) }), "numeric", "2.5"},
 		{"int + float8", mk(func() (Expr, error) { return NewBinaryOp("+", ci(1), typed("1.5", types.Float64)) }), "double precision", "2.5"},
+		// real meets an integer or numeric through float48 operators, in
+		// double precision (TestDifferentialExpressions seed 1796254967221010829)
+		{"real < bigint widens both", mk(func() (Expr, error) {
+			return NewBinaryOp("<", typed("3037000500", types.Float32), typed("3037000500", types.Int64))
+		}), "boolean", "t"},
+		{"real = int widens both", mk(func() (Expr, error) { return NewBinaryOp("=", typed("16777217", types.Float32), ci(16777217)) }), "boolean", "f"},
+		{"real + bigint", mk(func() (Expr, error) {
+			return NewBinaryOp("+", typed("16777217", types.Float32), typed("1", types.Int64))
+		}), "double precision", "16777217"},
+		{"real + numeric", mk(func() (Expr, error) { return NewBinaryOp("+", typed("1", types.Float32), typed("1", types.Numeric)) }), "double precision", "2"},
+		{"real * smallint", mk(func() (Expr, error) {
+			return NewBinaryOp("*", typed("1.5", types.Float32), &Const{Value: types.DInt16(2), Typ: types.Int16})
+		}), "double precision", "3"},
+		{"real NaN = float8 NaN", mk(func() (Expr, error) {
+			return NewBinaryOp("=", typed("NaN", types.Float32), typed("NaN", types.Float64))
+		}), "boolean", "t"},
+		{"real + unknown stays real", mk(func() (Expr, error) { return NewBinaryOp("+", typed("1.5", types.Float32), cu("1")) }), "real", "2.5"},
 		{"round numeric half away", mk(func() (Expr, error) { return NewFuncCall("round", []Expr{typed("-2.5", types.Numeric)}) }), "numeric", "-3"},
 		{"round float half even", mk(func() (Expr, error) { return NewFuncCall("round", []Expr{typed("2.5", types.Float64)}) }), "double precision", "2"},
 		{"round int picks float8", mk(func() (Expr, error) { return NewFuncCall("round", []Expr{ci(7)}) }), "double precision", "7"},
