@@ -434,10 +434,13 @@ func powFloat(x, y float64) float64 {
 // where glibc's pow (used by PostgreSQL) is correctly rounded.
 func powDecimal(x, y float64) float64 {
 	var a, b, d apd.Decimal
-	if _, err := a.SetFloat64(x); err != nil {
+	// The operands' exact binary values, not their shortest decimal
+	// spellings: 0.1 is 0.1000000000000000055..., and the difference shows
+	// in x^y when |y*ln x| is large (1e-300 ^ 0.1 = 9.999999999999962e-31).
+	if _, _, err := a.SetString(strconv.FormatFloat(x, 'e', 800, 64)); err != nil {
 		return math.Pow(x, y)
 	}
-	if _, err := b.SetFloat64(y); err != nil {
+	if _, _, err := b.SetString(strconv.FormatFloat(y, 'e', 800, 64)); err != nil {
 		return math.Pow(x, y)
 	}
 	c := apd.BaseContext.WithPrecision(40)

@@ -66,6 +66,11 @@ func TestResolution(t *testing.T) {
 		{"real NaN = float8 NaN", mk(func() (Expr, error) {
 			return NewBinaryOp("=", typed("NaN", types.Float32), typed("NaN", types.Float64))
 		}), "boolean", "t"},
+		// pow uses the operands' exact binary values (TestDifferentialExpressions
+		// seed 1796255211572019302)
+		{"1e-300 ^ 0.1", mk(func() (Expr, error) {
+			return NewBinaryOp("^", typed("1e-300", types.Float64), typed("0.1", types.Float64))
+		}), "double precision", "9.999999999999962e-31"},
 		{"real + unknown stays real", mk(func() (Expr, error) { return NewBinaryOp("+", typed("1.5", types.Float32), cu("1")) }), "real", "2.5"},
 		{"round numeric half away", mk(func() (Expr, error) { return NewFuncCall("round", []Expr{typed("-2.5", types.Numeric)}) }), "numeric", "-3"},
 		{"round float half even", mk(func() (Expr, error) { return NewFuncCall("round", []Expr{typed("2.5", types.Float64)}) }), "double precision", "2"},
