@@ -1,9 +1,7 @@
 package expr
 
 import (
-	"context"
 	"strings"
-	"time"
 
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
@@ -148,18 +146,6 @@ func newAndOr(and bool, l, r Expr) (Expr, error) {
 	rb, err := coerceBool(r, name)
 	if err != nil {
 		return nil, err
-	}
-	// PostgreSQL's planner folds x OR true to true and x AND false to
-	// false before running anything, so x is never evaluated (nor can it
-	// fail): (make_date(2024, 11, 0) < d) OR true is true.
-	for _, side := range []Expr{lb, rb} {
-		if !isConstant(side) {
-			continue
-		}
-		v, err := side.Eval(&EvalContext{Ctx: context.Background(), Location: time.UTC}, nil)
-		if err == nil && !v.IsNull() && v.Bool() != and {
-			return &Const{Value: v, Typ: types.Bool}, nil
-		}
 	}
 	return &andOrExpr{and: and, l: lb, r: rb}, nil
 }
