@@ -134,19 +134,24 @@ func TestBugSelfFullJoinDuplicateKey(t *testing.T) {
 // Found by TestQueryDifferential (seed 1796255091037016108, minimised by
 // hand): after a FLUSH, DELETE FROM t1 removes a row whose c1 is NULL; the
 // next statement, a DELETE whose WHERE is NOT IN (SELECT c1 FROM t1),
-// still sees that NULL (NOT IN yields NULL, nothing is deleted), where
-// PostgreSQL sees the empty t1 and deletes every row. Without the first
-// FLUSH, or with a FLUSH between the two DELETEs, Runnel is right, so the
-// DML's subquery seems to read t1 as of the last FLUSH.
-func TestBugDMLNotInSeesDeletedNull(t *testing.T) {
-	knownBug(t, "after FLUSH, DELETE ... WHERE x NOT IN (SELECT c1 FROM t1) still sees a NULL c1 the previous statement deleted")
+// read t1 from the last committed snapshot and so still saw that NULL (NOT
+// IN yields NULL, nothing was deleted), where PostgreSQL sees the empty t1
+// and deletes every row. A DML statement that reads another relation now
+// waits for its session's pending writes first. The INSERT ... SELECT and
+// UPDATE ... FROM variants read the other table the same way.
+func TestDMLSeesSessionsEarlierWrites(t *testing.T) {
 	checkRepro(t, []string{
 		"CREATE TABLE t0 (id BIGINT PRIMARY KEY, k BIGINT)",
 		"CREATE TABLE t1 (id INT PRIMARY KEY, c1 INT)",
+		"CREATE TABLE t2 (id INT PRIMARY KEY, c1 INT)",
 		"INSERT INTO t0 VALUES (1, 2), (2, 3)",
 		"INSERT INTO t1 VALUES (1, NULL)",
 		"FLUSH",
 		"DELETE FROM t1",
 		"DELETE FROM t0 WHERE 5 NOT IN (SELECT c1 FROM t1)",
-	}, "SELECT count(*) FROM t0")
+		"INSERT INTO t1 VALUES (7, 70), (8, 80)",
+		"INSERT INTO t2 SELECT id, c1 + 1 FROM t1",
+		"UPDATE t1 SET c1 = t2.c1 FROM t2 WHERE t1.id = t2.id AND t2.id = 7",
+		"INSERT INTO t0 SELECT id, c1 FROM t1 WHERE id = 7",
+	}, "SELECT count(*) FROM t0", "SELECT * FROM t0", "SELECT * FROM t1", "SELECT * FROM t2")
 }

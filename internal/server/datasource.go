@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/runneldb/runnel/internal/batch"
@@ -18,11 +19,23 @@ type snapshotSource struct {
 	snap *storage.Snapshot
 	// sess serves system tables (syscat.go); nil where they are not read.
 	sess *session
+	// ownWritesPending: the statement is a DML statement and its session
+	// has acknowledged writes the snapshot does not hold. Reading a stored
+	// relation then fails with errOwnWritesPending, and the statement
+	// waits for those writes and runs again (see executeDML).
+	ownWritesPending bool
 }
+
+// errOwnWritesPending stops a DML statement that would read another
+// relation without its session's earlier, not yet committed writes.
+var errOwnWritesPending = errors.New("the session's earlier writes are not committed yet")
 
 func (d *snapshotSource) Scan(ctx context.Context, rel *catalog.Relation) (batch.RowIterator, error) {
 	if rel.Kind == catalog.KindSystem {
 		return scanSystem(d.sess, rel)
+	}
+	if d.ownWritesPending {
+		return nil, errOwnWritesPending
 	}
 	if rel.StateTable == 0 {
 		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "%s %q has no stored rows", rel.Kind, rel.Name)
@@ -44,6 +57,9 @@ func (d *snapshotSource) ScanKey(ctx context.Context, rel *catalog.Relation, pre
 	schema, ok := relationStateSchema(rel)
 	if !ok {
 		return nil, false, nil
+	}
+	if d.ownWritesPending {
+		return nil, false, errOwnWritesPending
 	}
 	tbl := state.New(storage.TableID(rel.StateTable), schema, snapshotStore{d.snap}, d.snap.Epoch())
 	if lower, upper, ok := tbl.PrefixBounds(prefix); ok {

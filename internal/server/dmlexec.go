@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/runneldb/runnel/internal/batch"
@@ -23,20 +24,35 @@ func (st *statement) executeDML(ctx context.Context, p *sql.Prepared, params []t
 		err   error
 		rel   *catalog.Relation
 	)
-	switch b := p.Bound.(type) {
-	case *binder.Insert:
-		rel = b.Table
-		res, epoch, err = st.insert(ctx, b, params)
-	case *binder.Update:
-		rel = b.Table
-		res, epoch, err = st.update(ctx, b, params)
-	case *binder.Delete:
-		rel = b.Table
-		res, epoch, err = st.delete(ctx, b, params)
-	case *binder.Copy:
-		return st.copy(ctx, b, params)
-	default:
-		return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "statement not supported: %s", st.p.Text)
+	for {
+		switch b := p.Bound.(type) {
+		case *binder.Insert:
+			rel = b.Table
+			res, epoch, err = st.insert(ctx, b, params)
+		case *binder.Update:
+			rel = b.Table
+			res, epoch, err = st.update(ctx, b, params)
+		case *binder.Delete:
+			rel = b.Table
+			res, epoch, err = st.delete(ctx, b, params)
+		case *binder.Copy:
+			return st.copy(ctx, b, params)
+		default:
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "statement not supported: %s", st.p.Text)
+		}
+		if !errors.Is(err, errOwnWritesPending) {
+			break
+		}
+		// The statement reads a relation other than its target (a
+		// subquery, INSERT ... SELECT, UPDATE ... FROM) and this session
+		// has writes that are acknowledged but not yet committed: it
+		// applied nothing. Wait for those writes, as FLUSH would, and run
+		// it again over a snapshot that holds them, so that a statement
+		// always sees its session's earlier statements, as in PostgreSQL.
+		// (The target table itself is read from its actor's live state.)
+		if err := st.sess.flush(ctx); err != nil {
+			return pgwire.Result{}, err
+		}
 	}
 	if err != nil {
 		return pgwire.Result{}, st.sess.integrityErrorObject(mapStorageErr(err), rel)
@@ -70,7 +86,8 @@ func (st *statement) collect(ctx context.Context, env *batch.Env, node plan.Node
 // snapshotEnv pins the last committed epoch for the reads of a statement.
 func (st *statement) snapshotEnv(ctx context.Context, params []types.Datum) (*batch.Env, func()) {
 	snap := st.sess.s.store.Snapshot()
-	env := &batch.Env{Data: &snapshotSource{snap: snap, sess: st.sess}, Eval: st.evalContext(ctx), Params: params}
+	src := &snapshotSource{snap: snap, sess: st.sess, ownWritesPending: len(st.sess.written) > 0}
+	env := &batch.Env{Data: src, Eval: st.evalContext(ctx), Params: params}
 	return env, snap.Close
 }
 
