@@ -278,7 +278,11 @@ func boolWord(v string) (bool, bool) {
 // ---- integers ----
 
 // parseInt follows pg_strtoint16/32/64: optional surrounding whitespace,
-// optional sign, decimal digits only.
+// optional sign, decimal digits only. As there, the digits' magnitude is
+// checked against the type's range (its negative end) as they are read,
+// so digits too large for the type are out of range (22003) even when
+// junk follows them; the positive end is checked after the syntax, so
+// "32768x" is a syntax error (22P02) for smallint and "32769x" is not.
 func parseInt(s string, bits int, typ string) (int64, error) {
 	v := trimSpace(s)
 	neg := false
@@ -286,27 +290,20 @@ func parseInt(s string, bits int, typ string) (int64, error) {
 		neg = v[0] == '-'
 		v = v[1:]
 	}
-	if v == "" {
+	limit := uint64(1) << (bits - 1)
+	var acc uint64
+	i := 0
+	for ; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
+		d := uint64(v[i] - '0')
+		if acc > (limit-d)/10 {
+			return 0, sqlerr.Errorf(sqlerr.NumericValueOutOfRange, "value %s is out of range for type %s", pgQuote(s), typ)
+		}
+		acc = acc*10 + d
+	}
+	if i == 0 || i < len(v) {
 		return 0, invalidSyntax(typ, s)
 	}
-	var acc uint64
-	overflow := false
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c < '0' || c > '9' {
-			return 0, invalidSyntax(typ, s)
-		}
-		if acc > (math.MaxUint64-9)/10 {
-			overflow = true
-		} else {
-			acc = acc*10 + uint64(c-'0')
-		}
-	}
-	max := uint64(1)<<(bits-1) - 1
-	if neg {
-		max++
-	}
-	if overflow || acc > max {
+	if !neg && acc == limit {
 		return 0, sqlerr.Errorf(sqlerr.NumericValueOutOfRange, "value %s is out of range for type %s", pgQuote(s), typ)
 	}
 	if neg {
