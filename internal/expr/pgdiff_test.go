@@ -157,6 +157,28 @@ func cast(e gnode, t string) gnode {
 	}}
 }
 
+// literalCast is CAST('lit' AS t), which PostgreSQL turns into a constant
+// while parsing: an invalid literal fails the statement wherever it
+// stands (even in a CASE arm never taken), and a valid one would let the
+// planner fold the expressions above it (x OR CAST('true' AS boolean) is
+// true even where x fails). It is rendered as a scalar subquery so that
+// nothing above it folds, and built as a constant evaluated up front, so
+// that an invalid literal fails the whole expression as in PostgreSQL.
+func literalCast(e gnode, t string) gnode {
+	c := cast(e, t)
+	return gnode{sql: "(SELECT " + c.sql + ")", build: func() (Expr, error) {
+		x, err := c.build()
+		if err != nil {
+			return nil, err
+		}
+		v, err := x.Eval(&EvalContext{Ctx: context.Background(), Location: diffLocation}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &Const{Value: v, Typ: x.Type()}, nil
+	}}
+}
+
 func lit(sql string, typ types.Type, v types.Datum) gnode {
 	return gnode{sql: sql, build: func() (Expr, error) { return &Const{Value: v, Typ: typ}, nil }}
 }
@@ -266,7 +288,7 @@ func (g *gen) expr(t string, depth int) gnode {
 		case 14:
 			return call(g.pick([]string{"power", "log"}), e("numeric"), e("numeric"))
 		case 15:
-			return cast(g.unknown(g.pick([]string{"numeric", "text", "double precision"})), "numeric")
+			return literalCast(g.unknown(g.pick([]string{"numeric", "text", "double precision"})), "numeric")
 		default:
 			return g.constant(t)
 		}
@@ -461,7 +483,7 @@ func (g *gen) expr(t string, depth int) gnode {
 				return NewBoolTest(xe, test, not)
 			}}
 		case 14:
-			return cast(g.unknown(g.pick([]string{"boolean", "text"})), "boolean")
+			return literalCast(g.unknown(g.pick([]string{"boolean", "text"})), "boolean")
 		case 15:
 			x := e("text")
 			pat := g.pick([]string{"a#%", "#_b%", "%##%", "x_y", "a%", "%#"})
