@@ -71,6 +71,10 @@ func TestResolution(t *testing.T) {
 		{"1e-300 ^ 0.1", mk(func() (Expr, error) {
 			return NewBinaryOp("^", typed("1e-300", types.Float64), typed("0.1", types.Float64))
 		}), "double precision", "9.999999999999962e-31"},
+		// log10 of a float rounds like glibc (seed 1796271535530827008)
+		{"log(0.1::float8)", mk(func() (Expr, error) { return NewFuncCall("log", []Expr{typed("0.1", types.Float64)}) }), "double precision", "-1"},
+		{"log(1000::float8)", mk(func() (Expr, error) { return NewFuncCall("log", []Expr{typed("1000", types.Float64)}) }), "double precision", "3"},
+		{"log(2::float8)", mk(func() (Expr, error) { return NewFuncCall("log", []Expr{typed("2", types.Float64)}) }), "double precision", "0.3010299956639812"},
 		{"real + unknown stays real", mk(func() (Expr, error) { return NewBinaryOp("+", typed("1.5", types.Float32), cu("1")) }), "real", "2.5"},
 		{"round numeric half away", mk(func() (Expr, error) { return NewFuncCall("round", []Expr{typed("-2.5", types.Numeric)}) }), "numeric", "-3"},
 		{"round float half even", mk(func() (Expr, error) { return NewFuncCall("round", []Expr{typed("2.5", types.Float64)}) }), "double precision", "2"},

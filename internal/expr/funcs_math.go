@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"strconv"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/runneldb/runnel/internal/types"
@@ -46,6 +47,28 @@ func floatLn(log func(float64) float64) func(float64) (float64, error) {
 		}
 		return log(x), nil
 	}
+}
+
+// log10Float is log10 rounded once from a 34-digit decimal logarithm of
+// x's exact binary value, as glibc's log10 (used by PostgreSQL) rounds:
+// Go's math.Log10 is log2(x)*(ln 2/ln 10), one ulp off for x = 0.1
+// (-0.9999999999999999 where PostgreSQL gives -1).
+func log10Float(x float64) float64 {
+	if !(x > 0) || math.IsInf(x, 1) {
+		return math.Log10(x)
+	}
+	var a, d apd.Decimal
+	if _, _, err := a.SetString(strconv.FormatFloat(x, 'e', 800, 64)); err != nil {
+		return math.Log10(x)
+	}
+	if _, err := apd.BaseContext.WithPrecision(34).Log10(&d, &a); err != nil {
+		return math.Log10(x)
+	}
+	r, err := strconv.ParseFloat(d.Text('g'), 64)
+	if err != nil {
+		return math.Log10(x)
+	}
+	return r
 }
 
 func floatExp(x float64) (float64, error) {
@@ -189,7 +212,7 @@ func init() {
 	regFunc("ln", &overload{args: T(F), ret: F, fn1: f8(floatLn(math.Log))})
 	regFunc("ln", &overload{args: T(N), ret: N, fn1: numericLn})
 	for _, name := range []string{"log", "log10"} {
-		regFunc(name, &overload{args: T(F), ret: F, fn1: f8(floatLn(math.Log10))})
+		regFunc(name, &overload{args: T(F), ret: F, fn1: f8(floatLn(log10Float))})
 		regFunc(name, &overload{args: T(N), ret: N, fn1: func(a types.Datum) (types.Datum, error) {
 			return numericLog(types.DNumeric(apd.New(10, 0)), a)
 		}})
