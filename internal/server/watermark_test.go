@@ -99,17 +99,9 @@ func TestWatermarkCleansTumbleAggState(t *testing.T) {
 	}
 	mustExec(t, conn, "CREATE MATERIALIZED VIEW w AS "+view)
 
-	// 200 windows' worth of rows, in order, in statements of 100 rows.
+	// 200 windows' worth of rows.
 	const n = 2000
-	maxState := 0
-	for from := 0; from < n; from += 100 {
-		insertEvents(t, conn, from, from+100)
-		if from%500 == 400 {
-			mustExec(t, conn, "FLUSH")
-			maxState = max(maxState, aggStateRows(t, ts.srv, "w"))
-		}
-	}
-	mustExec(t, conn, "FLUSH")
+	maxState := insertEventsWatchingState(t, conn, ts.srv, "w", n)
 	sameRows(t, "view", viewRows(t, conn), wmWindows(n))
 	// Open windows: the one holding the watermark (5 s behind the last
 	// row) and the last one; each keeps a result row and its max() inputs

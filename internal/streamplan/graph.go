@@ -550,7 +550,14 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		if err != nil {
 			return nil, err
 		}
-		return exec.NewDistinct(in, n.GroupKey, g.newState(n, 0))
+		d, err := exec.NewDistinct(in, n.GroupKey, g.newState(n, 0))
+		if err != nil {
+			return nil, err
+		}
+		// Watermark cleanup deletes only this actor's tuples.
+		owners := f.owners
+		d.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
+		return d, nil
 	case OpOverWindow:
 		in, err := input(0)
 		if err != nil {

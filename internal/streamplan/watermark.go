@@ -26,6 +26,8 @@ import (
 //   - HashAgg: the group-key columns that carry one; such an aggregation
 //     deletes the state of every group below the watermark (its state
 //     tables are "cleaned by watermark" in EXPLAIN).
+//   - Distinct: the distinct columns that carry one; it deletes the
+//     stored tuples below the watermark, like HashAgg.
 //   - HashJoin reads them but forwards none: where an equi-join key pair
 //     carries watermarks on both sides, it deletes the stored rows of
 //     both sides whose key is below the smaller one; where its residual
@@ -34,7 +36,7 @@ import (
 //     the rows no later row of the other side can match
 //     (exec.JoinIntervalBound).
 //
-// Every other operator (top-N, DISTINCT, window functions, UNION,
+// Every other operator (top-N, window functions, UNION,
 // Materialize) drops watermarks: its input is wrapped in
 // exec.NoWatermarks, so its output carries none.
 
@@ -42,7 +44,7 @@ import (
 // its input (otherwise they are dropped in front of it).
 func handlesWatermarks(op Op) bool {
 	switch op {
-	case OpFilter, OpProject, OpHashAgg, OpSimpleAgg, OpHopWindow, OpHashJoin:
+	case OpFilter, OpProject, OpHashAgg, OpSimpleAgg, OpHopWindow, OpHashJoin, OpDistinct:
 		return true
 	}
 	return false
@@ -75,7 +77,8 @@ func WatermarkColumns(n *Node) []int {
 			return expanded
 		}
 		return projectWatermarks(n.Exprs, expanded)
-	case OpHashAgg:
+	case OpHashAgg, OpDistinct:
+		// The output starts with the key columns.
 		return exec.WatermarkGroupKeys(n.GroupKey, WatermarkColumns(n.Inputs[0]))
 	}
 	return nil
@@ -91,12 +94,12 @@ func projectWatermarks(exprs []expr.Expr, inWM []int) []int {
 }
 
 // CleanedByWatermark returns the columns of n's input side whose
-// watermarks clean n's state (a HashAgg's group-key columns carrying
-// watermarks; a HashJoin's key columns of that side whose pair carries
+// watermarks clean n's state (a HashAgg's group-key columns or a
+// Distinct's columns carrying watermarks; a HashJoin's key columns of that side whose pair carries
 // watermarks on both sides), nil when the state is kept forever.
 func CleanedByWatermark(n *Node, side int) []int {
 	switch n.Op {
-	case OpHashAgg:
+	case OpHashAgg, OpDistinct:
 		wm := WatermarkColumns(n.Inputs[0])
 		var out []int
 		for _, p := range exec.WatermarkGroupKeys(n.GroupKey, wm) {

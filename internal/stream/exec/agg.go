@@ -77,7 +77,7 @@ type HashAgg struct {
 	cache  *lruCache[*aggGroup]
 
 	// Watermark cleanup (agg_watermark.go).
-	wm aggWatermarks
+	wm keyWatermarks
 }
 
 // AggCall is one aggregate call over input columns. The planner projects
@@ -345,7 +345,7 @@ func (h *HashAgg) Next(ctx context.Context) (stream.Message, error) {
 			return msg, err
 		}
 		if w := msg.Watermark; w != nil {
-			h.wm.observe(h, w)
+			h.observeWatermark(w)
 			continue
 		}
 		if b := msg.Barrier; b != nil {
@@ -372,7 +372,7 @@ func (h *HashAgg) Next(ctx context.Context) (stream.Message, error) {
 				return stream.Message{}, err
 			}
 			h.q.pushChunks(&h.out)
-			h.wm.emit(&h.q)
+			h.wm.emit(&h.q, identityCol)
 			h.q.push(msg)
 			continue
 		}

@@ -14,12 +14,19 @@ import (
 // tuple is emitted when its count goes 0 -> 1 and retracted at 1 -> 0 (the
 // stored representative row is what is retracted, so the output stays
 // consistent when equal values print differently, 1.5 vs 1.50).
+//
+// A watermark on a distinct column closes the tuples below it
+// (keyWatermarks): at the next barrier they are deleted from the state
+// table, nothing is emitted for them, and the watermark is forwarded on
+// that output column.
 type Distinct struct {
 	input   stream.Executor
 	cols    []int
 	table   *state.Table
 	schema  []types.Type
 	inTypes []types.Type
+	wm      keyWatermarks
+	q       queue
 }
 
 // DistinctStateSchema returns the state table schema: the distinct
@@ -51,17 +58,37 @@ func (d *Distinct) Identity() string {
 	return fmt.Sprintf("Distinct([%s]; state table %d)", colList(d.cols), d.table.ID())
 }
 
+// SetVnodeOwner restricts watermark cleanup to the vnodes owns reports
+// (the actor's share of the state table).
+func (d *Distinct) SetVnodeOwner(owns func(v uint16) bool) { d.wm.owns = owns }
+
+// CleanedKeys reports how many distinct tuples watermark cleanup has
+// deleted.
+func (d *Distinct) CleanedKeys() int64 { return d.wm.cleaned }
+
 func (d *Distinct) Next(ctx context.Context) (stream.Message, error) {
 	for {
+		if msg, ok := d.q.pop(); ok {
+			return msg, nil
+		}
 		msg, err := d.input.Next(ctx)
 		if err != nil {
 			return msg, err
 		}
+		if w := msg.Watermark; w != nil {
+			d.wm.observe(d.cols, w)
+			continue
+		}
 		if b := msg.Barrier; b != nil {
+			if err := d.cleanup(ctx); err != nil {
+				return stream.Message{}, err
+			}
 			if err := commitAll(d.Identity(), b.Curr, d.table); err != nil {
 				return stream.Message{}, err
 			}
-			return msg, nil
+			d.wm.emit(&d.q, identityCol)
+			d.q.push(msg)
+			continue
 		}
 		out := &types.Chunk{}
 		var tk ticker
@@ -103,6 +130,27 @@ func (d *Distinct) Next(ctx context.Context) (stream.Message, error) {
 			return stream.Message{Chunk: out}, nil
 		}
 	}
+}
+
+// cleanup deletes the tuples closed by the pending watermarks.
+func (d *Distinct) cleanup(ctx context.Context) error {
+	if !d.wm.advanced() {
+		return nil
+	}
+	var doomed []types.Row
+	err := d.wm.scanClosed(ctx, d.table, identityCol, func(row types.Row) { doomed = append(doomed, row) })
+	if err != nil {
+		return fmt.Errorf("%s: watermark cleanup: %w", d.Identity(), err)
+	}
+	var tk ticker
+	for _, r := range doomed {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		d.table.Delete(r)
+	}
+	d.wm.done(len(doomed))
+	return nil
 }
 
 // UnionAll concatenates N inputs of one row type, aligning their

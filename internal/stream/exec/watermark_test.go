@@ -169,26 +169,10 @@ func TestHashAggCleansGroupsBelowWatermark(t *testing.T) {
 	for w := 0; w < 20; w++ {
 		// Window w gets 5 rows; the watermark then closes every window
 		// before w.
-		c := &types.Chunk{}
-		for i := 0; i < 5; i++ {
-			pk++
-			c.Append(types.OpInsert, row(pk, w, pk%3))
-		}
-		src.push(c)
+		src.push(windowRows(&pk, w))
 		src.pushWatermark(1, types.DInt64(int64(w)))
 		src.pushWatermark(0, types.DInt64(int64(pk))) // not a group key: ignored
-		b := h.barrier()
-		src.pushBarrier(b)
-		chunks, marks := drainWM(t, a)
-		for _, c := range chunks {
-			if err := v.apply(c); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if want := []string{fmt.Sprintf("$0 %d", w)}; !slices.Equal(marks, want) {
-			t.Fatalf("window %d: watermarks %v, want %v", w, marks, want)
-		}
-		h.commit(b.Prev)
+		epochWM(t, h, src, a, v, fmt.Sprintf("$0 %d", w))
 		// Only window w is open: its result row, 5 max inputs, and its
 		// distinct values (0, 1, 2).
 		if n := count(); n > 1+5+3 {

@@ -1,0 +1,120 @@
+package exec
+
+import (
+	"context"
+
+	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/stream/state"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// keyWatermarks is the watermark state of an operator whose state is
+// grouped by key columns of its input: a HashAgg's group key, DISTINCT's
+// columns, an OverWindow's PARTITION BY. A watermark on an input column
+// of the key closes every key whose value in that column is below it: no
+// later row (insert or delete) can reach it, since the generator drops
+// late rows upstream. At the next barrier the operator deletes the
+// closed keys' state, found by scanClosed in the vnodes it owns, emits
+// nothing for them (the view keeps its rows: RisingWave's default emit
+// mode), and forwards the watermark on the key column's output position
+// (emit) after its changes and before the barrier.
+//
+// The scan runs only at barriers where a watermark advanced; the state
+// then holds the keys of open windows only, so the scan is bounded by
+// the state the watermark keeps alive.
+type keyWatermarks struct {
+	// pending[p] is the latest watermark of key position p not yet
+	// applied; applied[p] the last one cleaned up to.
+	pending map[int]types.Datum
+	applied map[int]types.Datum
+	out     stream.WatermarkMonotone
+	owns    func(v uint16) bool
+	// cleaned counts the keys deleted so far (tests).
+	cleaned int64
+}
+
+// WatermarkGroupKeys returns the positions in groupKey of the columns in
+// wmCols (input columns carrying watermarks): the key columns whose
+// watermarks clean an operator's state.
+func WatermarkGroupKeys(groupKey, wmCols []int) []int {
+	var out []int
+	for p, c := range groupKey {
+		for _, w := range wmCols {
+			if c == w {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// observe records input watermark m for every position of key that is
+// m's column.
+func (w *keyWatermarks) observe(key []int, m *stream.Watermark) {
+	if m.Val.IsNull() {
+		return
+	}
+	for p, c := range key {
+		if c != m.Col {
+			continue
+		}
+		if w.pending == nil {
+			w.pending = map[int]types.Datum{}
+		}
+		if old, ok := w.pending[p]; !ok || types.Compare(m.Val, old) > 0 {
+			w.pending[p] = m.Val
+		}
+	}
+}
+
+// advanced reports whether a watermark moved since the last cleanup.
+func (w *keyWatermarks) advanced() bool {
+	for p, v := range w.pending {
+		if old, ok := w.applied[p]; !ok || types.Compare(v, old) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// scanClosed calls fn with every row of t, in the vnodes the operator
+// owns, whose key is closed: for some key position p, the row's column
+// at(p) is below the pending watermark of p.
+func (w *keyWatermarks) scanClosed(ctx context.Context, t *state.Table, at func(p int) int, fn func(types.Row)) error {
+	return scanOwned(ctx, t, w.owns, func(row types.Row) {
+		for p, v := range w.pending {
+			if d := row[at(p)]; !d.IsNull() && types.Compare(d, v) < 0 {
+				fn(row)
+				return
+			}
+		}
+	})
+}
+
+// done records that the pending watermarks have been applied, deleting
+// n keys.
+func (w *keyWatermarks) done(n int) {
+	w.cleaned += int64(n)
+	if w.applied == nil {
+		w.applied = map[int]types.Datum{}
+	}
+	for p, v := range w.pending {
+		w.applied[p] = v
+	}
+}
+
+// emit queues the output watermarks: that of key position p on output
+// column outCol(p).
+func (w *keyWatermarks) emit(q *queue, outCol func(p int) int) {
+	for p, v := range w.pending {
+		m := &stream.Watermark{Col: outCol(p), Val: v}
+		if w.out.Advance(m) {
+			q.push(stream.Message{Watermark: m})
+		}
+	}
+}
+
+// identityCol maps a key position to the same output column (the
+// operator's output starts with its key columns).
+func identityCol(p int) int { return p }
