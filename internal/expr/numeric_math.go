@@ -2,6 +2,7 @@ package expr
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/runneldb/runnel/internal/types"
@@ -241,9 +242,8 @@ func numericPower(a, b types.Datum) (types.Datum, error) {
 	if x.IsZero() {
 		return types.DNumeric(finishScale(apd.New(0, 0), numericMinSigDigits)), nil
 	}
-	lnx := math.Log(math.Abs(decToFloat(x)))
-	val := lnx * decToFloat(y)
-	if math.Abs(val) > numericMaxResultScale*3 {
+	val := approxLn(x) * decToFloat(y)
+	if math.Abs(val) > numericMaxResultScale*3.01 {
 		if val > 0 {
 			return types.NullDatum, numericOverflowErr()
 		}
@@ -257,6 +257,20 @@ func numericPower(a, b types.Datum) (types.Datum, error) {
 		return types.NullDatum, numericOverflowErr()
 	}
 	return types.DNumeric(finishScale(r, rscale)), nil
+}
+
+// approxLn is ln|x| in double precision for a finite non-zero x of any
+// magnitude, from its leading digits and decimal exponent: converting x
+// to float64 first would overflow past 1e308, where numeric goes on to
+// 131072 digits.
+func approxLn(x *apd.Decimal) float64 {
+	digits := x.Coeff.String()
+	lead := digits[:min(len(digits), 17)]
+	f, err := strconv.ParseFloat(lead, 64)
+	if err != nil {
+		return math.Log(math.Abs(decToFloat(x)))
+	}
+	return math.Log(f) + float64(len(digits)-len(lead)+int(x.Exponent))*math.Ln10
 }
 
 func isIntegral(d *apd.Decimal) bool {
@@ -278,14 +292,14 @@ func powerInt(x *apd.Decimal, e int64, _ int64) (types.Datum, error) {
 	}
 	// crude overflow test on the decimal weight of the result
 	if x.Form == apd.Finite && !x.IsZero() {
-		if lw := float64(e) * math.Log10(math.Abs(decToFloat(x))); lw > 131072 {
+		if lw := float64(e) * approxLn(x) / math.Ln10; lw > 131072 {
 			return types.NullDatum, numericOverflowErr()
 		} else if lw < -float64(rscale)-10 {
 			return types.DNumeric(finishScale(apd.New(0, 0), rscale)), nil
 		}
 	}
 	r := new(apd.Decimal)
-	f := math.Abs(float64(e) * math.Log10(math.Abs(decToFloat(x))))
+	f := math.Abs(float64(e) * approxLn(x) / math.Ln10)
 	c := workCtx(int64(f) + rscale + 20)
 	if _, err := c.Pow(r, x, apd.New(e, 0)); err != nil {
 		return types.NullDatum, numericOverflowErr()

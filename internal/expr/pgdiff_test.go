@@ -804,3 +804,37 @@ var diffLocation = time.UTC
 func subqInt(v int32) gnode {
 	return lit("(SELECT "+strconv.Itoa(int(v))+")", types.Int32, types.DInt32(v))
 }
+
+// Numeric power with operands or results beyond float64's range: the
+// overflow and scale estimates must not go through float64 (seed
+// 1796271868458762601: power(123456789.123456789 ^ 199, 1.5) overflowed).
+func TestDifferentialNumericPowerMagnitudes(t *testing.T) {
+	url := pgtest.Start(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	num := func(s string) gnode {
+		return gnode{sql: "(SELECT '" + s + "'::numeric)", build: func() (Expr, error) {
+			v, err := types.ParseText(s, types.Numeric, nil)
+			return &Const{Value: v, Typ: types.Numeric}, err
+		}}
+	}
+	for _, c := range [][2]string{
+		{"1e400", "2"}, {"1e400", "1.5"}, {"1e-400", "-2"}, {"1e-400", "0.5"}, {"2.5e350", "-1.5"},
+		{"123456789.123456789", "199"}, {"1e5000", "30"}, {"1e5000", "26.5"}, {"1e-5000", "-26.5"},
+	} {
+		n := call("power", num(c[0]), num(c[1]))
+		want := pgOutcome(ctx, conn, n.sql)
+		got, detail := ourOutcome(n)
+		if want != got {
+			t.Errorf("%s:\n  postgres: %v\n  runnel:   %v (%s)", n.sql, want, got, detail)
+		}
+	}
+	n := call("power", call("power", num("123456789.123456789"), num("199")), num("1.5"))
+	if want, got := pgOutcome(ctx, conn, n.sql), func() outcome { o, _ := ourOutcome(n); return o }(); want != got {
+		t.Errorf("%s:\n  postgres: %v\n  runnel:   %v", n.sql, want, got)
+	}
+}
