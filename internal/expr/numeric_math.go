@@ -243,6 +243,9 @@ func numericPower(a, b types.Datum) (types.Datum, error) {
 		return types.DNumeric(finishScale(apd.New(0, 0), numericMinSigDigits)), nil
 	}
 	val := approxLn(x) * decToFloat(y)
+	if math.IsNaN(val) {
+		val = 0 // ln 1 times an exponent past float64's range
+	}
 	if math.Abs(val) > numericMaxResultScale*3.01 {
 		if val > 0 {
 			return types.NullDatum, numericOverflowErr()
