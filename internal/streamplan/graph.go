@@ -563,7 +563,14 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		if err != nil {
 			return nil, err
 		}
-		return g.overWindow(n, in)
+		ow, err := g.overWindow(n, in)
+		if err != nil {
+			return nil, err
+		}
+		// Watermark cleanup deletes only this actor's partitions.
+		owners := f.owners
+		ow.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
+		return ow, nil
 	case OpHopWindow:
 		in, err := input(0)
 		if err != nil {

@@ -272,7 +272,7 @@ func overWindowStateSchemas(n *Node, label string) ([]state.Schema, error) {
 	return []state.Schema{exec.OverWindowStateSchema(label, n.Inputs[0].Types(), n.Window.PartitionBy, columnOrders(n.Window.OrderBy), n.InputKey, calls)}, nil
 }
 
-func (g *graphBuilder) overWindow(n *Node, in stream.Executor) (stream.Executor, error) {
+func (g *graphBuilder) overWindow(n *Node, in stream.Executor) (*exec.OverWindow, error) {
 	calls, err := overWindowCalls(n)
 	if err != nil {
 		return nil, err

@@ -28,6 +28,10 @@ import (
 //     tables are "cleaned by watermark" in EXPLAIN).
 //   - Distinct: the distinct columns that carry one; it deletes the
 //     stored tuples below the watermark, like HashAgg.
+//   - OverWindow: the PARTITION BY columns that carry one (its output
+//     row starts with its input row); it deletes the partitions below
+//     the watermark. A watermark on any other column is dropped: a later
+//     row can still change the outputs of rows below it.
 //   - HashJoin reads them but forwards none: where an equi-join key pair
 //     carries watermarks on both sides, it deletes the stored rows of
 //     both sides whose key is below the smaller one; where its residual
@@ -36,7 +40,7 @@ import (
 //     the rows no later row of the other side can match
 //     (exec.JoinIntervalBound).
 //
-// Every other operator (top-N, window functions, UNION,
+// Every other operator (top-N, UNION,
 // Materialize) drops watermarks: its input is wrapped in
 // exec.NoWatermarks, so its output carries none.
 
@@ -44,7 +48,7 @@ import (
 // its input (otherwise they are dropped in front of it).
 func handlesWatermarks(op Op) bool {
 	switch op {
-	case OpFilter, OpProject, OpHashAgg, OpSimpleAgg, OpHopWindow, OpHashJoin, OpDistinct:
+	case OpFilter, OpProject, OpHashAgg, OpSimpleAgg, OpHopWindow, OpHashJoin, OpDistinct, OpOverWindow:
 		return true
 	}
 	return false
@@ -80,8 +84,21 @@ func WatermarkColumns(n *Node) []int {
 	case OpHashAgg, OpDistinct:
 		// The output starts with the key columns.
 		return exec.WatermarkGroupKeys(n.GroupKey, WatermarkColumns(n.Inputs[0]))
+	case OpOverWindow:
+		// The output row starts with the input row.
+		return keyWatermarkColumns(n.Window.PartitionBy, n.Inputs[0])
 	}
 	return nil
+}
+
+// keyWatermarkColumns returns the columns of key (columns of in) that
+// carry watermarks in in.
+func keyWatermarkColumns(key []int, in *Node) []int {
+	var out []int
+	for _, p := range exec.WatermarkGroupKeys(key, WatermarkColumns(in)) {
+		out = append(out, key[p])
+	}
+	return out
 }
 
 func projectWatermarks(exprs []expr.Expr, inWM []int) []int {
@@ -94,18 +111,16 @@ func projectWatermarks(exprs []expr.Expr, inWM []int) []int {
 }
 
 // CleanedByWatermark returns the columns of n's input side whose
-// watermarks clean n's state (a HashAgg's group-key columns or a
-// Distinct's columns carrying watermarks; a HashJoin's key columns of that side whose pair carries
+// watermarks clean n's state (a HashAgg's group-key columns, a
+// Distinct's columns or an OverWindow's partition columns carrying
+// watermarks; a HashJoin's key columns of that side whose pair carries
 // watermarks on both sides), nil when the state is kept forever.
 func CleanedByWatermark(n *Node, side int) []int {
 	switch n.Op {
 	case OpHashAgg, OpDistinct:
-		wm := WatermarkColumns(n.Inputs[0])
-		var out []int
-		for _, p := range exec.WatermarkGroupKeys(n.GroupKey, wm) {
-			out = append(out, n.GroupKey[p])
-		}
-		return out
+		return keyWatermarkColumns(n.GroupKey, n.Inputs[0])
+	case OpOverWindow:
+		return keyWatermarkColumns(n.Window.PartitionBy, n.Inputs[0])
 	case OpHashJoin:
 		lw, rw := WatermarkColumns(n.Inputs[0]), WatermarkColumns(n.Inputs[1])
 		var out []int

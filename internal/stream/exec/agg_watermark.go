@@ -32,31 +32,16 @@ func (h *HashAgg) observeWatermark(m *stream.Watermark) {
 
 // cleanup deletes the groups closed by the pending watermarks.
 func (h *HashAgg) cleanup(ctx context.Context) error {
-	w := &h.wm
-	if !w.advanced() {
-		return nil
-	}
 	k := len(h.groupKey)
-	var doomed []types.Row
-	err := w.scanClosed(ctx, h.result, identityCol, func(row types.Row) {
-		doomed = append(doomed, row[:k:k])
-	})
-	if err != nil {
-		return fmt.Errorf("%s: watermark cleanup: %w", h.Identity(), err)
-	}
-	var tk ticker
-	for _, key := range doomed {
-		if err := tk.tick(ctx); err != nil {
-			return err
-		}
-		h.result.Delete(key)
+	err := h.wm.cleanup(ctx, h.result, identityCol, func(row types.Row) (bool, error) {
+		key := row[:k:k]
 		for _, c := range h.calls {
 			if c.table == nil {
 				continue
 			}
 			cit, err := c.table.Iter(ctx, key)
 			if err != nil {
-				return fmt.Errorf("%s: watermark cleanup: %w", h.Identity(), err)
+				return false, err
 			}
 			var rows []types.Row
 			for cit.Next() {
@@ -65,7 +50,7 @@ func (h *HashAgg) cleanup(ctx context.Context) error {
 			err = cit.Err()
 			cit.Close()
 			if err != nil {
-				return fmt.Errorf("%s: watermark cleanup: %w", h.Identity(), err)
+				return false, err
 			}
 			for _, r := range rows {
 				c.table.Delete(r)
@@ -76,7 +61,10 @@ func (h *HashAgg) cleanup(ctx context.Context) error {
 			h.keyBuf = types.AppendKey(h.keyBuf, d, h.inTypes[h.groupKey[i]], false, false)
 		}
 		h.cache.remove(string(h.keyBuf))
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: watermark cleanup: %w", h.Identity(), err)
 	}
-	w.done(len(doomed))
 	return nil
 }

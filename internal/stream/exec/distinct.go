@@ -134,22 +134,10 @@ func (d *Distinct) Next(ctx context.Context) (stream.Message, error) {
 
 // cleanup deletes the tuples closed by the pending watermarks.
 func (d *Distinct) cleanup(ctx context.Context) error {
-	if !d.wm.advanced() {
-		return nil
-	}
-	var doomed []types.Row
-	err := d.wm.scanClosed(ctx, d.table, identityCol, func(row types.Row) { doomed = append(doomed, row) })
+	err := d.wm.cleanup(ctx, d.table, identityCol, func(types.Row) (bool, error) { return true, nil })
 	if err != nil {
 		return fmt.Errorf("%s: watermark cleanup: %w", d.Identity(), err)
 	}
-	var tk ticker
-	for _, r := range doomed {
-		if err := tk.tick(ctx); err != nil {
-			return err
-		}
-		d.table.Delete(r)
-	}
-	d.wm.done(len(doomed))
 	return nil
 }
 

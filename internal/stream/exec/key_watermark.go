@@ -78,30 +78,50 @@ func (w *keyWatermarks) advanced() bool {
 	return false
 }
 
-// scanClosed calls fn with every row of t, in the vnodes the operator
-// owns, whose key is closed: for some key position p, the row's column
-// at(p) is below the pending watermark of p.
-func (w *keyWatermarks) scanClosed(ctx context.Context, t *state.Table, at func(p int) int, fn func(types.Row)) error {
-	return scanOwned(ctx, t, w.owns, func(row types.Row) {
+// cleanup deletes from t, if a watermark advanced since the last
+// cleanup, every row in the vnodes the operator owns whose key is closed:
+// for some key position p, the row's column at(p) is below the pending
+// watermark of p. It calls also with each deleted row (in key order)
+// to delete what else the operator keeps of it, and counts the keys
+// also reports as deleted.
+func (w *keyWatermarks) cleanup(ctx context.Context, t *state.Table, at func(p int) int, also func(row types.Row) (newKey bool, err error)) error {
+	if !w.advanced() {
+		return nil
+	}
+	// Collect first: the scan reads the table being deleted from.
+	var doomed []types.Row
+	err := scanOwned(ctx, t, w.owns, func(row types.Row) {
 		for p, v := range w.pending {
 			if d := row[at(p)]; !d.IsNull() && types.Compare(d, v) < 0 {
-				fn(row)
+				doomed = append(doomed, row)
 				return
 			}
 		}
 	})
-}
-
-// done records that the pending watermarks have been applied, deleting
-// n keys.
-func (w *keyWatermarks) done(n int) {
-	w.cleaned += int64(n)
+	if err != nil {
+		return err
+	}
+	var tk ticker
+	for _, r := range doomed {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		t.Delete(r)
+		newKey, err := also(r)
+		if err != nil {
+			return err
+		}
+		if newKey {
+			w.cleaned++
+		}
+	}
 	if w.applied == nil {
 		w.applied = map[int]types.Datum{}
 	}
 	for p, v := range w.pending {
 		w.applied[p] = v
 	}
+	return nil
 }
 
 // emit queues the output watermarks: that of key position p on output

@@ -143,3 +143,104 @@ func TestDistinctCleansTuplesBelowWatermark(t *testing.T) {
 		}
 	}
 }
+
+// An OverWindow partitioned by a watermark column deletes the partitions
+// below each watermark at the barrier (state rows and cache entries),
+// emits nothing for them, and forwards the watermark on the partition
+// column; a watermark on the ORDER BY column cleans nothing and is not
+// forwarded. Later rows of the open partition recompute right, and a late
+// row (dropped by the generator) does not re-create a closed partition.
+func TestOverWindowCleansPartitionsBelowWatermark(t *testing.T) {
+	for _, policy := range []OverWindowCachePolicy{CacheFull, CacheRecent} {
+		t.Run(policy.String(), func(t *testing.T) {
+			h := newHarness(t)
+			src := newSource("in", owTypes...)
+			calls := []OverWindowCall{
+				owCallSpec{name: "row_number"}.build(t),
+				owCallSpec{name: "count", frame: expr.DefaultFrame()}.build(t),
+			}
+			order := []ColumnOrder{{Col: 2}}
+			tb := h.table(OverWindowStateSchema("ow", owTypes, []int{1}, order, []int{0}, calls))
+			ow, err := NewOverWindow(src, []int{1}, order, []int{0}, calls, tb, OverWindowOptions{Strict: true, Cache: policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gen := NewWatermarkGen(t.Name(), 1, &expr.ColumnRef{Index: 1, Typ: types.Int64}, nil)
+			v := newView()
+			// accepted holds the rows the operator received, by partition.
+			accepted := map[int64][]types.Row{}
+			push := func(c *types.Chunk) {
+				t.Helper()
+				for i, r := range c.Rows {
+					if gen.Late(r) {
+						continue
+					}
+					if c.Ops[i].IsInsert() {
+						accepted[r[1].Int()] = append(accepted[r[1].Int()], r)
+					} else {
+						accepted[r[1].Int()] = slices.DeleteFunc(accepted[r[1].Int()], func(x types.Row) bool { return x[0].Int() == r[0].Int() })
+					}
+				}
+				src.pushGenerated(t, gen, c)
+			}
+			// want: every accepted row with its row_number and count (the
+			// order keys are distinct, so both are its position).
+			want := func() []string {
+				var out []string
+				for _, rows := range accepted {
+					rows = slices.Clone(rows)
+					slices.SortFunc(rows, func(a, b types.Row) int { return int(a[2].Int() - b[2].Int()) })
+					for i, r := range rows {
+						out = append(out, append(slices.Clone(r), types.DInt64(int64(i+1)), types.DInt64(int64(i+1))).String())
+					}
+				}
+				slices.Sort(out)
+				return out
+			}
+			for w := int64(0); w < 20; w++ {
+				c := &types.Chunk{}
+				for i := int64(0); i < 5; i++ {
+					c.Append(types.OpInsert, owRowOf(w*10+i, w, int(10-i), 1))
+				}
+				push(c)
+				src.pushWatermark(2, types.DInt64(100)) // an ORDER BY column: ignored
+				epochWM(t, h, src, ow, v, fmt.Sprintf("$1 %d", w))
+				rows := tableRows(t, tb)
+				if len(rows) != 5 {
+					t.Fatalf("partition %d: state holds %d rows; want the open partition's 5", w, len(rows))
+				}
+				for _, r := range rows {
+					if r[1].Int() != w {
+						t.Fatalf("partition %d: state holds %v below the watermark", w, r)
+					}
+				}
+				if len(ow.cache) > 1 {
+					t.Fatalf("partition %d: cache holds %d partitions", w, len(ow.cache))
+				}
+			}
+			if got := ow.CleanedPartitions(); got != 19 {
+				t.Fatalf("cleaned %d partitions, want 19", got)
+			}
+			if got, w := v.sorted(), want(); !slices.Equal(got, w) {
+				t.Fatal(diffRows(got, w))
+			}
+
+			// A late row of partition 3, a row moving partition 19's
+			// numbering, a delete there.
+			push(chunk(
+				types.OpInsert, owRowOf(1000, 3, 0, 1),
+				types.OpInsert, owRowOf(1001, 19, 0, 1),
+				types.OpDelete, owRowOf(192, 19, 8, 1),
+			))
+			epochWM(t, h, src, ow, v)
+			if got, w := v.sorted(), want(); !slices.Equal(got, w) {
+				t.Fatal(diffRows(got, w))
+			}
+			for _, r := range tableRows(t, tb) {
+				if r[1].Int() != 19 {
+					t.Fatalf("state holds %v after a late row", r)
+				}
+			}
+		})
+	}
+}

@@ -105,6 +105,9 @@ type OverWindow struct {
 	hasRange  bool // some call has a RANGE offset frame (reachRange)
 	reach     int  // bound on rows/peer groups to load each side of a change
 
+	// Watermark cleanup (overwindow_watermark.go).
+	wm keyWatermarks
+
 	dels    output
 	out     output
 	q       queue
@@ -487,8 +490,15 @@ func (w *OverWindow) Next(ctx context.Context) (stream.Message, error) {
 		if err != nil {
 			return msg, err
 		}
+		if m := msg.Watermark; m != nil {
+			w.wm.observe(w.partition, m)
+			continue
+		}
 		if b := msg.Barrier; b != nil {
 			if err := w.flush(ctx); err != nil {
+				return stream.Message{}, err
+			}
+			if err := w.cleanup(ctx); err != nil {
 				return stream.Message{}, err
 			}
 			if err := ctx.Err(); err != nil {
@@ -502,6 +512,7 @@ func (w *OverWindow) Next(ctx context.Context) (stream.Message, error) {
 			if err := commitAll(w.Identity(), b.Curr, w.table); err != nil {
 				return stream.Message{}, err
 			}
+			w.wm.emit(&w.q, w.partitionCol)
 			w.q.push(msg)
 			continue
 		}
