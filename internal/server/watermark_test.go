@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,12 +158,21 @@ func TestWatermarkCleansTumbleAggState(t *testing.T) {
 // HOP and TUMBLE aggregations equal the same views over the source
 // without a watermark (its streams are in order per split: nothing is
 // late), while their state stays bounded; the source's watermark
-// survives RECOVER with its split positions.
+// survives RECOVER with its split positions. RUNNEL_WM_NEXMARK_EVENTS
+// sets the events (default 10,000; the state sizes are logged).
 func TestWatermarkNexmarkSourceMatchesUnwatermarked(t *testing.T) {
 	ts := startTestServer(t, "")
 	conn := ts.connect(t)
-	opts := `connector = 'nexmark', nexmark.table.type = 'bid', nexmark.event.num = '10000', nexmark.event.rate = '50',
-		nexmark.split.num = '2', nexmark.min.event.gap.in.ns = '0'`
+	events := 10000
+	if s := os.Getenv("RUNNEL_WM_NEXMARK_EVENTS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			t.Fatalf("RUNNEL_WM_NEXMARK_EVENTS=%q: want a positive number", s)
+		}
+		events = n
+	}
+	opts := fmt.Sprintf(`connector = 'nexmark', nexmark.table.type = 'bid', nexmark.event.num = '%d', nexmark.event.rate = '50',
+		nexmark.split.num = '2', nexmark.min.event.gap.in.ns = '0'`, events)
 	cols := `auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, date_time TIMESTAMP, extra VARCHAR`
 	mustExec(t, conn, fmt.Sprintf(`CREATE SOURCE bid_wm (%s, WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND) WITH (%s)`, cols, opts))
 	mustExec(t, conn, fmt.Sprintf(`CREATE SOURCE bid_plain (%s) WITH (%s)`, cols, opts))
@@ -186,6 +197,14 @@ func TestWatermarkNexmarkSourceMatchesUnwatermarked(t *testing.T) {
 				FROM TUMBLE(%[1]s, date_time, INTERVAL '10' SECOND) GROUP BY window_end) B1
 			ON B.price = B1.maxprice
 			WHERE B.date_time BETWEEN B1.date_time - INTERVAL '10' SECOND AND B1.date_time`,
+		// The three highest bids per window: an OverWindow partitioned by
+		// window_start, cleaned.
+		"top3": `SELECT window_start, rn, auction, price FROM (
+			SELECT window_start, auction, price,
+				row_number() OVER (PARTITION BY window_start ORDER BY price DESC, date_time, auction, bidder) AS rn
+			FROM TUMBLE(%s, date_time, INTERVAL '10' SECOND)) s WHERE rn <= 3`,
+		// The auctions bid on per window: a DISTINCT, cleaned.
+		"distinct": `SELECT DISTINCT window_start, auction FROM TUMBLE(%s, date_time, INTERVAL '10' SECOND)`,
 	}
 	for name, q := range views {
 		mustExec(t, conn, fmt.Sprintf("CREATE MATERIALIZED VIEW %s_wm AS ", name)+fmt.Sprintf(q, "bid_wm"))

@@ -40,9 +40,11 @@ import (
 //     the rows no later row of the other side can match
 //     (exec.JoinIntervalBound).
 //
-// Every other operator (top-N, UNION,
-// Materialize) drops watermarks: its input is wrapped in
-// exec.NoWatermarks, so its output carries none.
+// Every other operator (the global top-N, UNION, Materialize) drops
+// watermarks: its input is wrapped in exec.NoWatermarks, so its output
+// carries none. (exec's group top-N cleans its groups by a watermark on a
+// group column, but the planner builds none: row_number() ... <= N is an
+// OverWindow and a filter.)
 
 // handlesWatermarks reports whether op's executor reads watermarks from
 // its input (otherwise they are dropped in front of it).

@@ -124,6 +124,22 @@ func (w *keyWatermarks) cleanup(ctx context.Context, t *state.Table, at func(p i
 	return nil
 }
 
+// keyRuns tells, over rows scanned in key order, where a new key starts
+// (for a table holding several rows per key, keyed by it first).
+type keyRuns struct {
+	last    string
+	started bool
+}
+
+// isNew reports whether key differs from the previous one.
+func (r *keyRuns) isNew(key []byte) bool {
+	if r.started && string(key) == r.last {
+		return false
+	}
+	r.started, r.last = true, string(key)
+	return true
+}
+
 // emit queues the output watermarks: that of key position p on output
 // column outCol(p).
 func (w *keyWatermarks) emit(q *queue, outCol func(p int) int) {

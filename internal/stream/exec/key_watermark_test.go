@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -26,6 +27,71 @@ func (s *source) pushGenerated(t *testing.T, g *WatermarkGen, c *types.Chunk) {
 	}
 	if w != nil {
 		s.ch <- stream.Message{Watermark: w}
+	}
+}
+
+// groupFeed feeds rows (pk int8 first, the group column int8 second)
+// through a watermark generator on the group column (the watermark is
+// the largest group seen) and keeps the rows that pass, by group.
+type groupFeed struct {
+	t    *testing.T
+	src  *source
+	gen  *WatermarkGen
+	rows map[int64][]types.Row
+}
+
+func newGroupFeed(t *testing.T, src *source) *groupFeed {
+	return &groupFeed{t: t, src: src, rows: map[int64][]types.Row{},
+		gen: NewWatermarkGen(t.Name(), 1, &expr.ColumnRef{Index: 1, Typ: types.Int64}, nil)}
+}
+
+func (f *groupFeed) push(c *types.Chunk) {
+	f.t.Helper()
+	for i, r := range c.Rows {
+		if f.gen.Late(r) {
+			continue
+		}
+		g := r[1].Int()
+		if c.Ops[i].IsInsert() {
+			f.rows[g] = append(f.rows[g], r)
+		} else {
+			f.rows[g] = slices.DeleteFunc(f.rows[g], func(x types.Row) bool { return x[0].Int() == r[0].Int() })
+		}
+	}
+	f.src.pushGenerated(f.t, f.gen, c)
+}
+
+// ranked returns, sorted, the first limit rows of each group (every row
+// if limit < 0) in order, as out makes them from each row and its
+// 1-based rank.
+func (f *groupFeed) ranked(order func(a, b types.Row) int, limit int, out func(r types.Row, rank int) types.Row) []string {
+	var res []string
+	for _, rows := range f.rows {
+		rows = slices.Clone(rows)
+		slices.SortFunc(rows, order)
+		for i, r := range rows {
+			if limit >= 0 && i >= limit {
+				break
+			}
+			res = append(res, out(slices.Clone(r), i+1).String())
+		}
+	}
+	slices.Sort(res)
+	return res
+}
+
+// onlyGroup checks that every row of tb is of group g (column 1), and
+// that there are n of them (unless n < 0).
+func onlyGroup(t *testing.T, tb *state.Table, g int64, n int) {
+	t.Helper()
+	rows := tableRows(t, tb)
+	if n >= 0 && len(rows) != n {
+		t.Fatalf("group %d: state holds %d rows; want the open group's %d", g, len(rows), n)
+	}
+	for _, r := range rows {
+		if r[1].Int() != g {
+			t.Fatalf("group %d: state holds %v below the watermark", g, r)
+		}
 	}
 }
 
@@ -165,37 +231,16 @@ func TestOverWindowCleansPartitionsBelowWatermark(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gen := NewWatermarkGen(t.Name(), 1, &expr.ColumnRef{Index: 1, Typ: types.Int64}, nil)
+			feed := newGroupFeed(t, src)
+			push := feed.push
 			v := newView()
-			// accepted holds the rows the operator received, by partition.
-			accepted := map[int64][]types.Row{}
-			push := func(c *types.Chunk) {
-				t.Helper()
-				for i, r := range c.Rows {
-					if gen.Late(r) {
-						continue
-					}
-					if c.Ops[i].IsInsert() {
-						accepted[r[1].Int()] = append(accepted[r[1].Int()], r)
-					} else {
-						accepted[r[1].Int()] = slices.DeleteFunc(accepted[r[1].Int()], func(x types.Row) bool { return x[0].Int() == r[0].Int() })
-					}
-				}
-				src.pushGenerated(t, gen, c)
-			}
 			// want: every accepted row with its row_number and count (the
 			// order keys are distinct, so both are its position).
 			want := func() []string {
-				var out []string
-				for _, rows := range accepted {
-					rows = slices.Clone(rows)
-					slices.SortFunc(rows, func(a, b types.Row) int { return int(a[2].Int() - b[2].Int()) })
-					for i, r := range rows {
-						out = append(out, append(slices.Clone(r), types.DInt64(int64(i+1)), types.DInt64(int64(i+1))).String())
-					}
-				}
-				slices.Sort(out)
-				return out
+				return feed.ranked(func(a, b types.Row) int { return int(a[2].Int() - b[2].Int()) }, -1,
+					func(r types.Row, rank int) types.Row {
+						return append(r, types.DInt64(int64(rank)), types.DInt64(int64(rank)))
+					})
 			}
 			for w := int64(0); w < 20; w++ {
 				c := &types.Chunk{}
@@ -205,15 +250,7 @@ func TestOverWindowCleansPartitionsBelowWatermark(t *testing.T) {
 				push(c)
 				src.pushWatermark(2, types.DInt64(100)) // an ORDER BY column: ignored
 				epochWM(t, h, src, ow, v, fmt.Sprintf("$1 %d", w))
-				rows := tableRows(t, tb)
-				if len(rows) != 5 {
-					t.Fatalf("partition %d: state holds %d rows; want the open partition's 5", w, len(rows))
-				}
-				for _, r := range rows {
-					if r[1].Int() != w {
-						t.Fatalf("partition %d: state holds %v below the watermark", w, r)
-					}
-				}
+				onlyGroup(t, tb, w, 5)
 				if len(ow.cache) > 1 {
 					t.Fatalf("partition %d: cache holds %d partitions", w, len(ow.cache))
 				}
@@ -236,11 +273,57 @@ func TestOverWindowCleansPartitionsBelowWatermark(t *testing.T) {
 			if got, w := v.sorted(), want(); !slices.Equal(got, w) {
 				t.Fatal(diffRows(got, w))
 			}
-			for _, r := range tableRows(t, tb) {
-				if r[1].Int() != 19 {
-					t.Fatalf("state holds %v after a late row", r)
-				}
-			}
+			onlyGroup(t, tb, 19, -1)
 		})
 	}
+}
+
+// A group top-N by a watermark column deletes the groups below each
+// watermark at the barrier, emits nothing for them, and forwards the
+// watermark on the group column; later rows of the open group re-rank
+// right, and a late row (dropped by the generator) re-creates nothing.
+func TestGroupTopNCleansGroupsBelowWatermark(t *testing.T) {
+	h := newHarness(t)
+	ts := []types.Type{types.Int64, types.Int64, types.Int64}
+	src := newSource("in", ts...)
+	order := []ColumnOrder{{Col: 2, Desc: true}}
+	tb := h.table(TopNStateSchema("topn", ts, []int{1}, order, []int{0}))
+	top, err := NewGroupTopN(src, []int{1}, order, []int{0}, 2, 0, true, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := newGroupFeed(t, src)
+	v := newView()
+	want := func() []string {
+		// o descending, then pk (the state's order).
+		return feed.ranked(func(a, b types.Row) int {
+			return cmp.Or(cmp.Compare(b[2].Int(), a[2].Int()), cmp.Compare(a[0].Int(), b[0].Int()))
+		}, 2,
+			func(r types.Row, rank int) types.Row { return append(r, types.DInt64(int64(rank))) })
+	}
+	pk := 0
+	for w := 0; w < 20; w++ {
+		feed.push(windowRows(&pk, w))
+		src.pushWatermark(2, types.DInt64(100)) // the ORDER BY column: ignored
+		epochWM(t, h, src, top, v, fmt.Sprintf("$1 %d", w))
+		onlyGroup(t, tb, int64(w), 5)
+	}
+	if got := top.CleanedGroups(); got != 19 {
+		t.Fatalf("cleaned %d groups, want 19", got)
+	}
+	if got, w := v.sorted(), want(); !slices.Equal(got, w) {
+		t.Fatal(diffRows(got, w))
+	}
+	// A late row topping group 3; a row topping group 19; a delete of
+	// group 19's second.
+	feed.push(chunk(
+		types.OpInsert, row(1000, 3, 9),
+		types.OpInsert, row(1001, 19, 9),
+		types.OpDelete, row(98, 19, 2),
+	))
+	epochWM(t, h, src, top, v)
+	if got, w := v.sorted(), want(); !slices.Equal(got, w) {
+		t.Fatal(diffRows(got, w))
+	}
+	onlyGroup(t, tb, 19, -1)
 }

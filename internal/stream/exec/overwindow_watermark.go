@@ -32,17 +32,15 @@ func (w *OverWindow) partitionCol(p int) int { return w.partition[p] }
 
 // cleanup deletes the partitions closed by the pending watermarks.
 func (w *OverWindow) cleanup(ctx context.Context) error {
-	var last string
-	first := true
+	var runs keyRuns
 	err := w.wm.cleanup(ctx, w.table, w.partitionCol, func(row types.Row) (bool, error) {
 		// A partition's rows come together (the table is keyed by
 		// partition first): count and uncache it at its first.
 		w.buf = appendKeyCols(w.buf[:0], row, w.partition, w.inTypes)
-		if !first && string(w.buf) == last {
+		if !runs.isNew(w.buf) {
 			return false, nil
 		}
-		first, last = false, string(w.buf)
-		w.cacheDrop(last)
+		w.cacheDrop(string(w.buf))
 		return true, nil
 	})
 	if err != nil {

@@ -25,6 +25,13 @@ import (
 //	LIMIT 2, rows by order key: a b | c      insert x (a < x < b)
 //	before: a b          after: a x | b c
 //	emit:   - b, + x
+//
+// A watermark on a group column closes the groups below it
+// (keyWatermarks): at the next barrier, after the touched groups have been
+// flushed, their rows are deleted from the state table, nothing is
+// emitted for them, and the watermark is forwarded on that column of the
+// output (the output row starts with the input row). A global top-N has
+// no group and ignores watermarks.
 type TopN struct {
 	input    stream.Executor
 	group    []int
@@ -43,6 +50,7 @@ type TopN struct {
 	keyBuf []byte
 	out    output
 	q      queue
+	wm     keyWatermarks
 }
 
 type topGroup struct {
@@ -145,14 +153,22 @@ func (t *TopN) Next(ctx context.Context) (stream.Message, error) {
 		if err != nil {
 			return msg, err
 		}
+		if m := msg.Watermark; m != nil {
+			t.wm.observe(t.group, m)
+			continue
+		}
 		if b := msg.Barrier; b != nil {
 			if err := t.flush(ctx); err != nil {
+				return stream.Message{}, err
+			}
+			if err := t.cleanup(ctx); err != nil {
 				return stream.Message{}, err
 			}
 			if err := commitAll(t.Identity(), b.Curr, t.table); err != nil {
 				return stream.Message{}, err
 			}
 			t.q.pushChunks(&t.out)
+			t.wm.emit(&t.q, t.groupCol)
 			t.q.push(msg)
 			continue
 		}
@@ -289,5 +305,31 @@ func (t *TopN) flush(ctx context.Context) error {
 	}
 	clear(t.dirty)
 	t.order = t.order[:0]
+	return nil
+}
+
+// SetVnodeOwner restricts watermark cleanup to the groups of the vnodes
+// owns reports (the actor's share of the state table).
+func (t *TopN) SetVnodeOwner(owns func(v uint16) bool) { t.wm.owns = owns }
+
+// CleanedGroups reports how many groups watermark cleanup has deleted.
+func (t *TopN) CleanedGroups() int64 { return t.wm.cleaned }
+
+// groupCol maps a position of the group columns to its column in the
+// input, the stored row and the output alike.
+func (t *TopN) groupCol(p int) int { return t.group[p] }
+
+// cleanup deletes the groups closed by the pending watermarks.
+func (t *TopN) cleanup(ctx context.Context) error {
+	var runs keyRuns
+	err := t.wm.cleanup(ctx, t.table, t.groupCol, func(row types.Row) (bool, error) {
+		// A group's rows come together (the table is keyed by group
+		// first).
+		t.keyBuf = appendKeyCols(t.keyBuf[:0], row, t.group, t.inTypes)
+		return runs.isNew(t.keyBuf), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: watermark cleanup: %w", t.Identity(), err)
+	}
 	return nil
 }
