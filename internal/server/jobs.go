@@ -26,6 +26,9 @@ type jobs struct {
 	views  map[catalog.ObjectID]*viewJob
 	// dropping: relations whose DROP is in progress (never rebuilt).
 	dropping map[catalog.ObjectID]bool
+	// creating: materialized views whose CREATE is running, which CANCEL
+	// JOBS can cancel.
+	creating map[catalog.ObjectID]*creation
 	// rebuilt is closed (and replaced) after every rebuild: writes waiting
 	// for a recovering table retry then.
 	rebuilt chan struct{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
@@ -33,6 +34,15 @@ type viewJob struct {
 	started     time.Time
 	// replaced is closed when recovery tears the job down.
 	replaced chan struct{}
+}
+
+// creation is a running CREATE MATERIALIZED VIEW: cancel aborts it (CANCEL
+// JOBS), and done is closed once the statement has returned (the view
+// published, or dropped with nothing of it left).
+type creation struct {
+	rel    *catalog.Relation
+	cancel context.CancelCauseFunc
+	done   chan struct{}
 }
 
 // upstreamOf describes a relation that a new or rebuilt job reads.
@@ -183,9 +193,31 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 		s.store.UnregisterTables(context.Background(), tids...)
 		return err
 	}
+	// The statement's context, which CANCEL JOBS can cancel too.
+	ctx, cancel := context.WithCancelCause(ctx)
+	c := &creation{rel: rel, cancel: cancel, done: make(chan struct{})}
+	s.jobs.mu.Lock()
+	s.jobs.creating[rel.ID] = c
+	s.jobs.mu.Unlock()
+	defer func() {
+		cancel(nil)
+		s.jobs.mu.Lock()
+		delete(s.jobs.creating, rel.ID)
+		s.jobs.mu.Unlock()
+		close(c.done)
+	}()
+	cancelled := func() error {
+		if cause := context.Cause(ctx); errors.Is(cause, errJobCancelled) {
+			return sqlerr.Errorf(sqlerr.QueryCanceled, "CREATE MATERIALIZED VIEW %s was cancelled by CANCEL JOBS %d", rel.Name, rel.ID)
+		}
+		return ctx.Err()
+	}
 	job, err := s.startView(ctx, rel, root)
 	if err != nil {
 		s.dropView(context.Background(), rel)
+		if ctx.Err() != nil {
+			return cancelled()
+		}
 		return err
 	}
 	for _, bf := range job.backfills {
@@ -197,13 +229,16 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 		case <-ctx.Done():
 			// The creation was cancelled: nothing of the view may remain.
 			s.dropView(context.Background(), rel)
-			return ctx.Err()
+			return cancelled()
 		}
 	}
 	// The view is complete once the epoch holding the end of its backfill
 	// is committed.
 	if err := s.epochs.Flush(ctx); err != nil {
 		s.dropView(context.Background(), rel)
+		if ctx.Err() != nil {
+			return cancelled()
+		}
 		return err
 	}
 	// Publish under the graph lock: recovery (which drops views still being
@@ -219,7 +254,9 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 			s.purgeInterrupted(rel)
 			return errCreationInterrupted(rel)
 		}
-		if err := s.catalog.UpdateRelation(ctx, &done); err != nil {
+		// Publishing is not cut short by a late cancellation: CANCEL
+		// JOBS then finds the view made and says so.
+		if err := s.catalog.UpdateRelation(context.WithoutCancel(ctx), &done); err != nil {
 			return err
 		}
 		s.jobs.mu.Lock()
@@ -444,6 +481,52 @@ func (s *Server) internalSession(rel *catalog.Relation) *session {
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// errJobCancelled is the cause CANCEL JOBS gives a creation's context.
+var errJobCancelled = errors.New("cancelled by CANCEL JOBS")
+
+// jobCancelledHook, when set, is called by CANCEL JOBS right after it
+// cancelled a creation; tests use it to let a backfill they hold go on
+// only once the cancellation is certain.
+var jobCancelledHook atomic.Pointer[func(id uint64)]
+
+var cancelJobsColumns = []pgwire.Column{{Name: "Id", Type: types.Int64}}
+
+// cancelJobs answers CANCEL JOBS id, ...: each job (a materialized view
+// being created, as SHOW JOBS lists them) is cancelled, and the statement
+// returns once its CREATE has returned and dropped everything of the view.
+// A job that finished before the cancellation reached it is an error, as
+// is an unknown id; ids before it stay cancelled.
+func (st *statement) cancelJobs(ctx context.Context, ids []uint64) (pgwire.Result, error) {
+	s, ss := st.sess.s, st.sess
+	var rows []types.Row
+	for _, id := range ids {
+		s.jobs.mu.Lock()
+		c := s.jobs.creating[catalog.ObjectID(id)]
+		s.jobs.mu.Unlock()
+		if c == nil || c.rel.DatabaseID != ss.db.ID {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.UndefinedObject, "job %d not found (SHOW JOBS lists the jobs in progress)", id)
+		}
+		rel := c.rel
+		if !ss.user.Superuser && rel.Owner != ss.user.Name {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InsufficientPrivilege, "must be owner of materialized view %s to cancel job %d", rel.Name, id)
+		}
+		c.cancel(errJobCancelled)
+		if h := jobCancelledHook.Load(); h != nil {
+			(*h)(id)
+		}
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return pgwire.Result{}, ctx.Err()
+		}
+		if cur, ok := s.catalog.Relation(rel.ID); ok && !cur.Creating {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "job %d finished before it could be cancelled: materialized view %s exists", id, rel.Name)
+		}
+		rows = append(rows, types.Row{types.DInt64(int64(id))})
+	}
+	return pgwire.Result{Tag: "CANCEL_JOBS", Columns: cancelJobsColumns, Rows: pgwire.SliceRows(rows)}, nil
+}
 
 // jobRows answers SHOW JOBS: views being created, with backfill progress.
 func (s *Server) jobRows() []types.Row {

@@ -100,7 +100,7 @@ type Server struct {
 // Serve.
 func Open(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.fill()
-	s := &Server{cfg: cfg, log: cfg.Logger, jobs: jobs{tables: map[catalog.ObjectID]*tableJob{}, views: map[catalog.ObjectID]*viewJob{}, dropping: map[catalog.ObjectID]bool{}, rebuilt: make(chan struct{})}}
+	s := &Server{cfg: cfg, log: cfg.Logger, jobs: jobs{tables: map[catalog.ObjectID]*tableJob{}, views: map[catalog.ObjectID]*viewJob{}, dropping: map[catalog.ObjectID]bool{}, creating: map[catalog.ObjectID]*creation{}, rebuilt: make(chan struct{})}}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", cfg.DataDir, err)
 	}

@@ -242,7 +242,8 @@ func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.
 // itself rather than bound (CREATE SOURCE goes through the binder).
 func handledDirectly(r parser.RunnelStmt) bool {
 	switch r.(type) {
-	case *parser.Flush, *parser.Recover, *parser.ShowObjects:
+	case *parser.Flush, *parser.Recover, *parser.ShowObjects, *parser.Describe, *parser.ShowColumns,
+		*parser.ShowCreate, *parser.CancelJobs:
 		return true
 	}
 	return false
@@ -271,6 +272,14 @@ func (st *statement) executeRunnel(ctx context.Context, r parser.RunnelStmt) (pg
 		return pgwire.Result{Tag: "RECOVER"}, nil
 	case *parser.ShowObjects:
 		return st.showObjects(r)
+	case *parser.Describe:
+		return st.describe(r.Schema, r.Name, true)
+	case *parser.ShowColumns:
+		return st.describe(r.Schema, r.Name, false)
+	case *parser.ShowCreate:
+		return st.showCreate(r)
+	case *parser.CancelJobs:
+		return st.cancelJobs(ctx, r.IDs)
 	}
 	return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "statement not supported yet: %s", st.p.Text)
 }
@@ -282,6 +291,12 @@ func (st *statement) runnelColumns(r parser.RunnelStmt) ([]pgwire.Column, error)
 			return []pgwire.Column{{Name: "Id", Type: types.Int64}, {Name: "Statement", Type: types.Varchar}, {Name: "Progress", Type: types.Varchar}}, nil
 		}
 		return []pgwire.Column{{Name: "Name", Type: types.Varchar}}, nil
+	case *parser.Describe, *parser.ShowColumns:
+		return describeColumns, nil
+	case *parser.ShowCreate:
+		return showCreateColumns, nil
+	case *parser.CancelJobs:
+		return cancelJobsColumns, nil
 	}
 	return nil, nil
 }

@@ -56,6 +56,11 @@ func TestRunnelStatements(t *testing.T) {
 		{"show materialized views", "*parser.ShowObjects"},
 		{"DESCRIBE s.\"T\"", "*parser.Describe"},
 		{"cancel jobs 1, 2", "*parser.CancelJobs"},
+		{"SHOW COLUMNS FROM t", "*parser.ShowColumns"},
+		{"show columns in s.t", "*parser.ShowColumns"},
+		{"SHOW CREATE TABLE t", "*parser.ShowCreate"},
+		{"SHOW CREATE MATERIALIZED VIEW s.\"Mv\"", "*parser.ShowCreate"},
+		{"show create source src", "*parser.ShowCreate"},
 	}
 	for _, c := range cases {
 		sts, err := Parse(c.in)
@@ -76,6 +81,15 @@ func TestRunnelStatements(t *testing.T) {
 	sts, _ = Parse(`DESCRIBE s."T"`)
 	if d := sts[0].Runnel.(*Describe); d.Schema != "s" || d.Name != "T" {
 		t.Fatalf("got %+v", d)
+	}
+	sts, _ = Parse(`SHOW CREATE MATERIALIZED VIEW s."Mv"`)
+	if c := sts[0].Runnel.(*ShowCreate); c.Kind != ShowMaterializedViews || c.Schema != "s" || c.Name != "Mv" {
+		t.Fatalf("got %+v", c)
+	}
+	for _, bad := range []string{"SHOW COLUMNS t", "SHOW COLUMNS FROM", "SHOW CREATE INDEX i", "SHOW CREATE TABLE a b"} {
+		if _, err := Parse(bad); sqlerr.Code(err) != sqlerr.SyntaxError {
+			t.Fatalf("%s: got %v, want 42601", bad, err)
+		}
 	}
 	sts, _ = Parse("show search_path")
 	if sts[0].AST.GetVariableShowStmt() == nil {
@@ -98,6 +112,10 @@ func typeName(v any) string {
 		return "*parser.Describe"
 	case *CancelJobs:
 		return "*parser.CancelJobs"
+	case *ShowColumns:
+		return "*parser.ShowColumns"
+	case *ShowCreate:
+		return "*parser.ShowCreate"
 	}
 	return "?"
 }

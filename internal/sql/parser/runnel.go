@@ -42,6 +42,18 @@ type Describe struct {
 	Schema, Name string
 }
 
+// ShowColumns lists a relation's columns: SHOW COLUMNS FROM|IN [schema.]name.
+type ShowColumns struct {
+	Schema, Name string
+}
+
+// ShowCreate prints the statement that creates an object: SHOW CREATE
+// TABLE | MATERIALIZED VIEW | VIEW | SOURCE [schema.]name.
+type ShowCreate struct {
+	Kind         ObjectKind // ShowTables, ShowMaterializedViews, ShowViews or ShowSources
+	Schema, Name string
+}
+
 // CancelJobs cancels streaming jobs (DDL in progress) by id.
 type CancelJobs struct {
 	IDs []uint64
@@ -52,6 +64,8 @@ func (*Recover) runnelStmt()     {}
 func (*ShowObjects) runnelStmt() {}
 func (*Describe) runnelStmt()    {}
 func (*CancelJobs) runnelStmt()  {}
+func (*ShowColumns) runnelStmt() {}
+func (*ShowCreate) runnelStmt()  {}
 
 // word is one token of the small front's lexer.
 type word struct {
@@ -188,6 +202,37 @@ func parseShow(w []word) (RunnelStmt, bool, error) {
 	case isKw(w, 1, "materialized") && isKw(w, 2, "views"):
 		kind = ShowMaterializedViews
 		next = 3
+	case isKw(w, 1, "columns"):
+		if !isKw(w, 2, "from") && !isKw(w, 2, "in") {
+			return nil, true, syntaxErrorf("syntax error: expected SHOW COLUMNS FROM [schema.]name")
+		}
+		schema, name, n, err := qualifiedName(w, 3)
+		if err != nil || n != len(w) {
+			return nil, true, syntaxErrorf("syntax error: expected SHOW COLUMNS FROM [schema.]name")
+		}
+		return &ShowColumns{Schema: schema, Name: name}, true, nil
+	case isKw(w, 1, "create"):
+		sc := &ShowCreate{}
+		i := 3
+		switch {
+		case isKw(w, 2, "table"):
+			sc.Kind = ShowTables
+		case isKw(w, 2, "view"):
+			sc.Kind = ShowViews
+		case isKw(w, 2, "source"):
+			sc.Kind = ShowSources
+		case isKw(w, 2, "materialized") && isKw(w, 3, "view"):
+			sc.Kind = ShowMaterializedViews
+			i = 4
+		default:
+			return nil, true, syntaxErrorf("syntax error: expected SHOW CREATE TABLE | MATERIALIZED VIEW | VIEW | SOURCE name")
+		}
+		schema, name, n, err := qualifiedName(w, i)
+		if err != nil || n != len(w) {
+			return nil, true, syntaxErrorf("syntax error: expected SHOW CREATE TABLE | MATERIALIZED VIEW | VIEW | SOURCE name")
+		}
+		sc.Schema, sc.Name = schema, name
+		return sc, true, nil
 	default:
 		return nil, false, nil // SHOW <parameter>: PostgreSQL grammar
 	}
