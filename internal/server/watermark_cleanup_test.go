@@ -156,3 +156,36 @@ func TestWatermarkCleansKeyedState(t *testing.T) {
 		})
 	}
 }
+
+// Only a watermark on a key column cleans: a window function ordered by
+// the watermark column but partitioned by another, or a DISTINCT without
+// the watermark column, keeps its state (a later row can still change
+// the outputs of rows below the watermark, or re-create a tuple) and
+// forwards no watermark.
+func TestWatermarkCleanupOnlyByKeyColumns(t *testing.T) {
+	ts := startTestServer(t, "")
+	conn := ts.connect(t)
+	mustExec(t, conn, `CREATE TABLE ev (id INT, at TIMESTAMP, v INT, WATERMARK FOR at AS at - INTERVAL '5 seconds') APPEND ONLY`)
+	for _, q := range []string{
+		`SELECT id, v, row_number() OVER (PARTITION BY v ORDER BY at) AS rn FROM ev`,
+		`SELECT id, v, sum(v) OVER (PARTITION BY v, id % 3 ORDER BY at ROWS 2 PRECEDING) AS s FROM ev`,
+		`SELECT DISTINCT v FROM ev`,
+		`SELECT DISTINCT v, at - at AS d FROM ev`,
+	} {
+		explain := strings.Join(queryStrings(t, conn, "EXPLAIN CREATE MATERIALIZED VIEW x AS "+q), "\n")
+		if strings.Contains(explain, "cleaned by watermark") {
+			t.Fatalf("%s: state cleaned by a watermark on no key column:\n%s", q, explain)
+		}
+		for _, line := range strings.Split(explain, "\n") {
+			if (strings.Contains(line, "StreamOverWindow") || strings.Contains(line, "StreamDistinct")) && strings.Contains(line, "output watermarks") {
+				t.Fatalf("%s: forwards a watermark:\n%s", q, explain)
+			}
+		}
+	}
+	// A watermark column among other partition columns cleans by it.
+	explain := strings.Join(queryStrings(t, conn, `EXPLAIN CREATE MATERIALIZED VIEW x AS
+		SELECT id, count(*) OVER (PARTITION BY v, at) AS n FROM ev`), "\n")
+	if !strings.Contains(explain, "├── cleaned by watermark on: [ev.at]") {
+		t.Fatalf("partition (v, at): not cleaned by at:\n%s", explain)
+	}
+}
