@@ -9,7 +9,8 @@ import (
 // Watermark is a promise about the rest of a stream: no later row
 // (insert, delete or either half of an update) has column Col below Val.
 // Stateful executors use it to forget state no future row can touch
-// (HashAgg drops the groups of closed windows).
+// (HashAgg, Distinct, OverWindow and group TopN drop the keys of closed
+// windows; HashJoin the rows no later row can match).
 //
 // Rules every producer and forwarder keeps:
 //
