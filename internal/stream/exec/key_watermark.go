@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 
+	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/stream/state"
 	"github.com/runneldb/runnel/internal/types"
@@ -10,18 +11,18 @@ import (
 
 // keyWatermarks is the watermark state of an operator whose state is
 // grouped by key columns of its input: a HashAgg's group key, DISTINCT's
-// columns, an OverWindow's PARTITION BY. A watermark on an input column
-// of the key closes every key whose value in that column is below it: no
-// later row (insert or delete) can reach it, since the generator drops
-// late rows upstream. At the next barrier the operator deletes the
-// closed keys' state, found by scanClosed in the vnodes it owns, emits
-// nothing for them (the view keeps its rows: RisingWave's default emit
-// mode), and forwards the watermark on the key column's output position
-// (emit) after its changes and before the barrier.
+// columns, an OverWindow's PARTITION BY, a group top-N's group. A
+// watermark on an input column of the key closes every key whose value in
+// that column is below it: no later row (insert or delete) can reach it,
+// since the generator drops late rows upstream. At the next barrier the
+// operator deletes the closed keys' state in the vnodes it owns (cleanup),
+// emits nothing for them (the view keeps its rows: RisingWave's default
+// emit mode), and forwards the watermark on the key column's output
+// position (emit) after its changes and before the barrier.
 //
 // The scan runs only at barriers where a watermark advanced; the state
-// then holds the keys of open windows only, so the scan is bounded by
-// the state the watermark keeps alive.
+// then holds the keys of open windows only, so the scan is bounded by the
+// state the watermark keeps alive.
 type keyWatermarks struct {
 	// pending[p] is the latest watermark of key position p not yet
 	// applied; applied[p] the last one cleaned up to.
@@ -88,12 +89,14 @@ func (w *keyWatermarks) cleanup(ctx context.Context, t *state.Table, at func(p i
 	if !w.advanced() {
 		return nil
 	}
-	// Collect first: the scan reads the table being deleted from.
-	var doomed []types.Row
+	// Collect first: the scan reads the table being deleted from. In
+	// blocks: a closed window of a million rows never grows one slice
+	// (I5, as in OverWindow).
+	var doomed expr.Blocks[types.Row]
 	err := scanOwned(ctx, t, w.owns, func(row types.Row) {
 		for p, v := range w.pending {
 			if d := row[at(p)]; !d.IsNull() && types.Compare(d, v) < 0 {
-				doomed = append(doomed, row)
+				doomed.Append(row)
 				return
 			}
 		}
@@ -102,10 +105,11 @@ func (w *keyWatermarks) cleanup(ctx context.Context, t *state.Table, at func(p i
 		return err
 	}
 	var tk ticker
-	for _, r := range doomed {
+	for i := 0; i < doomed.Len(); i++ {
 		if err := tk.tick(ctx); err != nil {
 			return err
 		}
+		r := doomed.At(i)
 		t.Delete(r)
 		newKey, err := also(r)
 		if err != nil {
