@@ -310,7 +310,16 @@ func (b *builder) join(n *plan.Join) (*Node, error) {
 			return nil, err
 		}
 	}
-	withKeys := func(side *Node, keys []expr.Expr) (*Node, []int) {
+	// A side the join may NULL-pad (the right of LEFT JOIN, the left of
+	// RIGHT JOIN, both of FULL JOIN) carries a hidden constant true,
+	// join_present, which is NULL in its padded rows; it joins the stream
+	// key, so a padded row never shares a key with a real row whose key
+	// columns are NULL (a one-row global aggregate has no key columns at
+	// all: TestViewDifferential seed 1796273048054303955 made two such rows
+	// of a FULL JOIN collide).
+	padLeft := n.Kind == plan.RightJoin || n.Kind == plan.FullJoin
+	padRight := n.Kind == plan.LeftJoin || n.Kind == plan.FullJoin
+	withKeys := func(side *Node, keys []expr.Expr, padded bool) (*Node, []int, int) {
 		exprs := colRefs(side, seq(0, len(side.Schema)))
 		out := slices.Clone(side.Schema)
 		var idx []int
@@ -319,11 +328,17 @@ func (b *builder) join(n *plan.Join) (*Node, error) {
 			out = append(out, plan.Column{Name: fmt.Sprintf("join_key_%d", i), Type: k.Type(), Hidden: true})
 			idx = append(idx, len(exprs)-1)
 		}
+		present := -1
+		if padded {
+			exprs = append(exprs, &expr.Const{Value: types.DBool(true), Typ: types.Bool})
+			out = append(out, plan.Column{Name: "join_present", Type: types.Bool, Hidden: true})
+			present = len(exprs) - 1
+		}
 		p := &Node{Op: OpProject, Inputs: []*Node{side}, Schema: out, Key: side.Key, Dist: side.Dist, Exprs: exprs}
-		return exchange(p, Dist{Kind: DistHash, Keys: idx}), idx
+		return exchange(p, Dist{Kind: DistHash, Keys: idx}), idx, present
 	}
-	lp, lk := withKeys(l, leftKeys)
-	rp, rk := withKeys(r, rightKeys)
+	lp, lk, lPresent := withKeys(l, leftKeys, padLeft)
+	rp, rk, rPresent := withKeys(r, rightKeys, padRight)
 	wl := len(lp.Schema)
 	// The residual condition was bound against left logical ++ right
 	// logical columns; the join evaluates it over the physical rows.
@@ -356,6 +371,9 @@ func (b *builder) join(n *plan.Join) (*Node, error) {
 	}
 	addKey(l.Key...)
 	addKey(lk...)
+	if lPresent >= 0 {
+		addKey(lPresent)
+	}
 	if semi {
 		// Semi and anti joins output left rows only, each at most once.
 		joinSchema = slices.Clone(lp.Schema)
@@ -365,6 +383,9 @@ func (b *builder) join(n *plan.Join) (*Node, error) {
 		}
 		for _, k := range rk {
 			addKey(wl + k)
+		}
+		if rPresent >= 0 {
+			addKey(wl + rPresent)
 		}
 	}
 	j := &Node{Op: OpHashJoin, Inputs: []*Node{lp, rp}, Schema: joinSchema, Key: key,
