@@ -126,10 +126,11 @@ func (j *HashJoin) cleanup(ctx context.Context) error {
 			return false
 		}
 		var doomed []types.Row
-		err := scanOwned(ctx, s.State, j.wm.owns, func(row types.Row) {
+		err := scanOwned(ctx, s.State, j.wm.owns, func(row types.Row) bool {
 			if closed(row) {
 				doomed = append(doomed, row)
 			}
+			return true
 		})
 		if err != nil {
 			return fmt.Errorf("%s: watermark cleanup: %w", j.Identity(), err)

@@ -198,30 +198,32 @@ func deriveWatermark(ec *expr.EvalContext, e expr.Expr, width, col int, v types.
 }
 
 // scanOwned calls fn with every row of t in the vnodes owns reports
-// (every row when owns is nil), checking ctx as it goes.
-func scanOwned(ctx context.Context, t *state.Table, owns func(uint16) bool, fn func(types.Row)) error {
+// (every vnode when owns is nil), vnode by vnode in key order, checking
+// ctx as it goes; fn returning false skips the rest of the row's vnode.
+func scanOwned(ctx context.Context, t *state.Table, owns func(uint16) bool, fn func(types.Row) bool) error {
 	var tk ticker
-	scan := func(it *state.RowIter, err error) error {
+	for v := 0; v < types.VnodeCount; v++ {
+		if owns != nil && !owns(uint16(v)) {
+			continue
+		}
+		it, err := t.IterVnode(ctx, uint16(v))
 		if err != nil {
 			return err
 		}
-		defer it.Close()
 		for it.Next() {
-			if err := tk.tick(ctx); err != nil {
-				return err
+			if err = tk.tick(ctx); err != nil {
+				break
 			}
-			fn(it.Row())
+			if !fn(it.Row()) {
+				break
+			}
 		}
-		return it.Err()
-	}
-	if owns == nil {
-		return scan(t.Iter(ctx, nil))
-	}
-	for v := 0; v < types.VnodeCount; v++ {
-		if owns(uint16(v)) {
-			if err := scan(t.IterVnode(ctx, uint16(v))); err != nil {
-				return err
-			}
+		if err == nil {
+			err = it.Err()
+		}
+		it.Close()
+		if err != nil {
+			return err
 		}
 	}
 	return nil
