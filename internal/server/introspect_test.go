@@ -283,9 +283,11 @@ func TestShowJobsBackfillProgress(t *testing.T) {
 	if len(jobs) != 1 || !strings.Contains(jobs[0], want) {
 		t.Fatalf("SHOW JOBS = %q; want one job containing %q", jobs, want)
 	}
+	// The downstream actor may still be processing the batch the held
+	// backfill emitted last, or be idle by now.
 	states := queryStrings(t, conn, "SELECT DISTINCT state FROM rw_actors WHERE job = 'materialized view slow' ORDER BY 1")
-	if fmt.Sprint(states) != "[backfilling waiting for input]" {
-		t.Fatalf("states of the view's actors = %v; want the backfill's and its idle downstream's", states)
+	if s := fmt.Sprint(states); s != "[backfilling waiting for input]" && s != "[backfilling processing]" {
+		t.Fatalf("states of the view's actors = %v; want the backfill's and its downstream's (idle or processing)", states)
 	}
 	unhold()
 	if err := <-created; err != nil {
