@@ -64,13 +64,16 @@ type memWritable struct {
 	n      int
 }
 
-const memChunk = 1 << 20
+const (
+	memChunk      = 1 << 20
+	firstMemChunk = 16 << 10
+)
 
 func (w *memWritable) Write(p []byte) error {
 	w.n += len(p)
 	for len(p) > 0 {
 		if len(w.chunks) == 0 || len(w.chunks[len(w.chunks)-1]) == cap(w.chunks[len(w.chunks)-1]) {
-			w.chunks = append(w.chunks, make([]byte, 0, memChunk))
+			w.chunks = append(w.chunks, make([]byte, 0, w.nextChunk(len(p))))
 		}
 		c := &w.chunks[len(w.chunks)-1]
 		k := min(len(p), cap(*c)-len(*c))
@@ -79,6 +82,19 @@ func (w *memWritable) Write(p []byte) error {
 	}
 	return nil
 }
+
+// nextChunk sizes the next chunk: doubling from firstMemChunk up to
+// memChunk, so that a small SST (an inline commit of a few rows) never
+// allocates and zeroes a whole MiB, which cost about half of such a
+// commit (BenchmarkSmallCommit: 1.13–1.6 ms, 0.61 ms with doubling).
+func (w *memWritable) nextChunk(need int) int {
+	size := firstMemChunk
+	if n := len(w.chunks); n > 0 {
+		size = 2 * cap(w.chunks[n-1])
+	}
+	return min(max(size, need), memChunk)
+}
+
 func (w *memWritable) Finish() error { return nil }
 func (w *memWritable) Abort()        { w.chunks = nil }
 
