@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,54 @@ type DB struct {
 	// ckpt (SQLite) checkpoints the WAL in the background on a connection
 	// of its own, so that no commit pays for it.
 	ckpt *checkpointer
+	// stmts holds statements compiled once (Prepare), by their rebound
+	// text; written only before concurrent use begins.
+	stmtsMu sync.RWMutex
+	stmts   map[string]*sql.Stmt
+}
+
+// Prepare compiles queries once so that transactions running them skip
+// compiling them again (Tx.Exec/QueryRow look them up by text). On SQLite
+// compiling is a good part of a small statement's cost: the storage
+// engine's commit runs four such statements per epoch. PostgreSQL's driver
+// caches prepared statements itself, so there it does nothing. Call it
+// outside any transaction: with SQLite's single connection, preparing
+// waits for that connection.
+func (d *DB) Prepare(ctx context.Context, queries ...string) error {
+	if d.dialect != SQLite {
+		return nil
+	}
+	for _, q := range queries {
+		rq := d.rebind(q)
+		d.stmtsMu.RLock()
+		_, done := d.stmts[rq]
+		d.stmtsMu.RUnlock()
+		if done {
+			continue
+		}
+		st, err := d.db.PrepareContext(ctx, rq)
+		if err != nil {
+			return fmt.Errorf("metastore: prepare %q: %w", q, err)
+		}
+		d.stmtsMu.Lock()
+		if d.stmts == nil {
+			d.stmts = map[string]*sql.Stmt{}
+		}
+		if _, dup := d.stmts[rq]; dup {
+			st.Close()
+		} else {
+			d.stmts[rq] = st
+		}
+		d.stmtsMu.Unlock()
+	}
+	return nil
+}
+
+// prepared returns the compiled statement for a rebound query, or nil.
+func (d *DB) prepared(rq string) *sql.Stmt {
+	d.stmtsMu.RLock()
+	defer d.stmtsMu.RUnlock()
+	return d.stmts[rq]
 }
 
 // sqliteBusyTimeout is how long a SQLite writer waits for another process's
@@ -106,6 +155,12 @@ func (d *DB) Close() error {
 	if d.ckpt != nil {
 		d.ckpt.stop()
 	}
+	d.stmtsMu.Lock()
+	for _, st := range d.stmts {
+		st.Close()
+	}
+	d.stmts = nil
+	d.stmtsMu.Unlock()
 	return d.db.Close()
 }
 
@@ -128,6 +183,7 @@ func (d *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 type Tx struct {
 	tx      *sql.Tx
 	dialect Dialect
+	db      *DB
 }
 
 // Tx runs fn in one transaction and commits it if fn returns nil.
@@ -199,7 +255,7 @@ func (d *DB) txOnce(ctx context.Context, fn func(tx *Tx) error) error {
 	if err != nil {
 		return &txError{stage: stageBegin, definite: true, cause: fmt.Errorf("metastore: begin: %w", err)}
 	}
-	if err := fn(&Tx{tx: tx, dialect: d.dialect}); err != nil {
+	if err := fn(&Tx{tx: tx, dialect: d.dialect, db: d}); err != nil {
 		tx.Rollback()
 		return &txError{stage: stageFn, definite: true, cause: err, bare: true}
 	}
@@ -226,7 +282,11 @@ func (d *DB) txOnce(ctx context.Context, fn func(tx *Tx) error) error {
 }
 
 func (t *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, rebind(t.dialect, query), args...)
+	rq := rebind(t.dialect, query)
+	if st := t.db.prepared(rq); st != nil {
+		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, rq, args...)
 }
 
 func (t *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
@@ -234,7 +294,11 @@ func (t *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, e
 }
 
 func (t *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return t.tx.QueryRowContext(ctx, rebind(t.dialect, query), args...)
+	rq := rebind(t.dialect, query)
+	if st := t.db.prepared(rq); st != nil {
+		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, rq, args...)
 }
 
 // Dialect returns the backend's SQL flavour.

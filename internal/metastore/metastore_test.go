@@ -542,3 +542,53 @@ func TestTxRetryOnSerializationFailure(t *testing.T) {
 		t.Fatalf("TxRetry on a unique violation: %v after %d attempts; want 1 attempt", err, attempts)
 	}
 }
+
+// Statements compiled by Prepare run inside transactions like any other:
+// their effects commit or roll back with the transaction, a failing one
+// reports its error, and the store still works after many transactions.
+func TestPreparedStatementsInTx(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *DB) {
+		setupKV(t, db)
+		const ins = `INSERT INTO kv (k, v, n) VALUES ($1, $2, $3)`
+		const get = `SELECT n FROM kv WHERE k = $1`
+		if err := db.Prepare(bg, ins, get, ins); err != nil {
+			t.Fatal(err)
+		}
+		if db.Dialect() == SQLite && (db.prepared(rebind(SQLite, ins)) == nil || db.prepared(rebind(SQLite, get)) == nil) {
+			t.Fatal("SQLite: statements were not kept")
+		}
+		for i := range 50 {
+			if err := db.Tx(bg, func(tx *Tx) error {
+				if _, err := tx.Exec(bg, ins, fmt.Sprint(i), []byte("v"), i); err != nil {
+					return err
+				}
+				var n int
+				if err := tx.QueryRow(bg, get, fmt.Sprint(i)).Scan(&n); err != nil || n != i {
+					return fmt.Errorf("read back %d: %d, %v", i, n, err)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		boom := errors.New("roll back")
+		if err := db.Tx(bg, func(tx *Tx) error {
+			if _, err := tx.Exec(bg, ins, "gone", []byte("v"), 1); err != nil {
+				return err
+			}
+			return boom
+		}); !errors.Is(err, boom) {
+			t.Fatalf("rolled-back tx: %v", err)
+		}
+		err := db.Tx(bg, func(tx *Tx) error {
+			_, err := tx.Exec(bg, ins, "7", []byte("v"), 1) // duplicate key
+			return err
+		})
+		if err == nil || !IsDefinitelyNotCommitted(err) {
+			t.Fatalf("duplicate key through a prepared statement: %v", err)
+		}
+		if got := count(t, db, `SELECT count(*) FROM kv`); got != 50 {
+			t.Fatalf("%d rows, want 50", got)
+		}
+	})
+}

@@ -242,6 +242,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if err := migrate(ctx, opts.Meta); err != nil {
 		return nil, err
 	}
+	if err := opts.Meta.Prepare(ctx, commitStatements...); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
 	e := &Engine{
 		opts:        opts,
 		store:       opts.Store,
@@ -835,7 +838,7 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 	nv, err := e.commitDelta(ctx, d, func(tx *metastore.Tx) error {
 		// The inline SSTs land with the version that references them.
 		for _, in := range inline {
-			if _, err := tx.Exec(ctx, `INSERT INTO storage_inline_objects (id, data) VALUES ($1, $2)`, int64(in.meta.ID), in.data); err != nil {
+			if _, err := tx.Exec(ctx, sqlInsertInlined, int64(in.meta.ID), in.data); err != nil {
 				return fmt.Errorf("storage: write inline %s: %w", objectKey(in.meta.ID), err)
 			}
 		}
@@ -962,6 +965,17 @@ var errAmbiguous = errors.New("version write outcome unknown")
 // after which the delta may have landed is resolved by re-reading the
 // version (I2); if that fails too, the error wraps errAmbiguous and the
 // engine reloads before its next write.
+// The statements every epoch's commit runs (commitDelta, an inline SST),
+// compiled once at Open.
+const (
+	sqlReadCounter   = `SELECT value FROM storage_counters WHERE name = $1`
+	sqlInsertDelta   = `INSERT INTO storage_deltas (id, data) VALUES ($1, $2)`
+	sqlSetVersionID  = `UPDATE storage_counters SET value = $1 WHERE name = 'version_id'`
+	sqlInsertInlined = `INSERT INTO storage_inline_objects (id, data) VALUES ($1, $2)`
+)
+
+var commitStatements = []string{sqlReadCounter, sqlInsertDelta, sqlSetVersionID, sqlInsertInlined}
+
 func (e *Engine) commitDelta(ctx context.Context, d *VersionDelta, inTx ...func(tx *metastore.Tx) error) (*Version, error) {
 	e.mu.RLock()
 	base := e.cur
@@ -983,10 +997,10 @@ func (e *Engine) commitDelta(ctx context.Context, d *VersionDelta, inTx ...func(
 		if err := e.fence(ctx, tx, d, now); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO storage_deltas (id, data) VALUES ($1, $2)`, int64(d.ID), encodeDelta(d)); err != nil {
+		if _, err := tx.Exec(ctx, sqlInsertDelta, int64(d.ID), encodeDelta(d)); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE storage_counters SET value = $1 WHERE name = 'version_id'`, int64(d.ID)); err != nil {
+		if _, err := tx.Exec(ctx, sqlSetVersionID, int64(d.ID)); err != nil {
 			return err
 		}
 		var removed []uint64

@@ -268,7 +268,7 @@ func loadDeletionQueue(ctx context.Context, q querier) (map[uint64]int64, error)
 
 func readCounter(ctx context.Context, q querier, name string) (uint64, error) {
 	var v int64
-	if err := q.QueryRow(ctx, `SELECT value FROM storage_counters WHERE name = $1`, name).Scan(&v); err != nil {
+	if err := q.QueryRow(ctx, sqlReadCounter, name).Scan(&v); err != nil {
 		return 0, fmt.Errorf("storage: read counter %s: %w", name, err)
 	}
 	return uint64(v), nil
