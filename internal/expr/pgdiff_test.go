@@ -707,6 +707,18 @@ func pgTypeName(t types.Type) string {
 	return t.Name()
 }
 
+// connectPG connects to the package's throwaway PostgreSQL cluster.
+func connectPG(t *testing.T) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	return conn
+}
+
 func TestDifferentialExpressions(t *testing.T) {
 	n := 600
 	if s := os.Getenv("EXPR_DIFF_N"); s != "" {
@@ -716,13 +728,8 @@ func TestDifferentialExpressions(t *testing.T) {
 	if s := os.Getenv("EXPR_DIFF_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
-	url := pgtest.Start(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connectPG(t)
 	zones := []string{"UTC", "America/New_York", "Asia/Kolkata", "Europe/Berlin"}
 	zone := zones[seed%uint64(len(zones))]
 	if z := os.Getenv("EXPR_DIFF_TZ"); z != "" {
@@ -809,13 +816,8 @@ func subqInt(v int32) gnode {
 // overflow and scale estimates must not go through float64 (seed
 // 1796271868458762601: power(123456789.123456789 ^ 199, 1.5) overflowed).
 func TestDifferentialNumericPowerMagnitudes(t *testing.T) {
-	url := pgtest.Start(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connectPG(t)
 	num := func(s string) gnode {
 		return gnode{sql: "(SELECT '" + s + "'::numeric)", build: func() (Expr, error) {
 			v, err := types.ParseText(s, types.Numeric, nil)

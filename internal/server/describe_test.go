@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/runneldb/runnel/internal/stream/exec"
 )
 
 // DESCRIBE and SHOW COLUMNS list columns (hidden ones marked) over the
@@ -96,26 +93,7 @@ func TestCancelJobs(t *testing.T) {
 	mustExec(t, conn, "INSERT INTO big SELECT g, g % 7 FROM generate_series(1, 3000) g")
 	mustExec(t, conn, "FLUSH")
 
-	held := make(chan struct{}, 1)
-	release := make(chan struct{})
-	remove := exec.SetBackfillHook(func(ctx context.Context, executor string, rows int64) {
-		if !strings.Contains(executor, "materialized view slow ") {
-			return
-		}
-		select {
-		case held <- struct{}{}:
-		default:
-			return // held once
-		}
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-	})
-	t.Cleanup(remove)
-	var releaseOnce sync.Once
-	unhold := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(unhold)
+	held, unhold := holdBackfill(t, "slow")
 
 	created := make(chan error, 1)
 	conn2 := ts.connect(t)

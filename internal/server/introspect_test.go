@@ -233,24 +233,20 @@ func TestConstantRelationViews(t *testing.T) {
 	check("after restart", conn2)
 }
 
-// SHOW JOBS reports a backfill's progress while it runs, and rw_actors
-// shows the backfilling actor; both are observed with the backfill held
-// by a test hook after its first batch.
-func TestShowJobsBackfillProgress(t *testing.T) {
-	ts := startTestServer(t, "")
-	conn := ts.connect(t)
-	mustExec(t, conn, "CREATE TABLE big (k INT PRIMARY KEY, v INT)")
-	mustExec(t, conn, "INSERT INTO big SELECT g, g % 7 FROM generate_series(1, 3000) g")
-	mustExec(t, conn, "FLUSH")
-
-	held := make(chan int64, 1)
+// holdBackfill holds the backfill of materialized view name after its
+// first batch: held receives the snapshot rows emitted by then, and the
+// backfill goes on once unhold is called (at the latest when the test
+// ends, before the server stops).
+func holdBackfill(t *testing.T, name string) (held <-chan int64, unhold func()) {
+	t.Helper()
+	h := make(chan int64, 1)
 	release := make(chan struct{})
 	remove := exec.SetBackfillHook(func(ctx context.Context, executor string, rows int64) {
-		if !strings.Contains(executor, "materialized view slow ") {
+		if !strings.Contains(executor, "materialized view "+name+" ") {
 			return
 		}
 		select {
-		case held <- rows:
+		case h <- rows:
 		default:
 			return // held once
 		}
@@ -261,8 +257,22 @@ func TestShowJobsBackfillProgress(t *testing.T) {
 	})
 	t.Cleanup(remove)
 	var releaseOnce sync.Once
-	unhold := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(unhold) // before the server stops, should the test fail while held
+	unhold = func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(unhold)
+	return h, unhold
+}
+
+// SHOW JOBS reports a backfill's progress while it runs, and rw_actors
+// shows the backfilling actor; both are observed with the backfill held
+// by a test hook after its first batch.
+func TestShowJobsBackfillProgress(t *testing.T) {
+	ts := startTestServer(t, "")
+	conn := ts.connect(t)
+	mustExec(t, conn, "CREATE TABLE big (k INT PRIMARY KEY, v INT)")
+	mustExec(t, conn, "INSERT INTO big SELECT g, g % 7 FROM generate_series(1, 3000) g")
+	mustExec(t, conn, "FLUSH")
+
+	held, unhold := holdBackfill(t, "slow")
 
 	created := make(chan error, 1)
 	conn2 := ts.connect(t)
