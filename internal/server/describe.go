@@ -78,23 +78,27 @@ func (st *statement) showCreate(r *parser.ShowCreate) (pgwire.Result, error) {
 	if rel.Kind != want {
 		return pgwire.Result{}, sqlerr.Errorf(sqlerr.WrongObjectType, "%q is not %s", rel.Name, what)
 	}
-	qualified := ident.Quote(rel.Name)
-	for _, sc := range st.sess.s.catalog.Schemas(rel.DatabaseID) {
+	qualified, text := createStatement(st.sess.s.catalog, rel)
+	rows := []types.Row{{types.DVarchar(qualified), types.DVarchar(text)}}
+	return pgwire.Result{Tag: "SELECT 1", Columns: showCreateColumns, Rows: pgwire.SliceRows(rows)}, nil
+}
+
+// createStatement returns rel's schema-qualified name and a statement that
+// creates it (SHOW CREATE, the definition column of rw_catalog's tables).
+func createStatement(cat *catalog.Catalog, rel *catalog.Relation) (qualified, text string) {
+	qualified = ident.Quote(rel.Name)
+	for _, sc := range cat.Schemas(rel.DatabaseID) {
 		if sc.ID == rel.SchemaID {
 			qualified = ident.Quote(sc.Name) + "." + qualified
 		}
 	}
-	var text string
 	switch rel.Kind {
 	case catalog.KindMaterializedView:
-		text = "CREATE MATERIALIZED VIEW " + qualified + " AS " + rel.Definition
+		return qualified, "CREATE MATERIALIZED VIEW " + qualified + " AS " + rel.Definition
 	case catalog.KindView:
-		text = "CREATE VIEW " + qualified + " AS " + rel.Definition
-	default:
-		text = createTableText(rel, qualified)
+		return qualified, "CREATE VIEW " + qualified + " AS " + rel.Definition
 	}
-	rows := []types.Row{{types.DVarchar(qualified), types.DVarchar(text)}}
-	return pgwire.Result{Tag: "SELECT 1", Columns: showCreateColumns, Rows: pgwire.SliceRows(rows)}, nil
+	return qualified, createTableText(rel, qualified)
 }
 
 // createTableText writes CREATE TABLE / CREATE SOURCE for rel.

@@ -54,6 +54,14 @@ func TestDescribeAndShowCreate(t *testing.T) {
 		t.Fatalf("SHOW CREATE VIEW v = %s", got)
 	}
 
+	// rw_catalog lists the same statements per kind.
+	if got := queryStrings(t, conn, "SELECT name, definition FROM rw_catalog.rw_tables ORDER BY id"); len(got) != 2 || got[0] != "t|"+strings.SplitN(table, "|", 2)[1] {
+		t.Fatalf("rw_tables = %v", got)
+	}
+	if got := queryStrings(t, conn, "SELECT name, append_only FROM rw_materialized_views UNION ALL SELECT name, append_only FROM rw_views"); fmt.Sprint(got) != "[mv|false v|false]" {
+		t.Fatalf("rw_materialized_views, rw_views = %v", got)
+	}
+
 	// The printed statements create equal objects.
 	mustExec(t, conn, "CREATE SCHEMA copy")
 	for _, stmt := range []string{"SHOW CREATE TABLE t", "SHOW CREATE TABLE nokey", "SHOW CREATE MATERIALIZED VIEW mv"} {

@@ -22,6 +22,27 @@ func rwSysTables() []*sysTable {
 		rw("rw_actors", "actor_id int4, database text, job text, fragment int4, root text, state text, since timestamptz, duration interval", actorRows),
 		rw("rw_recovery_history", `started_at timestamptz, database text, reason text, reset_ms float8, rebuild_ms float8,
 			epoch int8, error text`, recoveryRows),
+		rw("rw_tables", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindTable)),
+		rw("rw_materialized_views", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindMaterializedView)),
+		rw("rw_views", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindView)),
+		rw("rw_sources", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindSource)),
+	}
+}
+
+// relationRows lists the session database's relations of one kind, as
+// RisingWave's rw_tables, rw_materialized_views, ... do: id, name, schema,
+// owner, and a statement that creates the relation (SHOW CREATE's).
+func relationRows(kind catalog.RelationKind) func(*sysCtx) [][]any {
+	return func(sc *sysCtx) [][]any {
+		var out [][]any
+		for _, r := range sc.rels {
+			if r.Kind != kind {
+				continue
+			}
+			_, def := createStatement(sc.cat, r)
+			out = append(out, []any{int64(r.ID), r.Name, int64(r.SchemaID), r.Owner, def, r.AppendOnly})
+		}
+		return out
 	}
 }
 
