@@ -493,6 +493,30 @@ func init() {
 			return types.DTimestamptz(stmtTime(ctx)), nil
 		}})
 	}
+	// pg_sleep(seconds) waits, and stops early (with the context's error,
+	// which the server reports as 57014) when the statement is cancelled
+	// or times out.
+	regFunc("pg_sleep", &overload{args: T(types.Float64), ret: types.Void, volatile: true, fn: func(ctx *EvalContext, a []types.Datum) (types.Datum, error) {
+		if a[0].IsNull() || !(a[0].Float() > 0) {
+			return types.NullDatum, nil
+		}
+		d := time.Duration(math.MaxInt64)
+		if secs := a[0].Float(); secs < float64(math.MaxInt64)/float64(time.Second) {
+			d = time.Duration(secs * float64(time.Second))
+		}
+		var done <-chan struct{}
+		if ctx != nil && ctx.Ctx != nil {
+			done = ctx.Ctx.Done()
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return types.NullDatum, nil
+		case <-done:
+			return types.NullDatum, ctx.Ctx.Err()
+		}
+	}})
 	regFunc("clock_timestamp", &overload{args: nil, ret: TZ, volatile: true, fn: func(*EvalContext, []types.Datum) (types.Datum, error) {
 		return types.DTimestamptz(time.Now().UnixMicro()), nil
 	}})

@@ -101,12 +101,24 @@ func (c *conn) cancelStatement(cause error) {
 
 // beginStatement returns the context of one client request (a Query or an
 // extended-protocol message); a cancel request cancels it.
+//
+// A session with a statement timeout (StatementTimeouter) has the request
+// cancelled with 57014 once it has run that long.
 func (c *conn) beginStatement() (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	c.mu.Lock()
 	c.stmtCancel = cancel
 	c.mu.Unlock()
+	var timer *time.Timer
+	if st, ok := c.sess.(StatementTimeouter); ok {
+		if d := st.StatementTimeout(); d > 0 {
+			timer = time.AfterFunc(d, func() { cancel(errStatementTimeout) })
+		}
+	}
 	return ctx, func() {
+		if timer != nil {
+			timer.Stop()
+		}
 		c.mu.Lock()
 		c.stmtCancel = nil
 		c.mu.Unlock()

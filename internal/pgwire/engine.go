@@ -3,6 +3,7 @@ package pgwire
 import (
 	"context"
 	"net"
+	"time"
 
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -106,6 +107,13 @@ type Session interface {
 	// Close releases the session when the connection ends; it rolls back
 	// an open transaction.
 	Close()
+}
+
+// StatementTimeouter is implemented by a Session with a statement timeout
+// (statement_timeout): each client request is cancelled with 57014 once it
+// has run that long; 0 means no timeout.
+type StatementTimeouter interface {
+	StatementTimeout() time.Duration
 }
 
 // Statement is one parsed statement.

@@ -9,8 +9,9 @@ import (
 )
 
 var (
-	errQueryCanceled = sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
-	errAdminShutdown = sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command")
+	errQueryCanceled    = sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
+	errStatementTimeout = sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to statement timeout")
+	errAdminShutdown    = sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command")
 )
 
 // fatalError is an error after which the connection is closed: the client

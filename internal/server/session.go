@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -382,6 +384,13 @@ func (ss *session) set(n *pg_query.VariableSetStmt) (pgwire.Result, error) {
 			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid value for parameter \"TimeZone\": %q", value)
 		}
 	}
+	if name == "statement_timeout" {
+		d, ok := parseTimeoutSetting(value)
+		if !ok {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid value for parameter \"statement_timeout\": %q", value)
+		}
+		value = formatTimeoutSetting(d)
+	}
 	if name == "implicit_flush" {
 		// Stored canonically, so SHOW prints on/off as PostgreSQL does for
 		// a Boolean parameter whatever spelling SET used.
@@ -404,6 +413,53 @@ func (ss *session) set(n *pg_query.VariableSetStmt) (pgwire.Result, error) {
 		return pgwire.Result{Tag: "RESET"}, nil
 	}
 	return pgwire.Result{Tag: "SET"}, nil
+}
+
+// StatementTimeout implements pgwire's statement timeout: the session's
+// statement_timeout (0: none).
+func (ss *session) StatementTimeout() time.Duration {
+	d, _ := parseTimeoutSetting(ss.setting("statement_timeout"))
+	return d
+}
+
+// parseTimeoutSetting parses a time parameter as PostgreSQL does: a
+// number of milliseconds, or a number with a unit (us, ms, s, min, h, d).
+func parseTimeoutSetting(v string) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	i := 0
+	for i < len(v) && (v[i] >= '0' && v[i] <= '9' || v[i] == '.') {
+		i++
+	}
+	n, err := strconv.ParseFloat(v[:i], 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	unit := map[string]time.Duration{"": time.Millisecond, "us": time.Microsecond, "ms": time.Millisecond,
+		"s": time.Second, "min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
+	u, ok := unit[strings.TrimSpace(v[i:])]
+	if !ok || n*float64(u) > float64(math.MaxInt32)*float64(time.Millisecond) {
+		return 0, false // PostgreSQL's limit: INT_MAX milliseconds
+	}
+	return time.Duration(n * float64(u)), true
+}
+
+// formatTimeoutSetting prints a time parameter as SHOW does: in the
+// largest unit that divides it exactly.
+func formatTimeoutSetting(d time.Duration) string {
+	ms := d.Milliseconds()
+	switch {
+	case ms == 0:
+		return "0"
+	case ms%(24*3600*1000) == 0:
+		return fmt.Sprintf("%dd", ms/(24*3600*1000))
+	case ms%(3600*1000) == 0:
+		return fmt.Sprintf("%dh", ms/(3600*1000))
+	case ms%(60*1000) == 0:
+		return fmt.Sprintf("%dmin", ms/(60*1000))
+	case ms%1000 == 0:
+		return fmt.Sprintf("%ds", ms/1000)
+	}
+	return fmt.Sprintf("%dms", ms)
 }
 
 // parseBoolSetting parses a Boolean parameter value as PostgreSQL's

@@ -23,6 +23,9 @@ const (
 	KindInterval
 	KindJsonb
 	KindUnknown // an untyped string literal before coercion
+	// KindVoid is the result type of functions that return nothing
+	// (pg_sleep). Its only value is NULL, and no column stores it.
+	KindVoid
 	numKinds
 )
 
@@ -46,6 +49,7 @@ const (
 	OIDInterval    uint32 = 1186
 	OIDNumeric     uint32 = 1700
 	OIDJsonb       uint32 = 3802
+	OIDVoid        uint32 = 2278
 )
 
 // Type is a SQL type: a Kind plus a type modifier. The zero Type is the type
@@ -80,6 +84,7 @@ var (
 	Interval    = Type{Kind: KindInterval, Mod: -1}
 	Jsonb       = Type{Kind: KindJsonb, Mod: -1}
 	Unknown     = Type{Kind: KindUnknown, Mod: -1}
+	Void        = Type{Kind: KindVoid, Mod: -1}
 )
 
 // OID returns the PostgreSQL type OID.
@@ -120,6 +125,8 @@ func (t Type) OID() uint32 {
 		return OIDJsonb
 	case KindUnknown:
 		return OIDUnknown
+	case KindVoid:
+		return OIDVoid
 	}
 	// An untyped NULL is reported as text, as PostgreSQL does for SELECT NULL.
 	return OIDText
@@ -222,6 +229,8 @@ func (t Type) Name() string {
 		return "jsonb"
 	case KindUnknown:
 		return "unknown"
+	case KindVoid:
+		return "void"
 	}
 	return fmt.Sprintf("kind(%d)", t.Kind)
 }
@@ -252,7 +261,7 @@ func (t Type) TypLen() int16 {
 		return 1
 	case KindInt16:
 		return 2
-	case KindInt32, KindFloat32, KindDate:
+	case KindInt32, KindFloat32, KindDate, KindVoid:
 		return 4
 	case KindInt64, KindFloat64, KindTime, KindTimestamp, KindTimestamptz:
 		return 8
