@@ -551,6 +551,13 @@ func (b *Binder) bindFuncCall(fc *pg.FuncCall, ec *exprCtx) (expr.Expr, error) {
 	if name == "generate_series" || name == "unnest" {
 		return nil, unsupported("set-returning functions are only supported in FROM and at the top level of a select list")
 	}
+	if name == "pg_typeof" && len(args) == 1 {
+		// The argument's type is known here; its value is never needed.
+		// (PostgreSQL returns regtype, which prints as this name.)
+		t := args[0].Type()
+		t.Mod = -1
+		return &expr.Const{Value: types.DVarchar(t.Name()), Typ: types.Text}, nil
+	}
 	return b.callFunction(name, args)
 }
 
