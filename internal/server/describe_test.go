@@ -1,11 +1,9 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 )
 
 // DESCRIBE and SHOW COLUMNS list columns (hidden ones marked) over the
@@ -95,27 +93,7 @@ func TestDescribeAndShowCreate(t *testing.T) {
 // backfill: the CREATE fails with 57014, the view and its job are gone,
 // and the same view can then be created.
 func TestCancelJobs(t *testing.T) {
-	ts := startTestServer(t, "")
-	conn := ts.connect(t)
-	mustExec(t, conn, "CREATE TABLE big (k INT PRIMARY KEY, v INT)")
-	mustExec(t, conn, "INSERT INTO big SELECT g, g % 7 FROM generate_series(1, 3000) g")
-	mustExec(t, conn, "FLUSH")
-
-	held, unhold := holdBackfill(t, "slow")
-
-	created := make(chan error, 1)
-	conn2 := ts.connect(t)
-	go func() {
-		_, err := conn2.Exec(context.Background(), "CREATE MATERIALIZED VIEW slow AS SELECT v, count(*) AS n FROM big GROUP BY v")
-		created <- err
-	}()
-	select {
-	case <-held:
-	case err := <-created:
-		t.Fatalf("CREATE finished before the backfill was held: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("backfill never reached the hook")
-	}
+	conn, _, unhold, created := heldViewCreation(t)
 	jobs := queryStrings(t, conn, "SHOW JOBS")
 	if len(jobs) != 1 {
 		t.Fatalf("SHOW JOBS = %v", jobs)

@@ -262,32 +262,40 @@ func holdBackfill(t *testing.T, name string) (held <-chan int64, unhold func()) 
 	return h, unhold
 }
 
-// SHOW JOBS reports a backfill's progress while it runs, and rw_actors
-// shows the backfilling actor; both are observed with the backfill held
-// by a test hook after its first batch.
-func TestShowJobsBackfillProgress(t *testing.T) {
+// heldViewCreation loads table big (3,000 rows) and starts CREATE
+// MATERIALIZED VIEW slow over it on a second connection, its backfill
+// held after the first batch (holdBackfill): it returns a connection for
+// the test, the rows backfilled by then, the release, and the CREATE's
+// outcome once it returns.
+func heldViewCreation(t *testing.T) (conn *pgx.Conn, rows int64, unhold func(), created <-chan error) {
+	t.Helper()
 	ts := startTestServer(t, "")
-	conn := ts.connect(t)
+	conn = ts.connect(t)
 	mustExec(t, conn, "CREATE TABLE big (k INT PRIMARY KEY, v INT)")
 	mustExec(t, conn, "INSERT INTO big SELECT g, g % 7 FROM generate_series(1, 3000) g")
 	mustExec(t, conn, "FLUSH")
-
 	held, unhold := holdBackfill(t, "slow")
-
-	created := make(chan error, 1)
+	done := make(chan error, 1)
 	conn2 := ts.connect(t)
 	go func() {
 		_, err := conn2.Exec(context.Background(), "CREATE MATERIALIZED VIEW slow AS SELECT v, count(*) AS n FROM big GROUP BY v")
-		created <- err
+		done <- err
 	}()
-	var rows int64
 	select {
 	case rows = <-held:
-	case err := <-created:
+	case err := <-done:
 		t.Fatalf("CREATE finished before the backfill was held: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("backfill never reached the hook")
 	}
+	return conn, rows, unhold, done
+}
+
+// SHOW JOBS reports a backfill's progress while it runs, and rw_actors
+// shows the backfilling actor; both are observed with the backfill held
+// by a test hook after its first batch.
+func TestShowJobsBackfillProgress(t *testing.T) {
+	conn, rows, unhold, created := heldViewCreation(t)
 	jobs := queryStrings(t, conn, "SHOW JOBS")
 	want := fmt.Sprintf("CREATE MATERIALIZED VIEW slow|%d rows backfilled, 0/1 upstream actors done", rows)
 	if len(jobs) != 1 || !strings.Contains(jobs[0], want) {
