@@ -493,29 +493,28 @@ func init() {
 			return types.DTimestamptz(stmtTime(ctx)), nil
 		}})
 	}
-	// pg_sleep(seconds) waits, and stops early (with the context's error,
-	// which the server reports as 57014) when the statement is cancelled
-	// or times out.
-	regFunc("pg_sleep", &overload{args: T(types.Float64), ret: types.Void, volatile: true, fn: func(ctx *EvalContext, a []types.Datum) (types.Datum, error) {
-		if a[0].IsNull() || !(a[0].Float() > 0) {
+	// pg_sleep(seconds), pg_sleep_for(interval) and pg_sleep_until(time)
+	// wait, and stop early (with the context's error, which the server
+	// reports as 57014) when the statement is cancelled or times out.
+	regFunc("pg_sleep", &overload{args: T(F), ret: types.Void, volatile: true, fn: func(ctx *EvalContext, a []types.Datum) (types.Datum, error) {
+		if a[0].IsNull() {
 			return types.NullDatum, nil
 		}
-		d := time.Duration(math.MaxInt64)
-		if secs := a[0].Float(); secs < float64(math.MaxInt64)/float64(time.Second) {
-			d = time.Duration(secs * float64(time.Second))
-		}
-		var done <-chan struct{}
-		if ctx != nil && ctx.Ctx != nil {
-			done = ctx.Ctx.Done()
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
+		return types.NullDatum, sleepSeconds(ctx, a[0].Float())
+	}})
+	regFunc("pg_sleep_for", &overload{args: T(IV), ret: types.Void, volatile: true, fn: func(ctx *EvalContext, a []types.Datum) (types.Datum, error) {
+		if a[0].IsNull() {
 			return types.NullDatum, nil
-		case <-done:
-			return types.NullDatum, ctx.Ctx.Err()
 		}
+		iv := a[0].Interval() // as EXTRACT(epoch): a month is 30 days
+		secs := (float64(iv.Months)*30+float64(iv.Days))*86400 + float64(iv.Micros)/1e6
+		return types.NullDatum, sleepSeconds(ctx, secs)
+	}})
+	regFunc("pg_sleep_until", &overload{args: T(TZ), ret: types.Void, volatile: true, fn: func(ctx *EvalContext, a []types.Datum) (types.Datum, error) {
+		if a[0].IsNull() {
+			return types.NullDatum, nil
+		}
+		return types.NullDatum, sleepSeconds(ctx, float64(a[0].Int()-time.Now().UnixMicro())/1e6)
 	}})
 	regFunc("clock_timestamp", &overload{args: nil, ret: TZ, volatile: true, fn: func(*EvalContext, []types.Datum) (types.Datum, error) {
 		return types.DTimestamptz(time.Now().UnixMicro()), nil
@@ -646,4 +645,28 @@ func init() {
 		}
 		return toChar(wallOf(ctx, a[0], true), a[1].Str(), false)
 	}})
+}
+
+// sleepSeconds waits secs seconds (none when secs is not positive), or
+// until the statement's context ends.
+func sleepSeconds(ctx *EvalContext, secs float64) error {
+	if !(secs > 0) {
+		return nil
+	}
+	d := time.Duration(math.MaxInt64)
+	if secs < float64(math.MaxInt64)/float64(time.Second) {
+		d = time.Duration(secs * float64(time.Second))
+	}
+	var done <-chan struct{}
+	if ctx != nil && ctx.Ctx != nil {
+		done = ctx.Ctx.Done()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-done:
+		return ctx.Ctx.Err()
+	}
 }

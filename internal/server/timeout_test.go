@@ -26,6 +26,13 @@ func TestStatementTimeoutAndPgSleep(t *testing.T) {
 	if el := time.Since(start); el < 50*time.Millisecond {
 		t.Fatalf("pg_sleep(0.05) returned after %v", el)
 	}
+	start = time.Now()
+	if got := queryStrings(t, conn, "SELECT pg_sleep_for('50 milliseconds'), pg_sleep_until(clock_timestamp() + interval '50 ms'), pg_sleep_until(now() - interval '1 day')"); fmt.Sprint(got) != "[<nil>|<nil>|<nil>]" {
+		t.Fatalf("pg_sleep_for/until = %v", got)
+	}
+	if el := time.Since(start); el < 100*time.Millisecond {
+		t.Fatalf("pg_sleep_for(50 ms) and pg_sleep_until(+50 ms) returned after %v", el)
+	}
 	if got := queryStrings(t, conn, "SELECT pg_typeof(pg_sleep(0)), pg_typeof(1.5::numeric(4,1)), pg_typeof(NULL), pg_sleep(NULL) IS NULL, pg_sleep(-1) IS NULL"); fmt.Sprint(got) != "[void|numeric|unknown|true|true]" {
 		t.Fatalf("got %v", got)
 	}
@@ -36,7 +43,7 @@ func TestStatementTimeoutAndPgSleep(t *testing.T) {
 	}
 	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheStatement} {
 		start := time.Now()
-		_, err := conn.Exec(ctx, "SELECT pg_sleep(30)", mode)
+		_, err := conn.Exec(ctx, "SELECT pg_sleep_for('30 seconds')", mode)
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) || pe.Code != "57014" || pe.Message != "canceling statement due to statement timeout" {
 			t.Fatalf("mode %v: %v; want 57014 statement timeout", mode, err)
