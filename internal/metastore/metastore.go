@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
 )
 
@@ -97,11 +96,7 @@ const sqliteBusyTimeout = 10 * time.Second
 // PostgreSQL, otherwise a SQLite file path (optionally "sqlite://PATH").
 func Open(ctx context.Context, url string) (*DB, error) {
 	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
-		db, err := sql.Open("pgx", url)
-		if err != nil {
-			return nil, fmt.Errorf("metastore: open %s: %w", redact(url), err)
-		}
-		return finishOpen(ctx, db, Postgres, url)
+		return openPostgres(ctx, url)
 	}
 	return openSQLite(ctx, url, sqliteBusyTimeout)
 }

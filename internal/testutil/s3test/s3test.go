@@ -144,8 +144,14 @@ func (s *Server) start(bin, gw string) error {
 	if err != nil {
 		return fmt.Errorf("s3test: free port: %w", err)
 	}
-	s.Endpoint = l.Addr().String()
+	endpoint := l.Addr().String()
 	l.Close()
+	return s.startOn(bin, gw, endpoint)
+}
+
+// startOn launches versitygw serving gw on endpoint and waits for it.
+func (s *Server) startOn(bin, gw, endpoint string) error {
+	s.Endpoint = endpoint
 	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("s3test: log: %w", err)
