@@ -122,12 +122,12 @@ func (c *cluster) current() *servertest.Process {
 type rangeState int
 
 const (
-	absent         rangeState = iota
-	present                   // inserted, acknowledged
-	uncertainIns              // INSERT failed ambiguously: all or nothing
-	uncertainDel              // DELETE failed ambiguously: all or nothing
-	deleted                   // DELETE acknowledged
-	discardedInsert           // INSERT answered 40001 (rolled back): must be absent
+	absent          rangeState = iota
+	present                    // inserted, acknowledged
+	uncertainIns               // INSERT failed ambiguously: all or nothing
+	uncertainDel               // DELETE failed ambiguously: all or nothing
+	deleted                    // DELETE acknowledged
+	discardedInsert            // INSERT answered 40001 (rolled back): must be absent
 )
 
 type keyRange struct {

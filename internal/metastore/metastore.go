@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 )
 
 // Dialect is the SQL flavour of the backend.
