@@ -48,7 +48,11 @@ type Config struct {
 	// they evict to the state store (default exec.DefaultCacheBytes,
 	// 256 MiB).
 	StreamingCacheBytes int64
-	Logger              *slog.Logger
+	// ObjectStoreWait is how long Open keeps trying to write, read and
+	// delete a probe object before it gives up on an unusable object store
+	// (default 30 s).
+	ObjectStoreWait time.Duration
+	Logger          *slog.Logger
 }
 
 func (c *Config) fill() {
@@ -72,6 +76,9 @@ func (c *Config) fill() {
 	}
 	if c.WriteBufferBytes <= 0 {
 		c.WriteBufferBytes = 256 << 20
+	}
+	if c.ObjectStoreWait <= 0 {
+		c.ObjectStoreWait = 30 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -111,6 +118,15 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if s.objects, err = objstore.Open(ctx, cfg.ObjectStoreURL); err != nil {
 		s.metaDB.Close()
 		return nil, err
+	}
+	// A misconfigured or unreachable object store is reported now, not at
+	// the first checkpoint that uploads an SST (small epochs are inlined in
+	// the metastore and would hide it until then).
+	if err := objstore.ProbeUntil(ctx, s.objects, cfg.ObjectStoreWait, func(err error, next time.Duration) {
+		s.log.Warn("object store not usable yet; retrying", "object_store", cfg.ObjectStoreURL, "err", err, "retry_in", next)
+	}); err != nil {
+		s.metaDB.Close()
+		return nil, fmt.Errorf("object store %s is not usable: %w", cfg.ObjectStoreURL, err)
 	}
 	s.store, err = storage.Open(ctx, storage.Options{
 		Store:            s.objects,
