@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
@@ -221,8 +222,12 @@ func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rela
 		barriers chan *stream.Barrier
 	}
 	var start []pending
-	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindTable && in(r) }) {
-		if s.isDropping(rel.ID) {
+	rels := s.catalog.Relations(in)
+	if h := rebuildSnapshotHook.Load(); h != nil {
+		(*h)()
+	}
+	for _, rel := range rels {
+		if rel.Kind != catalog.KindTable || s.droppedSince(rel) {
 			continue
 		}
 		j, a, err := s.newTableJob(ctx, rel, curr)
@@ -234,8 +239,8 @@ func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rela
 		}
 		start = append(start, pending{a, j.barriers})
 	}
-	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindMaterializedView && in(r) }) {
-		if s.isDropping(rel.ID) {
+	for _, rel := range rels {
+		if rel.Kind != catalog.KindMaterializedView || s.droppedSince(rel) {
 			continue
 		}
 		if rel.Creating {
@@ -264,6 +269,26 @@ func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rela
 	s.jobs.rebuilt = make(chan struct{})
 	s.jobs.mu.Unlock()
 	return nil
+}
+
+// rebuildSnapshotHook, when set, is called by a rebuild right after it
+// listed the relations it rebuilds; tests pause it there to run a DROP in
+// the window between the list and the per-relation checks.
+var rebuildSnapshotHook atomic.Pointer[func()]
+
+// droppedSince reports whether rel, listed by a rebuild, must not be
+// rebuilt: a DROP of it is in progress, or one completed after the list
+// was taken. I3: a dropped relation's actors never come back over state
+// tables that are (being) unregistered. A DROP keeps its mark until its
+// catalog entry is gone, and decides that no actor of the relation runs
+// only under the graph lock, which a rebuild holds throughout
+// (stopJob), so one of the two checks here always sees it.
+func (s *Server) droppedSince(rel *catalog.Relation) bool {
+	if s.isDropping(rel.ID) {
+		return true
+	}
+	_, ok := s.catalog.Relation(rel.ID)
+	return !ok
 }
 
 // isDropping reports whether a DROP of the relation is in progress: a

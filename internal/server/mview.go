@@ -412,6 +412,11 @@ func (s *Server) dropView(ctx context.Context, rel *catalog.Relation) error {
 // a barrier before aborting them with a recovery of their database.
 var dropStopTimeout = 5 * time.Second
 
+// dropAwaitsRebuildHook, when set, is called by a DROP that found no
+// running actor of the relation, just before it waits for a rebuild in
+// progress (the graph lock) to confirm it.
+var dropAwaitsRebuildHook atomic.Pointer[func(id catalog.ObjectID)]
+
 // stopJob stops and joins the running actors of a relation being dropped
 // (actors() lists them; it is called with s.jobs.mu held) and forgets its
 // job. A recovery that replaces the job meanwhile joins the old actors and
@@ -423,7 +428,26 @@ func (s *Server) stopJob(ctx context.Context, rel *catalog.Relation, actors func
 		ids := actors()
 		s.jobs.mu.Unlock()
 		if len(ids) == 0 {
-			return nil
+			// I3: a rebuild in progress may have listed the relation
+			// before it was marked dropping and spawn its actors after
+			// this check. Rebuilds run under the graph lock, so decide
+			// "nothing runs" under it: a rebuild either finished (and its
+			// actors are seen here, to be stopped) or starts after the
+			// mark (and skips the relation, droppedSince).
+			if h := dropAwaitsRebuildHook.Load(); h != nil {
+				(*h)(rel.ID)
+			}
+			running := false
+			_ = s.epochs.WithGraphLock(func(uint64) error {
+				s.jobs.mu.Lock()
+				running = len(actors()) > 0
+				s.jobs.mu.Unlock()
+				return nil
+			})
+			if !running {
+				return nil
+			}
+			continue
 		}
 		stop := map[stream.ActorID]bool{}
 		for _, a := range ids {
