@@ -40,6 +40,18 @@ type GroupRebuilder interface {
 	RebuildGroup(ctx context.Context, group uint64, curr uint64) error
 }
 
+// CommitResolver is a Committer whose commit can end with an unknown
+// outcome (the metastore write may have landed, and re-reading it failed).
+// ResolveCommit settles it, so that CommittedEpoch is the truth; it fails
+// while the outcome stays unknown.
+type CommitResolver interface {
+	ResolveCommit(ctx context.Context) error
+}
+
+// resolveRetryMax bounds the wait between two attempts of recovery to
+// settle an unknown commit outcome.
+const resolveRetryMax = 2 * time.Second
+
 // GroupCommitter is a Committer that can drop one group's uncommitted
 // writes while the others' commit.
 type GroupCommitter interface {
@@ -709,6 +721,11 @@ func (l *BarrierLoop) recoverLocked(reason string) error {
 		l.recoveries = append(l.recoveries, rec)
 		return err
 	}
+	if err := l.resolveCommit(ctx); err != nil {
+		rec.Err = err.Error()
+		l.recoveries = append(l.recoveries, rec)
+		return err
+	}
 	l.store.DiscardUncommitted()
 	rec.Reset = time.Since(rec.Start)
 	committed := l.store.CommittedEpoch()
@@ -739,6 +756,33 @@ func (l *BarrierLoop) recoverLocked(reason string) error {
 	l.recoveries = append(l.recoveries, rec)
 	l.log.Info("recovery done", "reason", reason, "reset", rec.Reset, "rebuild", rec.Rebuild, "epoch", committed)
 	return nil
+}
+
+// resolveCommit settles a commit whose outcome is unknown before recovery
+// takes the committed epoch as the point it rolls back to (I7): an epoch
+// that may have committed must not be reported rolled back (a false 40001
+// makes clients write twice), nor committed before it is known. While the
+// metastore cannot tell, recovery waits (barriers cannot commit then
+// anyway) and retries until it can, or until the loop stops.
+func (l *BarrierLoop) resolveCommit(ctx context.Context) error {
+	r, ok := l.store.(CommitResolver)
+	if !ok {
+		return nil
+	}
+	wait := 50 * time.Millisecond
+	for {
+		err := r.ResolveCommit(ctx)
+		if err == nil {
+			return nil
+		}
+		l.log.Error("recovery: the outcome of the last commit is unknown; retrying before rolling back", "err", err, "retry_in", wait)
+		select {
+		case <-time.After(wait):
+		case <-l.stop:
+			return fmt.Errorf("recovery stopped while the outcome of a commit was unknown: %w", err)
+		}
+		wait = min(wait*2, resolveRetryMax)
+	}
 }
 
 // Recoveries lists past recoveries.

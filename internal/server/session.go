@@ -621,16 +621,24 @@ func (ss *session) acknowledge(ctx context.Context, epoch uint64) error {
 // flush runs FLUSH: everything written before it is committed, and the
 // session learns if any of its own writes since its last FLUSH were
 // rolled back by a recovery.
+//
+// I7: the session forgets its pending epochs only once their outcome is
+// known — committed, or reported lost (40001). A FLUSH that ends otherwise
+// (statement_timeout, a cancel, a server error) keeps them, so the next
+// FLUSH still checks them against recoveries and never acknowledges a
+// write that was rolled back.
 func (ss *session) flush(ctx context.Context) error {
-	written := ss.written
-	ss.written = nil
-	if len(written) == 0 {
+	if len(ss.written) == 0 {
 		if err := ss.s.epochs.Flush(ctx); err != nil {
 			return fmt.Errorf("flush: %w", err)
 		}
 		return nil
 	}
-	return ss.waitWritten(ctx, written)
+	err := ss.waitWritten(ctx, ss.written)
+	if err == nil || errors.Is(err, meta.ErrWritesDiscarded) {
+		ss.written = nil
+	}
+	return err
 }
 
 func (ss *session) waitWritten(ctx context.Context, epochs []uint64) error {

@@ -159,6 +159,9 @@ type Engine struct {
 	leases map[uint64]time.Time
 	// unregisterHook is a test seam (testhooks.go).
 	unregisterHook atomic.Pointer[func(ids []TableID)]
+	// metaWriteHook is Hooks.MetaWrite installed on a running engine
+	// (testhooks.go), for tests of a whole server.
+	metaWriteHook atomic.Pointer[func(op string, after bool) error]
 
 	// writeMu serialises every metastore write of a version delta, spills
 	// and commits (so the delta is computed from the version it follows).
@@ -308,18 +311,28 @@ func (e *Engine) metaTx(ctx context.Context, op string, fn func(tx *metastore.Tx
 	if e.crashed.Load() {
 		return ErrSimulatedCrash
 	}
-	if h := e.opts.Hooks.MetaWrite; h != nil {
-		if err := h(op, false); err != nil {
-			return fmt.Errorf("storage: %s: %w", op, err)
-		}
+	if err := e.callMetaWriteHook(op, false); err != nil {
+		return fmt.Errorf("storage: %s: %w", op, err)
 	}
 	if err := e.meta.Tx(ctx, fn); err != nil {
 		return fmt.Errorf("storage: %s: %w", op, err)
 	}
+	if err := e.callMetaWriteHook(op, true); err != nil {
+		return fmt.Errorf("storage: %s: %w: %w", op, errInjectedAmbiguity, err)
+	}
+	return nil
+}
+
+// callMetaWriteHook runs the MetaWrite hooks (Options.Hooks, then the one
+// SetMetaWriteHook installed).
+func (e *Engine) callMetaWriteHook(op string, after bool) error {
 	if h := e.opts.Hooks.MetaWrite; h != nil {
-		if err := h(op, true); err != nil {
-			return fmt.Errorf("storage: %s: %w: %w", op, errInjectedAmbiguity, err)
+		if err := h(op, after); err != nil {
+			return err
 		}
+	}
+	if h := e.metaWriteHook.Load(); h != nil {
+		return (*h)(op, after)
 	}
 	return nil
 }
@@ -1108,12 +1121,22 @@ func (e *Engine) rereadVersion(ctx context.Context) (*Version, error) {
 	if e.crashed.Load() {
 		return nil, ErrSimulatedCrash
 	}
-	if h := e.opts.Hooks.MetaWrite; h != nil {
-		if err := h("reread-version", false); err != nil {
-			return nil, err
-		}
+	if err := e.callMetaWriteHook("reread-version", false); err != nil {
+		return nil, err
 	}
 	return loadVersion(ctx, e.meta)
+}
+
+// ResolveCommit settles the outcome of an ambiguous version write (one
+// whose re-read failed, see commitDelta) by re-reading the version now; it
+// is a no-op when there is none. Recovery calls it before it takes
+// CommittedEpoch as the epoch it rolls back to (I2, I7): an epoch whose
+// commit may have landed is neither reported committed nor rolled back
+// until the re-read tells which.
+func (e *Engine) ResolveCommit(ctx context.Context) error {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	return e.reloadIfNeeded(ctx)
 }
 
 // installLocked makes nv current; the old version stays alive while pinned.

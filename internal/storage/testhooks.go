@@ -15,3 +15,12 @@ func (e *Engine) callUnregisterHook(ids []TableID) {
 		(*h)(ids)
 	}
 }
+
+// SetMetaWriteHook installs fn as a MetaWrite hook (see Hooks) on a
+// running engine, next to the one its Options name; it returns a function
+// that removes it. Tests of a whole server use it to fail or pause a
+// commit, or the re-read that resolves an ambiguous one (I2, I7).
+func (e *Engine) SetMetaWriteHook(fn func(op string, after bool) error) (remove func()) {
+	e.metaWriteHook.Store(&fn)
+	return func() { e.metaWriteHook.CompareAndSwap(&fn, nil) }
+}
