@@ -14,6 +14,7 @@ import (
 	"github.com/runneldb/runnel/internal/sql/binder"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/streamplan"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -57,7 +58,7 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		Owner:      ss.user.Name,
 		PK:         append([]int(nil), ct.PK...),
 		AppendOnly: ct.AppendOnly,
-		Options:    ct.Options,
+		Options:    connector.FormatOptions(ct.Options, ct.Format, ct.Encode, ct.EncodeOptions),
 		Watermark:  catalogWatermark(ct), // see watermark.go
 	}
 	seen := map[string]bool{}
@@ -84,7 +85,7 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		if strings.EqualFold(ct.Options["connector"], "datagen") {
 			rel.Options = datagen.PinOptions(connectorColumns(rel), ct.Options, time.Now())
 		}
-		if _, err := connector.Open(connectorColumns(rel), rel.Options); err != nil {
+		if err := connector.Validate(streamplan.ExternalSpec(rel, s.log)); err != nil {
 			return pgwire.Result{}, err
 		}
 		nTables = 2
@@ -375,7 +376,8 @@ func (ss *session) createSource(ctx context.Context, sc *catalog.Schema, ct *bin
 		return pgwire.Result{}, sqlerr.New(sqlerr.InvalidParameterValue, "CREATE SOURCE needs WITH (connector = '...')")
 	}
 	rel := &catalog.Relation{DatabaseID: ss.db.ID, SchemaID: sc.ID, Name: ct.Name, Kind: catalog.KindSource,
-		Owner: ss.user.Name, AppendOnly: true, Options: ct.Options, Watermark: catalogWatermark(ct)}
+		Owner: ss.user.Name, AppendOnly: true, Options: connector.FormatOptions(ct.Options, ct.Format, ct.Encode, ct.EncodeOptions),
+		Watermark: catalogWatermark(ct)}
 	var cols []connector.Column
 	for _, c := range ct.Columns {
 		rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type, NotNull: c.NotNull})
@@ -386,7 +388,7 @@ func (ss *session) createSource(ctx context.Context, sc *catalog.Schema, ct *bin
 		// (re)starts reading it.
 		rel.Options = datagen.PinOptions(cols, ct.Options, time.Now())
 	}
-	if _, err := connector.Open(cols, rel.Options); err != nil {
+	if err := connector.Validate(connector.Spec{Name: rel.Name, Columns: cols, Options: rel.Options, Log: s.log}); err != nil {
 		return pgwire.Result{}, err
 	}
 	rel.Columns = append(rel.Columns, catalog.Column{Name: RowIDColumn, Type: types.Int64, NotNull: true, Hidden: true})

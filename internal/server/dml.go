@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"sync"
-	"time"
 
 	"github.com/runneldb/runnel/internal/batch"
 	"github.com/runneldb/runnel/internal/catalog"
@@ -15,32 +13,9 @@ import (
 // primary key.
 const RowIDColumn = "_row_id"
 
-// rowIDs generates values for _row_id: unix milliseconds in the high bits
-// and a sequence in the low 22, so ids grow across restarts and never
-// repeat within one process.
-var rowIDs struct {
-	mu     sync.Mutex
-	lastMS int64
-	seq    int64
-}
-
-func nextRowID() int64 {
-	rowIDs.mu.Lock()
-	defer rowIDs.mu.Unlock()
-	ms := time.Now().UnixMilli()
-	if ms <= rowIDs.lastMS {
-		ms = rowIDs.lastMS
-		rowIDs.seq++
-		if rowIDs.seq >= 1<<22 {
-			ms++
-			rowIDs.seq = 0
-		}
-	} else {
-		rowIDs.seq = 0
-	}
-	rowIDs.lastMS = ms
-	return ms<<22 | rowIDs.seq
-}
+// nextRowID generates values for _row_id (shared with the rows of
+// external connectors, so the two never collide).
+func nextRowID() int64 { return exec.NextRowID() }
 
 // fillRowID sets the hidden _row_id of rows of a table without a declared
 // key (the binder leaves it NULL).

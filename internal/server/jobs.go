@@ -17,6 +17,7 @@ import (
 	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/stream/exec"
 	"github.com/runneldb/runnel/internal/stream/state"
+	"github.com/runneldb/runnel/internal/streamplan"
 )
 
 // jobs tracks the running actors of every streaming job (tables now;
@@ -124,12 +125,20 @@ func (s *Server) openTableIngest(ctx context.Context, rel *catalog.Relation, cur
 	if len(rel.StateTables) < 2 {
 		return nil, fmt.Errorf("table %s: its connector has no position state table", rel.Name)
 	}
+	hidden := len(rel.PK) == 1 && rel.Columns[rel.PK[0]].Hidden
+	if connector.IsExternal(rel.Options) {
+		ext, err := connector.OpenExternal(streamplan.ExternalSpec(rel, s.log))
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %w", rel.Name, err)
+		}
+		positions := state.New(storage.TableID(rel.StateTables[1]), exec.ExternalStateSchema("table "+rel.Name), s.store, curr)
+		return exec.NewExternalTableIngest(ctx, rel.Name, ext, positions, hidden, exec.CommittedEpochOf(s.store), s.log)
+	}
 	src, err := connector.Open(connectorColumns(rel), rel.Options)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", rel.Name, err)
 	}
 	positions := state.New(storage.TableID(rel.StateTables[1]), exec.SourceStateSchema("table "+rel.Name), s.store, curr)
-	hidden := len(rel.PK) == 1 && rel.Columns[rel.PK[0]].Hidden
 	return exec.NewTableIngest(ctx, rel.Name, src, positions, hidden)
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/connector"
 	"github.com/runneldb/runnel/internal/stream"
 )
 
@@ -26,6 +27,7 @@ func rwSysTables() []*sysTable {
 		rw("rw_materialized_views", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindMaterializedView)),
 		rw("rw_views", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindView)),
 		rw("rw_sources", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindSource)),
+		rw("rw_source_stats", "name text, rows int8, malformed int8, last_malformed text, status text", sourceStatsRows),
 	}
 }
 
@@ -106,6 +108,17 @@ func recoveryRows(sc *sysCtx) [][]any {
 			db = sc.databaseName(catalog.ObjectID(r.Database))
 		}
 		out = append(out, []any{r.Start, db, r.Reason, ms(r.Reset), ms(r.Rebuild), int64(r.Epoch), errText})
+	}
+	return out
+}
+
+// sourceStatsRows lists what the executors of external connectors report
+// (connector.AllStats): rows delivered, malformed records skipped (the last
+// one located), and "running" or "retrying: <error>".
+func sourceStatsRows(sc *sysCtx) [][]any {
+	var out [][]any
+	for _, st := range connector.AllStats() {
+		out = append(out, []any{st.Name, st.Rows, st.Skipped, st.LastSkipped, st.Status})
 	}
 	return out
 }

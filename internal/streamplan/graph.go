@@ -176,6 +176,9 @@ func stateSchemas(n *Node, job string) ([]state.Schema, error) {
 	case OpOverWindow:
 		return overWindowStateSchemas(n, label)
 	case OpSource:
+		if connector.IsExternal(n.Rel.Options) {
+			return []state.Schema{exec.ExternalStateSchema(label)}, nil
+		}
 		return []state.Schema{exec.SourceStateSchema(label)}, nil
 	case OpValues:
 		return []state.Schema{exec.ValuesStateSchema(label)}, nil
@@ -370,6 +373,12 @@ func (g *graphBuilder) parallelism(n *Node) (int, error) {
 				par = len(up.Actors)
 			}
 		case OpSource:
+			if connector.IsExternal(x.Rel.Options) {
+				// The splits (partitions) are listed by the actors, and
+				// may grow: spread them over the job's parallelism.
+				par = max(1, g.env.Parallelism)
+				return
+			}
 			var src connector.Source
 			if src, err = openConnector(x.Rel); err == nil {
 				par = src.Splits()
@@ -424,6 +433,28 @@ func openConnector(rel *catalog.Relation) (connector.Source, error) {
 	return src, nil
 }
 
+// ExternalSpec is the spec an external connector of rel is built from:
+// its visible columns, its primary key among them (nil with a hidden row
+// id) and its options. Stats are kept under rel's name.
+func ExternalSpec(rel *catalog.Relation, log *slog.Logger) connector.Spec {
+	spec := connector.Spec{Name: rel.Name, Options: rel.Options, Log: log}
+	visible := map[int]int{}
+	for i, c := range rel.Columns {
+		if !c.Hidden {
+			visible[i] = len(spec.Columns)
+			spec.Columns = append(spec.Columns, connector.Column{Name: c.Name, Type: c.Type})
+		}
+	}
+	for _, k := range rel.PK {
+		j, ok := visible[k]
+		if !ok {
+			return spec // a hidden row id: no key
+		}
+		spec.PK = append(spec.PK, j)
+	}
+	return spec
+}
+
 func (g *graphBuilder) newState(n *Node, i int) *state.Table {
 	return state.New(storage.TableID(n.StateTables[i]), n.stateSchemas[i], g.env.Store, g.env.Epoch)
 }
@@ -450,15 +481,29 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 	case OpScan:
 		return g.scan(f, i, n)
 	case OpSource:
-		src, err := openConnector(n.Rel)
-		if err != nil {
-			return nil, err
-		}
 		barriers := make(chan *stream.Barrier, 16)
 		g.job.SourceBarriers[actor] = barriers
-		s, err := exec.NewSource(context.Background(), fmt.Sprintf("%s: %s", env.Name, n.Rel.Name), actor, barriers, src, i, n.Types(), g.newState(n, 0))
-		if err != nil {
-			return nil, err
+		var s *exec.Source
+		if connector.IsExternal(n.Rel.Options) {
+			ext, err := connector.OpenExternal(ExternalSpec(n.Rel, env.Log))
+			if err != nil {
+				return nil, fmt.Errorf("source %s: %w", n.Rel.Name, err)
+			}
+			cfg := exec.ExternalConfig{Name: fmt.Sprintf("%s: %s", env.Name, n.Rel.Name), Source: n.Rel.Name, Index: i, Count: len(f.actors),
+				Committed: exec.CommittedEpochOf(env.Store), Log: env.Log}
+			s, err = exec.NewExternalSource(context.Background(), cfg, actor, barriers, ext, n.Types(), g.newState(n, 0))
+			if err != nil {
+				return nil, err
+			}
+		} else {
+			src, err := openConnector(n.Rel)
+			if err != nil {
+				return nil, err
+			}
+			s, err = exec.NewSource(context.Background(), fmt.Sprintf("%s: %s", env.Name, n.Rel.Name), actor, barriers, src, i, n.Types(), g.newState(n, 0))
+			if err != nil {
+				return nil, err
+			}
 		}
 		if err := g.sourceWatermark(s, n); err != nil { // see watermark.go
 			return nil, err

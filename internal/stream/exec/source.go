@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -58,10 +59,33 @@ type Source struct {
 	wm      *WatermarkGen
 	pending []stream.Message
 
+	// ext reads an external connector (Kafka, CDC) instead of a
+	// generator: src and reader are nil then, and split is the actor's
+	// index among the source's actors. See external.go.
+	ext *externalFeed
+
 	// Rows counts emitted rows.
 	Rows     atomic.Int64
 	finished chan struct{}
 	once     sync.Once
+}
+
+// NewExternalSource builds one of the actors reading an external
+// connector (cfg.Index of cfg.Count): it reads the splits assigned to it,
+// resuming at the states committed in table (ExternalStateSchema). Rows
+// get a fresh hidden row id (the schema's last column): unlike a
+// generator's rows they cannot be regenerated from a position, and none
+// is needed — after a recovery the rows of uncommitted epochs are read
+// again from the split states, and the views' state of those epochs is
+// gone with them (I7). States are acknowledged upstream once committed
+// (I8, cfg.Committed).
+func NewExternalSource(ctx context.Context, cfg ExternalConfig, actor stream.ActorID, barriers <-chan *stream.Barrier, src connector.External, schema []types.Type, table *state.Table) (*Source, error) {
+	f, err := newExternalFeed(ctx, cfg, src, table)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", cfg.Name, err)
+	}
+	return &Source{name: cfg.Name, actor: actor, barriers: barriers, split: cfg.Index, table: table, schema: schema,
+		finished: make(chan struct{}), ext: f}, nil
 }
 
 // NewSource opens split of src, resuming at the position recorded in
@@ -81,6 +105,9 @@ func NewSource(ctx context.Context, name string, actor stream.ActorID, barriers 
 
 func (s *Source) Schema() []types.Type { return s.schema }
 func (s *Source) Identity() string {
+	if s.ext != nil {
+		return fmt.Sprintf("Source(%s, actor %d of %d)", s.name, s.ext.index, s.ext.count)
+	}
 	return fmt.Sprintf("Source(%s, split %d at %d)", s.name, s.split, s.reader.Position())
 }
 
@@ -93,14 +120,22 @@ func (s *Source) Finished() <-chan struct{} { return s.finished }
 // before a recovery are dropped after it too.
 func (s *Source) SetWatermark(ctx context.Context, gen *WatermarkGen) error {
 	s.wm = gen
-	row, found, err := s.table.Get(ctx, types.Row{types.DInt32(int32(-1 - s.split))})
+	key := types.Row{types.DInt32(int32(-1 - s.split))}
+	if s.ext != nil {
+		key = types.Row{types.DVarchar(watermarkKey(s.split))}
+	}
+	row, found, err := s.table.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("source %s: split %d: read watermark: %w", s.name, s.split, err)
 	}
 	if found {
-		d := types.DTimestamp(row[1].Int())
+		us := row[1].Int()
+		if s.ext != nil {
+			us = int64(binary.BigEndian.Uint64([]byte(row[1].Str())))
+		}
+		d := types.DTimestamp(us)
 		if s.schema[gen.Col()].Kind == types.KindTimestamptz {
-			d = types.DTimestamptz(row[1].Int())
+			d = types.DTimestamptz(us)
 		}
 		gen.Restore(d)
 	}
@@ -108,6 +143,9 @@ func (s *Source) SetWatermark(ctx context.Context, gen *WatermarkGen) error {
 }
 
 func (s *Source) onBarrier(b *stream.Barrier) (stream.Message, error) {
+	if s.ext != nil {
+		return s.onExternalBarrier(b)
+	}
 	s.table.Insert(types.Row{types.DInt32(int32(s.split)), types.DInt64(s.reader.Position())})
 	if s.wm != nil {
 		if w, ok := s.wm.Current(); ok {
@@ -123,7 +161,102 @@ func (s *Source) onBarrier(b *stream.Barrier) (stream.Message, error) {
 	return stream.Message{Barrier: b}, nil
 }
 
+// onExternalBarrier commits the split states of the rows emitted so far
+// in the barrier's epoch (I7), then acknowledges upstream the states of
+// epochs now committed (I8).
+func (s *Source) onExternalBarrier(b *stream.Barrier) (stream.Message, error) {
+	s.ext.checkpoint(s.table, s.table.Epoch())
+	if s.wm != nil {
+		if w, ok := s.wm.Current(); ok {
+			s.table.Insert(types.Row{types.DVarchar(watermarkKey(s.split)), types.DBytea(binary.BigEndian.AppendUint64(nil, uint64(w.Int())))})
+		}
+	}
+	if err := s.table.Commit(b.Curr); err != nil {
+		return stream.Message{}, err
+	}
+	s.ext.acknowledge()
+	if b.StopsActor(s.actor) {
+		s.stopped = true
+		s.ext.stop()
+	}
+	return stream.Message{Barrier: b}, nil
+}
+
+// nextExternal is Next for an external connector: it waits for a barrier
+// or a batch from the split goroutines, never for the network itself.
+func (s *Source) nextExternal(ctx context.Context) (stream.Message, error) {
+	s.ext.start(ctx)
+	for {
+		if s.stopped {
+			return stream.Message{}, stream.ErrStopped
+		}
+		if len(s.pending) > 0 {
+			m := s.pending[0]
+			s.pending = s.pending[1:]
+			return m, nil
+		}
+		// Barriers first: a waiting barrier must not starve behind data.
+		select {
+		case b := <-s.barriers:
+			return s.onBarrier(b)
+		default:
+		}
+		stream.ReportState(ctx, &stream.StateWaitingInput)
+		select {
+		case b := <-s.barriers:
+			stream.ReportState(ctx, &stream.StateBarrier)
+			return s.onBarrier(b)
+		case sb := <-s.ext.out:
+			stream.ReportState(ctx, &stream.StateProcessing)
+			c := s.ext.consume(sb)
+			if c == nil {
+				continue
+			}
+			// A source is append-only: a connector format with deletes
+			// is accepted only on a table (DDL checks it).
+			out := &types.Chunk{Ops: c.Ops[:0], Rows: c.Rows[:0]} // filtered in place
+			for j, row := range c.Rows {
+				if c.Ops[j] != types.OpInsert {
+					continue
+				}
+				if len(row) < len(s.schema) {
+					row = append(row, types.DInt64(NextRowID()))
+				}
+				out.Append(types.OpInsert, row)
+			}
+			if out.Len() == 0 {
+				continue
+			}
+			s.Rows.Add(int64(out.Len()))
+			if s.wm != nil {
+				f, w, err := s.wm.Filter(out)
+				if err != nil {
+					return stream.Message{}, fmt.Errorf("%s: watermark: %w", s.Identity(), err)
+				}
+				if w != nil {
+					s.pending = append(s.pending, stream.Message{Watermark: w})
+				}
+				if f.Len() == 0 {
+					continue
+				}
+				out = f
+			}
+			return stream.Message{Chunk: out}, nil
+		case <-ctx.Done():
+			return stream.Message{}, ctx.Err()
+		}
+	}
+}
+
+// CaughtUp reports whether an external source's actor has consumed
+// everything its splits had (false for generators and before the first
+// batch of every split).
+func (s *Source) CaughtUp() bool { return s.ext != nil && s.ext.caughtUp() }
+
 func (s *Source) Next(ctx context.Context) (stream.Message, error) {
+	if s.ext != nil {
+		return s.nextExternal(ctx)
+	}
 	for {
 		if s.stopped {
 			return stream.Message{}, stream.ErrStopped

@@ -119,8 +119,14 @@ func (e *TableExecutor) onBarrier(b *stream.Barrier) (stream.Message, error) {
 	if err := e.state.Commit(b.Curr); err != nil {
 		return stream.Message{}, err
 	}
+	if e.ingest != nil {
+		e.ingest.acknowledge() // I8: after the commit, of committed epochs only
+	}
 	if b.StopsActor(e.actor) {
 		e.stopped = true
+		if e.ingest != nil {
+			e.ingest.stop()
+		}
 	}
 	return stream.Message{Barrier: b}, nil
 }
@@ -324,6 +330,9 @@ func (w *TableWriter) commit() []*types.Chunk {
 // else a chunk of connector rows (stored, and returned to emit), else a
 // wait for the pacer, a barrier or a statement. ok reports a message.
 func (e *TableExecutor) ingestStep(ctx context.Context) (msg stream.Message, ok bool, err error) {
+	if e.ingest.ext != nil {
+		return e.ingestExternal(ctx) // see tableingest.go
+	}
 	select {
 	case req := <-e.dml:
 		stream.ReportState(ctx, &stream.StateApplyingDML)

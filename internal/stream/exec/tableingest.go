@@ -3,11 +3,13 @@ package exec
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/runneldb/runnel/internal/connector"
+	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/stream/state"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -33,6 +35,9 @@ type TableIngest struct {
 	// below the ids DML assigns (milliseconds << 22).
 	rowID bool
 	next  int // round-robin split
+	// ext reads an external connector (Kafka, CDC) instead of a
+	// generator (src and readers are unused then); see external.go.
+	ext *externalFeed
 
 	// Rows counts ingested rows.
 	Rows     atomic.Int64
@@ -57,11 +62,32 @@ func NewTableIngest(ctx context.Context, name string, src connector.Source, posi
 	return ti, nil
 }
 
+// NewExternalTableIngest feeds an external connector into a table: the
+// table's actor reads every split (as the only actor of the table),
+// resuming at the states committed in positions (ExternalStateSchema).
+// The states are committed in the same epoch as the rows they cover (I7)
+// and acknowledged upstream once that epoch is committed (I8; committed
+// is CommittedEpochOf the engine).
+func NewExternalTableIngest(ctx context.Context, name string, src connector.External, positions *state.Table, rowID bool, committed func() uint64, log *slog.Logger) (*TableIngest, error) {
+	f, err := newExternalFeed(ctx, ExternalConfig{Name: "table " + name, Source: name, Count: 1, Committed: committed, Log: log}, src, positions)
+	if err != nil {
+		return nil, err
+	}
+	return &TableIngest{positions: positions, rowID: rowID, ext: f, finished: make(chan struct{})}, nil
+}
+
+// CaughtUp reports whether an external connector's splits were all read
+// to their end at their last batch (false for generators).
+func (ti *TableIngest) CaughtUp() bool { return ti.ext != nil && ti.ext.caughtUp() }
+
 // Finished is closed once a bounded connector has delivered every row.
 func (ti *TableIngest) Finished() <-chan struct{} { return ti.finished }
 
 // done reports whether every split is exhausted.
 func (ti *TableIngest) done() bool {
+	if ti.ext != nil {
+		return false // an external connector never ends
+	}
 	for _, r := range ti.readers {
 		if !r.Done() {
 			return false
@@ -115,8 +141,125 @@ func (ti *TableIngest) read(n int) *types.Chunk {
 
 // checkpoint records every split's position for the epoch ending now.
 func (ti *TableIngest) checkpoint(next uint64) error {
+	if ti.ext != nil {
+		ti.ext.checkpoint(ti.positions, ti.positions.Epoch())
+		return ti.positions.Commit(next)
+	}
 	for split, r := range ti.readers {
 		ti.positions.Insert(types.Row{types.DInt32(int32(split)), types.DInt64(r.Position())})
 	}
 	return ti.positions.Commit(next)
+}
+
+// acknowledge reports upstream the states of committed epochs (I8); the
+// table's actor calls it at each barrier after committing.
+func (ti *TableIngest) acknowledge() {
+	if ti.ext != nil {
+		ti.ext.acknowledge()
+	}
+}
+
+// stop closes an external connector's goroutines and connections.
+func (ti *TableIngest) stop() {
+	if ti.ext != nil {
+		ti.ext.stop()
+	}
+}
+
+// ingestExternal is ingestStep for an external connector: it waits for a
+// barrier, a statement or a batch from the split goroutines — never for
+// the network itself — and stores a batch's changes.
+func (e *TableExecutor) ingestExternal(ctx context.Context) (msg stream.Message, ok bool, err error) {
+	ti := e.ingest
+	ti.ext.start(ctx)
+	stream.ReportState(ctx, &stream.StateWaitingInput)
+	select {
+	case b := <-e.barriers:
+		stream.ReportState(ctx, &stream.StateBarrier)
+		msg, err := e.onBarrier(b)
+		return msg, err == nil, err
+	case req := <-e.dml:
+		stream.ReportState(ctx, &stream.StateApplyingDML)
+		e.apply(ctx, req)
+		return stream.Message{}, false, nil
+	case sb := <-ti.ext.out:
+		stream.ReportState(ctx, &stream.StateProcessing)
+		c := ti.ext.consume(sb)
+		if c == nil {
+			return stream.Message{}, false, nil
+		}
+		if ti.rowID {
+			for j, row := range c.Rows {
+				c.Rows[j] = append(row, types.DInt64(NextRowID()))
+			}
+		}
+		if e.wm != nil {
+			if c, err = e.wm.filterIngest(c); err != nil {
+				return stream.Message{}, false, fmt.Errorf("%s: watermark: %w", e.Identity(), err)
+			}
+		}
+		out, err := e.storeChanges(ctx, c)
+		if err != nil {
+			return stream.Message{}, false, err
+		}
+		ti.Rows.Add(int64(c.Len()))
+		return stream.Message{Chunk: out}, out.Len() > 0, nil
+	case <-ctx.Done():
+		return stream.Message{}, false, ctx.Err()
+	}
+}
+
+// storeChanges applies a connector's changes to the table: an insert (or
+// the new row of an update) replaces the stored row with its key (upsert),
+// a delete (or the old row of an update) removes the stored row with its
+// key, if any. The emitted changes are what the table really changed.
+// Without a declared key every insert is new and deletes cannot be
+// matched (DDL only allows append-only formats then).
+func (e *TableExecutor) storeChanges(ctx context.Context, c *types.Chunk) (*types.Chunk, error) {
+	insertsOnly := true
+	for _, op := range c.Ops {
+		if op != types.OpInsert {
+			insertsOnly = false
+			break
+		}
+	}
+	if insertsOnly {
+		return e.store(ctx, c)
+	}
+	out := &types.Chunk{}
+	var tk ticker
+	for j, row := range c.Rows {
+		if err := tk.tick(ctx); err != nil {
+			return nil, err
+		}
+		if e.ingest.rowID {
+			if c.Ops[j].IsInsert() {
+				e.state.Insert(row)
+				out.Append(types.OpInsert, row)
+			}
+			continue
+		}
+		old, found, err := e.state.GetRow(ctx, row)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Identity(), err)
+		}
+		if !c.Ops[j].IsInsert() {
+			if found {
+				e.state.Delete(old)
+				out.Append(types.OpDelete, old)
+			}
+			continue
+		}
+		if found {
+			if sameRow(old, row, e.state.Schema().Types) {
+				continue
+			}
+			out.Append(types.OpUpdateDelete, old)
+			out.Append(types.OpUpdateInsert, row)
+		} else {
+			out.Append(types.OpInsert, row)
+		}
+		e.state.Insert(row)
+	}
+	return out, nil
 }
