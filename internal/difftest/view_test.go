@@ -224,9 +224,11 @@ func (c *viewCase) sources() []*relation {
 func (c *viewCase) drawView(name string) (string, string, *relation) {
 	g := c.g
 	src := c.sources()
-	switch g.intn(8) {
+	switch g.intn(9) {
 	case 0:
 		return c.projectView(name, pick(g, src))
+	case 8:
+		return c.subqueryView(name, pick(g, src))
 	case 1, 2:
 		return c.aggView(name, pick(g, src))
 	case 3, 4:
@@ -500,7 +502,13 @@ func (c *viewCase) joinView(name string, src []*relation) (string, string, *rela
 				return "", "", nil
 			}
 			on := lk + " = " + rk
-			if g.chance(0.25) {
+			kinds := []string{"JOIN", "JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"}
+			if g.chance(0.15) {
+				// No equality at all: a cross, band or inequality join
+				// (PostgreSQL runs no FULL JOIN without one).
+				on = g.pred(append(append(scope{}, s...), rs...), 0)
+				kinds = kinds[:4]
+			} else if g.chance(0.25) {
 				// A second equality or a residual filter on the join.
 				if lk2, rk2, ok := c.joinKeys(s, rs); ok && g.chance(0.5) {
 					on += " AND " + lk2 + " = " + rk2
@@ -508,7 +516,7 @@ func (c *viewCase) joinView(name string, src []*relation) (string, string, *rela
 					on += " AND " + g.pred(append(append(scope{}, s...), rs...), 0)
 				}
 			}
-			kind := pick(g, []string{"JOIN", "JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"})
+			kind := pick(g, kinds)
 			from += fmt.Sprintf(" %s %s %s ON %s", kind, r.name, aliases[i], on)
 		}
 		s = append(s, rs...)
@@ -659,4 +667,61 @@ func mentionsScope(e string, s scope) bool {
 		}
 	}
 	return false
+}
+
+// subqueryView filters or extends a relation with an uncorrelated scalar
+// subquery over another (a global aggregate or ORDER BY ... LIMIT 1),
+// which a view maintains as a join with the subquery's one row.
+func (c *viewCase) subqueryView(name string, src *relation) (string, string, *relation) {
+	g := c.g
+	s := scopeFor("a", src)
+	var o out
+	uniq := keepUnique(g, src, "a", &o)
+	t := g.someType(s)
+	sub, ok := c.scalarAgg(t)
+	if !ok {
+		return "", "", nil
+	}
+	where := ""
+	if g.chance(0.6) {
+		where = fmt.Sprintf(" WHERE %s %s %s", g.leaf(s, t), pick(g, []string{"<", "<=", ">", ">=", "=", "<>"}), sub)
+		if g.chance(0.3) {
+			where += " AND " + g.pred(s, 1)
+		}
+	} else {
+		o.add(sub, t, false, false)
+	}
+	for range 1 + g.intn(2) {
+		t := g.someType(s)
+		o.add(g.expr(s, t, 1), t, false, false)
+	}
+	body := fmt.Sprintf("SELECT %s FROM %s a%s", strings.Join(o.items, ", "), src.name, where)
+	r := o.rel(name, src.depth+1)
+	r.unique = uniq
+	return "scalar subquery", body, r
+}
+
+// scalarAgg returns an uncorrelated subquery of type t that returns one
+// row by its form, over a random source.
+func (c *viewCase) scalarAgg(t typ) (string, bool) {
+	g := c.g
+	tb := pick(g, c.sources())
+	a := g.alias()
+	inner := scopeFor(a, tb)
+	where := ""
+	if g.chance(0.4) {
+		where = " WHERE " + g.pred(inner, 1)
+	}
+	if t == tBig && g.chance(0.4) {
+		return fmt.Sprintf("(SELECT count(*) FROM %s %s%s)", tb.name, a, where), true
+	}
+	cols := inner.of(t)
+	if len(cols) == 0 {
+		return "", false
+	}
+	col := pick(g, cols).ref
+	if g.chance(0.7) && t != tBool { // PostgreSQL has no min/max(boolean)
+		return fmt.Sprintf("(SELECT %s(%s) FROM %s %s%s)", pick(g, []string{"min", "max"}), col, tb.name, a, where), true
+	}
+	return fmt.Sprintf("(SELECT %s FROM %s %s%s ORDER BY 1 LIMIT 1)", col, tb.name, a, where), true
 }

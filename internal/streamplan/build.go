@@ -27,6 +27,11 @@ func Build(root plan.Node) (*Node, error) {
 type builder struct{}
 
 func (b *builder) build(n plan.Node) (*Node, error) {
+	if h, err := hoistScalarSubqueries(n); err != nil {
+		return nil, err
+	} else if h != nil {
+		n = h // see subquery.go
+	}
 	if err := checkNode(n); err != nil {
 		return nil, err
 	}
@@ -129,6 +134,9 @@ func checkNode(n plan.Node) error {
 // every change).
 func checkStreamable(es ...expr.Expr) error {
 	for _, e := range es {
+		if _, ok := e.(*subqueryColumns); ok {
+			continue // its subqueries are join inputs (subquery.go)
+		}
 		// Bound expressions are opaque; subquery nodes render with a
 		// "(subquery)" label (plan.Subquery), which is how we see them.
 		if e != nil && strings.Contains(e.String(), "(subquery)") {
@@ -279,8 +287,16 @@ func (b *builder) join(n *plan.Join) (*Node, error) {
 		return nil, unsupported("NOT IN (subquery) in a materialized view is not supported yet (use NOT EXISTS)")
 	}
 	semi := n.Kind == plan.SemiJoin || n.Kind == plan.AntiJoin
-	if len(n.LeftKeys) == 0 {
-		return nil, unsupported("a join without an equality condition in a materialized view is not supported yet")
+	leftKeys, rightKeys := slices.Clone(n.LeftKeys), slices.Clone(n.RightKeys)
+	if len(leftKeys) == 0 {
+		// A join without an equality condition (a cross join, a band or
+		// inequality join, the LEFT JOIN ON true of a scalar subquery):
+		// both sides get one constant join key, so every row meets every
+		// row of the other side in one actor, and the condition decides
+		// each pair — a nested-loop join with both sides in state. Right
+		// for any condition; its cost per change is the other side's size.
+		one := &expr.Const{Value: types.DBool(true), Typ: types.Bool}
+		leftKeys, rightKeys = []expr.Expr{one}, []expr.Expr{one}
 	}
 	l, err := b.build(n.Left)
 	if err != nil {
@@ -293,7 +309,6 @@ func (b *builder) join(n *plan.Join) (*Node, error) {
 	nl, nr := len(n.Left.Schema()), len(n.Right.Schema())
 	// Both sides hash and compare their keys by value: give each pair one
 	// type (INT = BIGINT compares as bigint, as PostgreSQL does).
-	leftKeys, rightKeys := slices.Clone(n.LeftKeys), slices.Clone(n.RightKeys)
 	for i := range leftKeys {
 		lt, rt := leftKeys[i].Type(), rightKeys[i].Type()
 		if lt == rt {

@@ -1,0 +1,245 @@
+package streamplan
+
+import (
+	"context"
+	"reflect"
+	"slices"
+
+	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/sql/plan"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// Scalar subqueries in a view.
+//
+// A batch query evaluates a scalar subquery by running its plan
+// (plan.Subquery with a SubqueryRunner). A view cannot re-run a query for
+// every change, so an uncorrelated scalar subquery that returns at most one
+// row is maintained as a join instead:
+//
+//	SELECT * FROM t WHERE v > (SELECT avg(v) FROM t)
+//
+//	  Filter v > $2            (the subquery reads column 2 of the joined row)
+//	    Join LEFT ON true      (no row: the subquery is NULL)
+//	      t                    columns 0, 1
+//	      Agg avg(v)           column 2: the subquery's value
+//
+// When the subquery's value changes, the join retracts every outer row
+// joined with the old value and emits it with the new one, so the filter
+// above re-decides every row: the view stays equal to its query.
+//
+// The expressions keep their bound form; each Filter/Project expression
+// that holds subqueries is wrapped in subqueryColumns, which evaluates it
+// with a SubqueryRunner that reads each subquery's value from its column of
+// the joined row instead of running the plan.
+//
+// Only subqueries that cannot return two rows are rewritten: a global
+// aggregate (possibly under Project/Filter), a LIMIT 0 or 1, or a one-row
+// VALUES. Another scalar subquery could fail at run time with 21000 in
+// PostgreSQL; a view cannot fail later for data it accepted, so it is
+// refused when created. Correlated subqueries are refused as before.
+
+// hoistScalarSubqueries rewrites a Filter or Project node whose
+// expressions hold uncorrelated scalar subqueries as described above; it
+// returns nil when there is nothing to rewrite. Only n itself is rewritten:
+// build meets the nodes below (and the subqueries' plans, as join inputs)
+// on its way down.
+func hoistScalarSubqueries(n plan.Node) (plan.Node, error) {
+	switch n := n.(type) {
+	case *plan.Scan:
+		// A WHERE pushed into the scan: split it off first.
+		if n.Filter == nil || len(findSubqueries(n.Filter)) == 0 {
+			return nil, nil
+		}
+		bare := *n
+		bare.Filter, bare.KeyPrefix = nil, nil
+		return hoistScalarSubqueries(&plan.Filter{Input: &bare, Cond: n.Filter})
+	case *plan.Filter:
+		joined, slots, err := joinSubqueries(n.Input, []expr.Expr{n.Cond})
+		if err != nil || joined == nil {
+			return nil, err
+		}
+		f := &plan.Filter{Input: joined, Cond: &subqueryColumns{inner: n.Cond, slots: slots}}
+		// Drop the subqueries' columns again.
+		var exprs []expr.Expr
+		for i, c := range n.Input.Schema() {
+			exprs = append(exprs, &expr.ColumnRef{Index: i, Typ: c.Type, Name: c.Name})
+		}
+		return &plan.Project{Input: f, Exprs: exprs, Out: n.Input.Schema()}, nil
+	case *plan.Project:
+		joined, slots, err := joinSubqueries(n.Input, n.Exprs)
+		if err != nil || joined == nil {
+			return nil, err
+		}
+		exprs := make([]expr.Expr, len(n.Exprs))
+		for i, e := range n.Exprs {
+			if len(findSubqueries(e)) > 0 {
+				e = &subqueryColumns{inner: e, slots: slots}
+			}
+			exprs[i] = e
+		}
+		return &plan.Project{Input: joined, Exprs: exprs, Out: n.Out}, nil
+	}
+	return nil, nil
+}
+
+// joinSubqueries LEFT-joins in with every distinct uncorrelated scalar
+// subquery found in es, one column each after in's columns. It returns a
+// nil plan when es holds none (or only ones the planner refuses later:
+// correlated or non-scalar).
+func joinSubqueries(in plan.Node, es []expr.Expr) (plan.Node, map[*plan.Subquery]int, error) {
+	var subs []*plan.Subquery
+	for _, e := range es {
+		for _, s := range findSubqueries(e) {
+			if s.Correlated || s.Kind != plan.ScalarSubquery {
+				return nil, nil, nil // checkStreamable refuses it
+			}
+			if !slices.Contains(subs, s) {
+				subs = append(subs, s)
+			}
+		}
+	}
+	if len(subs) == 0 {
+		return nil, nil, nil
+	}
+	slots := map[*plan.Subquery]int{}
+	cur := in
+	for _, s := range subs {
+		if !atMostOneRow(s.Plan) {
+			return nil, nil, unsupported("a scalar subquery in a materialized view must return at most one row by its form (an aggregate without GROUP BY, or LIMIT 1): %s", s.Label)
+		}
+		sub := s.Plan
+		visible := 0
+		for _, c := range sub.Schema() {
+			if !c.Hidden {
+				visible++
+			}
+		}
+		if visible != 1 {
+			return nil, nil, sqlerr.Errorf(sqlerr.SyntaxError, "subquery must return only one column")
+		}
+		// Keep only the value column, so the join's right side is one
+		// column wide whatever the subquery carries hidden.
+		col := 0
+		for i, c := range sub.Schema() {
+			if !c.Hidden {
+				col = i
+				break
+			}
+		}
+		c := sub.Schema()[col]
+		one := &plan.Project{Input: sub, Exprs: []expr.Expr{&expr.ColumnRef{Index: col, Typ: c.Type, Name: c.Name}},
+			Out: plan.Schema{{Name: c.Name, Type: c.Type}}}
+		slots[s] = len(cur.Schema())
+		out := append(slices.Clone(cur.Schema()), plan.Column{Name: "scalar_subquery", Type: c.Type, Hidden: true})
+		cur = &plan.Join{Kind: plan.LeftJoin, Left: cur, Right: one, Out: out}
+	}
+	return cur, slots, nil
+}
+
+// atMostOneRow reports whether n returns at most one row by its form.
+func atMostOneRow(n plan.Node) bool {
+	switch n := n.(type) {
+	case *plan.Aggregate:
+		return len(n.GroupBy) == 0
+	case *plan.Project:
+		return atMostOneRow(n.Input)
+	case *plan.Filter:
+		return atMostOneRow(n.Input)
+	case *plan.Sort:
+		return atMostOneRow(n.Input)
+	case *plan.Values:
+		return len(n.Rows) <= 1
+	case *plan.Limit:
+		return constAtMostOne(n.Limit) || atMostOneRow(n.Input)
+	case *plan.TopN:
+		return constAtMostOne(n.Limit) || atMostOneRow(n.Input)
+	}
+	return false
+}
+
+func constAtMostOne(e expr.Expr) bool {
+	if e == nil {
+		return false
+	}
+	v, err := constInt(e, "LIMIT")
+	return err == nil && v >= 0 && v <= 1
+}
+
+// subqueryColumns evaluates inner over a row that carries the value of
+// each of its scalar subqueries at slots[subquery].
+type subqueryColumns struct {
+	inner expr.Expr
+	slots map[*plan.Subquery]int
+}
+
+func (s *subqueryColumns) Type() types.Type { return s.inner.Type() }
+func (s *subqueryColumns) String() string   { return s.inner.String() }
+func (s *subqueryColumns) Eval(ctx *expr.EvalContext, row types.Row) (types.Datum, error) {
+	c := expr.EvalContext{}
+	if ctx != nil {
+		c = *ctx
+	}
+	base := c.Ctx
+	if base == nil {
+		base = context.Background()
+	}
+	c.Ctx = plan.WithSubqueryRunner(base, s)
+	return s.inner.Eval(&c, row)
+}
+
+// EvalSubquery reads the subquery's value from its column.
+func (s *subqueryColumns) EvalSubquery(_ *expr.EvalContext, q *plan.Subquery, row types.Row) (types.Datum, error) {
+	i, ok := s.slots[q]
+	if !ok || i >= len(row) {
+		return types.NullDatum, sqlerr.Errorf(sqlerr.InternalError, "scalar subquery %s has no column in the view's row", q.Label)
+	}
+	return row[i], nil
+}
+
+// findSubqueries lists the subquery expressions inside e (not looking
+// into their plans). Bound expressions are opaque; like volatileCall, it
+// walks them by reflection.
+func findSubqueries(e expr.Expr) []*plan.Subquery {
+	if e == nil {
+		return nil
+	}
+	var out []*plan.Subquery
+	seen := map[uintptr]bool{}
+	var walk func(v reflect.Value, depth int)
+	walk = func(v reflect.Value, depth int) {
+		if depth > maxExprDepth || !v.IsValid() {
+			return
+		}
+		switch v.Kind() {
+		case reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem(), depth+1)
+			}
+		case reflect.Pointer:
+			if v.IsNil() || seen[v.Pointer()] {
+				return
+			}
+			seen[v.Pointer()] = true
+			switch x := exported(v).Interface().(type) {
+			case *plan.Subquery:
+				out = append(out, x)
+				return
+			case *subqueryColumns:
+				return // already hoisted
+			}
+			walk(v.Elem(), depth+1)
+		case reflect.Struct:
+			for i := 0; i < v.NumField(); i++ {
+				walk(v.Field(i), depth+1)
+			}
+		case reflect.Slice, reflect.Array:
+			for i := 0; i < v.Len(); i++ {
+				walk(v.Index(i), depth+1)
+			}
+		}
+	}
+	walk(reflect.ValueOf(e), 0)
+	return out
+}
