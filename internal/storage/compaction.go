@@ -86,6 +86,12 @@ func (j *CompactionJob) Cancel(ctx context.Context) error {
 	if j.committed {
 		return ErrTooLate
 	}
+	if errors.Is(j.err, ErrAbortDeferred) {
+		// I2: the job stopped, but its abort record could not be written:
+		// its outputs are owned by its live record (I1, GC retries the
+		// abort), not by the deletion queue, so the cancel is not done.
+		return fmt.Errorf("storage: cancel compaction %d: %w", j.ID, j.err)
+	}
 	if j.err != nil && !errors.Is(j.err, context.Canceled) && !errors.Is(j.err, errCancelled) {
 		return j.err
 	}
@@ -93,6 +99,11 @@ func (j *CompactionJob) Cancel(ctx context.Context) error {
 }
 
 var errCancelled = errors.New("compaction cancelled")
+
+// ErrAbortDeferred marks a job that stopped without a durable abort
+// record: its record is still live and owns its outputs (I1); GC and the
+// next Open retry the abort. A Cancel that meets it fails (I2).
+var ErrAbortDeferred = errors.New("abort record not written")
 
 // levelTarget is the size a level may reach before it is compacted down.
 func (e *Engine) levelTarget(l int) int64 {
@@ -416,7 +427,7 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 			return false, cause
 		}
 		if err := e.abortJob(context.Background(), j.ID, w.job.Outputs); err != nil {
-			return false, fmt.Errorf("compaction %d: %w (abort deferred: %v)", j.ID, cause, err)
+			return false, fmt.Errorf("compaction %d: %w (%w: %v)", j.ID, cause, ErrAbortDeferred, err)
 		}
 		return false, fmt.Errorf("compaction %d: %w", j.ID, cause)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -372,4 +373,110 @@ func TestCommitFence(t *testing.T) {
 	if !errors.Is(err, errFenced) {
 		t.Fatalf("unowned object: got %v; want fence rejection", err)
 	}
+}
+
+// I2: a cancel whose abort record cannot be written is not acknowledged:
+// Cancel fails (ErrAbortDeferred) while the job's live record still owns
+// its outputs (I1), and GC's retry of the abort queues them later.
+func TestCompactionCancelAbortWriteFails(t *testing.T) {
+	ctx := context.Background()
+	store, meta := objstore.NewMem(), openMeta(t)
+	var failAbort atomic.Bool
+	hooks := &Hooks{
+		MetaWrite: func(op string, after bool) error {
+			if op == "abort-job" && !after && failAbort.Load() {
+				return errors.New("injected: metastore unreachable")
+			}
+			return nil
+		},
+	}
+	e := openEngine(t, store, meta, func(o *Options) { o.TargetFileSize = 4 << 10; o.Hooks = hooks })
+	model := fillForCompaction(t, e)
+	failAbort.Store(true)
+	j, err := e.StartCompaction(ctx, true)
+	if err != nil || j == nil {
+		t.Fatalf("start compaction: %v %v", j, err)
+	}
+	err = j.Cancel(ctx)
+	if !errors.Is(err, ErrAbortDeferred) {
+		_, jerr := j.Result()
+		t.Fatalf("Cancel with the abort write failing = %v; want ErrAbortDeferred (job: %v)", err, jerr)
+	}
+	rec, err := loadJob(ctx, meta, j.ID)
+	if err != nil || rec == nil || !rec.live() {
+		t.Fatalf("job %d after a failed abort: %+v %v; want a live record owning its outputs", j.ID, rec, err)
+	}
+	failAbort.Store(false)
+	if _, err := e.RunGC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = loadJob(ctx, meta, j.ID); err != nil || rec.State != JobAborted {
+		t.Fatalf("job %d after GC retried its abort: %+v %v; want aborted", j.ID, rec, err)
+	}
+	for _, o := range rec.Outputs {
+		if _, err := store.Stat(ctx, objectKey(o)); err == nil {
+			t.Fatalf("output %s of the aborted job survived GC", objectKey(o))
+		}
+	}
+	verifyModel(t, e, model)
+}
+
+// I2: a failed inline commit aborts no job: the spilled SSTs it carried
+// stay owned by their upload jobs, and the retried commit lands them.
+// (It used to abort the first job of the delta — a spilled upload's — so
+// the retry was fenced out for ever.)
+func TestFailedInlineCommitKeepsSpilledJobs(t *testing.T) {
+	ctx := context.Background()
+	store, meta := objstore.NewMem(), openMeta(t)
+	var failCommit atomic.Bool
+	hooks := &Hooks{MetaWrite: func(op string, after bool) error {
+		if op == "commit-delta" && !after && failCommit.CompareAndSwap(true, false) {
+			return errors.New("injected: commit refused")
+		}
+		return nil
+	}}
+	e := openEngine(t, store, meta, func(o *Options) { o.Hooks = hooks; o.WriteBufferBytes = 20 << 10 })
+	if err := e.RegisterTables(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	model := map[string]string{}
+	put := func(epoch uint64, from, n int) {
+		t.Helper()
+		var kvs []KV
+		for i := from; i < from+n; i++ {
+			v := fmt.Sprintf("v%d@%d-padding-padding-padding", i, epoch)
+			kvs = append(kvs, KV{Key: k(i), Value: []byte(v)})
+			model[string(k(i))] = v
+		}
+		if err := e.Ingest(epoch, 1, kvs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(1, 2000, 1)
+	if err := e.Commit(ctx, 1); err != nil { // allocates the ids of later inline commits
+		t.Fatal(err)
+	}
+	put(5, 0, 600) // over the write buffer: spilled
+	put(6, 1000, 3)
+	e.mu.RLock()
+	spilled, runs := 0, 0
+	for _, it := range e.buf {
+		if it.sst != nil {
+			spilled++
+		} else {
+			runs++
+		}
+	}
+	e.mu.RUnlock()
+	if spilled == 0 || runs == 0 {
+		t.Fatalf("buffer holds %d spilled SSTs and %d runs; the test needs both", spilled, runs)
+	}
+	failCommit.Store(true)
+	if err := e.Commit(ctx, 6); err == nil {
+		t.Fatal("the injected commit failure was not reported")
+	}
+	if err := e.Commit(ctx, 6); err != nil {
+		t.Fatalf("retried commit: %v", err)
+	}
+	verifyModel(t, e, model)
 }

@@ -812,6 +812,10 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 
 	d := &VersionDelta{ID: v.ID + 1, CommittedEpoch: epoch, SafeEpoch: v.SafeEpoch}
 	var jobs []uint64
+	// ownJob is the upload job of this commit's own runs (0 for an inline
+	// commit): the only job a failed commit may abort. Spilled SSTs stay
+	// owned by their jobs for a retry (I2).
+	var ownJob uint64
 	var inline []inlineSST
 	if len(runs) > 0 {
 		var err error
@@ -832,6 +836,7 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 		}
 		if jobID != 0 {
 			jobs = append(jobs, jobID)
+			ownJob = jobID
 		}
 	}
 	// Spilled SSTs are older than the runs built now: list them after
@@ -894,10 +899,11 @@ func (e *Engine) Commit(ctx context.Context, epoch uint64) error {
 		}
 	}
 	if err != nil {
-		if len(runs) > 0 && len(jobs) > 0 && !errors.Is(err, errAmbiguous) && !errors.Is(err, ErrSimulatedCrash) {
+		if ownJob != 0 && !errors.Is(err, errAmbiguous) && !errors.Is(err, ErrSimulatedCrash) {
 			// Definitely not committed: the commit's own upload is garbage;
-			// spilled SSTs stay owned by their jobs for a retry.
-			_ = e.abortJob(ctx, jobs[0], nil)
+			// spilled SSTs stay owned by their jobs for a retry (an inline
+			// commit has no upload of its own: nothing to abort).
+			_ = e.abortJob(ctx, ownJob, nil)
 		}
 		return fmt.Errorf("storage: commit epoch %d: %w", epoch, err)
 	}
