@@ -2,10 +2,12 @@ package main
 
 import (
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The file fills what the command line did not set; the command line wins.
@@ -39,5 +41,42 @@ func TestConfigFileRejectsUnknownSettings(t *testing.T) {
 	err := applyConfigFile(fs, path, nil)
 	if err == nil || !strings.Contains(err.Error(), "lissten") {
 		t.Fatalf("err = %v; want an error naming the unknown setting", err)
+	}
+}
+
+// --barrier-interval has an environment variable like every other flag:
+// RUNNEL_BARRIER_INTERVAL sets it, a command-line flag overrides it, it
+// overrides the configuration file, and a bad value fails serve (exit 2).
+func TestBarrierIntervalEnvironment(t *testing.T) {
+	t.Setenv("RUNNEL_BARRIER_INTERVAL", "250ms")
+	parse := func(args ...string) time.Duration {
+		t.Helper()
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		interval := fs.Duration("barrier-interval", time.Second, "")
+		if err := flagFromEnv(fs, "barrier-interval", "RUNNEL_BARRIER_INTERVAL"); err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "runnel.toml")
+		if err := os.WriteFile(path, []byte("barrier_interval = \"5s\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := applyConfigFile(fs, path, map[string]string{"barrier-interval": "RUNNEL_BARRIER_INTERVAL"}); err != nil {
+			t.Fatal(err)
+		}
+		return *interval
+	}
+	if got := parse(); got != 250*time.Millisecond {
+		t.Fatalf("with RUNNEL_BARRIER_INTERVAL=250ms and a file saying 5s: %v", got)
+	}
+	if got := parse("--barrier-interval", "2s"); got != 2*time.Second {
+		t.Fatalf("with the flag 2s: %v", got)
+	}
+	t.Setenv("RUNNEL_BARRIER_INTERVAL", "soon")
+	var stderr strings.Builder
+	if code := serveMain(nil, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "RUNNEL_BARRIER_INTERVAL") {
+		t.Fatalf("serve with RUNNEL_BARRIER_INTERVAL=soon: exit %d, %q; want 2 naming the variable", code, stderr.String())
 	}
 }

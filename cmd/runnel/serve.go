@@ -30,6 +30,20 @@ func envOr(name, def string) string {
 	return def
 }
 
+// flagFromEnv sets a flag from an environment variable when it is set, so
+// that a bad value fails like a bad flag (command-line flags, parsed
+// afterwards, override it).
+func flagFromEnv(fs *flag.FlagSet, name, env string) error {
+	v := os.Getenv(env)
+	if v == "" {
+		return nil
+	}
+	if err := fs.Set(name, v); err != nil {
+		return fmt.Errorf("%s=%q: %w", env, v, err)
+	}
+	return nil
+}
+
 func serveMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -37,7 +51,11 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	dataDir := fs.String("data-dir", envOr("RUNNEL_DATA_DIR", "runnel-data"), "data directory (env RUNNEL_DATA_DIR)")
 	objURL := fs.String("object-store", os.Getenv("RUNNEL_OBJECT_STORE"), "object store: local path or s3://bucket/prefix?endpoint=host:port (default DATA_DIR/objects; env RUNNEL_OBJECT_STORE)")
 	metaURL := fs.String("meta-store", os.Getenv("RUNNEL_META_STORE"), "metadata store: SQLite path or postgres://… (default DATA_DIR/meta.db; env RUNNEL_META_STORE)")
-	interval := fs.Duration("barrier-interval", time.Second, "time between epochs")
+	interval := fs.Duration("barrier-interval", time.Second, "time between epochs (env RUNNEL_BARRIER_INTERVAL)")
+	if err := flagFromEnv(fs, "barrier-interval", "RUNNEL_BARRIER_INTERVAL"); err != nil {
+		fmt.Fprintln(stderr, "runnel:", err)
+		return 2
+	}
 	tlsCert := fs.String("tls-cert", os.Getenv("RUNNEL_TLS_CERT"), "TLS certificate file (enables TLS with --tls-key)")
 	tlsKey := fs.String("tls-key", os.Getenv("RUNNEL_TLS_KEY"), "TLS key file")
 	logFormat := fs.String("log-format", envOr("RUNNEL_LOG_FORMAT", "text"), "log format: text or json")
@@ -52,7 +70,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			"listen": "RUNNEL_LISTEN", "data-dir": "RUNNEL_DATA_DIR", "object-store": "RUNNEL_OBJECT_STORE",
 			"meta-store": "RUNNEL_META_STORE", "tls-cert": "RUNNEL_TLS_CERT", "tls-key": "RUNNEL_TLS_KEY",
 			"log-format": "RUNNEL_LOG_FORMAT", "log-level": "RUNNEL_LOG_LEVEL",
-			"streaming-cache-mb": "RUNNEL_STREAMING_CACHE_MB",
+			"streaming-cache-mb": "RUNNEL_STREAMING_CACHE_MB", "barrier-interval": "RUNNEL_BARRIER_INTERVAL",
 		}
 		if err := applyConfigFile(fs, *configFile, envNames); err != nil {
 			fmt.Fprintln(stderr, "runnel:", err)
