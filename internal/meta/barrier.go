@@ -98,6 +98,12 @@ type BarrierLoop struct {
 	// back: writes made in them were lost, so waiting for them must fail
 	// rather than be satisfied by a later commit (I7).
 	discarded [][2]uint64
+	// discardCause[i] is the failure that made the recovery roll back
+	// discarded[i] (nil for RECOVER or an actor failure): a session whose
+	// writes were lost is told why, e.g. a full disk.
+	discardCause []error
+	// failure is the barrier failure the next recovery rolls back for.
+	failure error
 	// groupDiscarded holds, per group, the epoch ranges in which that
 	// group's writes were rolled back by a group recovery; a range is open
 	// (hi = MaxUint64) while the group is down.
@@ -279,9 +285,12 @@ func (l *BarrierLoop) lostLocked(group, lo, hi uint64) error {
 	if lo == 0 {
 		return nil
 	}
-	for _, r := range l.discarded {
+	for i, r := range l.discarded {
 		// [lo, hi] meets the rolled-back range (r0, r1]?
 		if from, to := max(lo, r[0]+1), min(hi, r[1]); from <= to {
+			if cause := l.discardCause[i]; cause != nil {
+				return fmt.Errorf("epochs %d..%d: %w: %w", from, to, ErrWritesDiscarded, cause)
+			}
 			return fmt.Errorf("epochs %d..%d: %w", from, to, ErrWritesDiscarded)
 		}
 	}
@@ -401,6 +410,9 @@ func (l *BarrierLoop) run() {
 				continue
 			}
 			l.log.Error("barrier failed; recovering", "err", err)
+			l.mu.Lock()
+			l.failure = err
+			l.mu.Unlock()
 			l.recover(err.Error())
 			select {
 			case <-time.After(backoff):
@@ -733,7 +745,9 @@ func (l *BarrierLoop) recoverLocked(reason string) error {
 	l.committed = committed
 	if l.curr > committed {
 		l.discarded = append(l.discarded, [2]uint64{committed, l.curr})
+		l.discardCause = append(l.discardCause, l.failure)
 	}
+	l.failure = nil
 	for _, rs := range l.groupDiscarded {
 		if n := len(rs); n > 0 && rs[n-1][1] == math.MaxUint64 {
 			rs[n-1][1] = l.curr

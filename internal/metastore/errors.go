@@ -2,6 +2,7 @@ package metastore
 
 import (
 	"errors"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -39,10 +40,26 @@ type txError struct {
 func (e *txError) Error() string { return e.cause.Error() }
 
 func (e *txError) Unwrap() []error {
-	if e.definite {
-		return []error{e.cause}
+	errs := []error{e.cause}
+	if !e.definite {
+		errs = append(errs, ErrAmbiguousCommit)
 	}
-	return []error{ErrAmbiguousCommit, e.cause}
+	if isDiskFull(e.cause) {
+		errs = append(errs, syscall.ENOSPC)
+	}
+	return errs
+}
+
+// isDiskFull reports whether the store failed because its disk is full
+// (SQLite's SQLITE_FULL, PostgreSQL's 53100): a Tx error then also matches
+// syscall.ENOSPC, so callers can say "disk full" whatever the backend.
+func isDiskFull(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "53100"
+	}
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqliteFull
 }
 
 // IsDefinitelyNotCommitted reports whether err, returned by DB.Tx or
@@ -79,6 +96,7 @@ func commitErrorIsDefinite(d Dialect, err error) bool {
 const (
 	sqliteBusy       = 5
 	sqliteLocked     = 6
+	sqliteFull       = 13
 	sqliteConstraint = 19
 )
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -644,8 +645,17 @@ func (ss *session) flush(ctx context.Context) error {
 func (ss *session) waitWritten(ctx context.Context, epochs []uint64) error {
 	err := ss.s.epochs.WaitEpochsWritten(ctx, uint64(ss.db.ID), epochs)
 	if errors.Is(err, meta.ErrWritesDiscarded) {
+		if errors.Is(err, syscall.ENOSPC) {
+			// The epoch could not be made durable because a disk is full
+			// (the object store's or the metastore's): say so, as
+			// PostgreSQL does, rather than hide it behind a retry code.
+			return sqlerr.Wrap(err, sqlerr.DiskFull,
+				"could not commit: no space left on device; the writes of this session were rolled back, retry them once space is available").
+				WithDetail("%v", err)
+		}
 		return sqlerr.Wrap(err, sqlerr.SerializationFailure,
-			"writes of this session were rolled back by a recovery before they were committed; they are lost, retry them")
+			"writes of this session were rolled back by a recovery before they were committed; they are lost, retry them").
+			WithDetail("%v", err)
 	}
 	if err != nil {
 		return fmt.Errorf("flush: %w", err)

@@ -68,6 +68,7 @@ const (
 	InvalidTableDefinition       = "42P16"
 	InvalidObjectDefinition      = "42P17"
 	WindowingError               = "42P20"
+	DiskFull                     = "53100"
 	ProgramLimitExceeded         = "54000"
 	ObjectNotInPrerequisiteState = "55000"
 	ObjectInUse                  = "55006"
