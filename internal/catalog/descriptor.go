@@ -20,6 +20,11 @@ const (
 	KindView // a plain (non-materialized) view: only its definition is stored
 	KindSource
 	KindSystem // a virtual system table (pg_catalog, information_schema, rw_catalog)
+	// KindSink is CREATE SINK: a streaming job delivering a query's
+	// changes to an external system. It shares the relations' namespace
+	// (as in RisingWave) but cannot be queried; Columns are the query's,
+	// StateTables its plan's (the last one is the sink's log store).
+	KindSink
 )
 
 func (k RelationKind) String() string {
@@ -34,6 +39,8 @@ func (k RelationKind) String() string {
 		return "source"
 	case KindSystem:
 		return "system table"
+	case KindSink:
+		return "sink"
 	}
 	return "relation"
 }

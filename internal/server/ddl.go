@@ -202,6 +202,8 @@ func (s *Server) dropCascade(ctx context.Context, rel *catalog.Relation) error {
 		return s.dropTable(ctx, rel)
 	case catalog.KindMaterializedView:
 		return s.dropView(ctx, rel)
+	case catalog.KindSink:
+		return s.dropSink(ctx, rel)
 	case catalog.KindView, catalog.KindSource:
 		return s.catalog.DropObject(ctx, rel.ID)
 	}

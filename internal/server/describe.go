@@ -69,11 +69,13 @@ func (st *statement) showCreate(r *parser.ShowCreate) (pgwire.Result, error) {
 		parser.ShowMaterializedViews: catalog.KindMaterializedView,
 		parser.ShowViews:             catalog.KindView,
 		parser.ShowSources:           catalog.KindSource,
+		parser.ShowSinks:             catalog.KindSink,
 	}[r.Kind], map[parser.ObjectKind]string{
 		parser.ShowTables:            "a table",
 		parser.ShowMaterializedViews: "a materialized view",
 		parser.ShowViews:             "a view",
 		parser.ShowSources:           "a source",
+		parser.ShowSinks:             "a sink",
 	}[r.Kind]
 	if rel.Kind != want {
 		return pgwire.Result{}, sqlerr.Errorf(sqlerr.WrongObjectType, "%q is not %s", rel.Name, what)
@@ -97,6 +99,8 @@ func createStatement(cat *catalog.Catalog, rel *catalog.Relation) (qualified, te
 		return qualified, "CREATE MATERIALIZED VIEW " + qualified + " AS " + rel.Definition
 	case catalog.KindView:
 		return qualified, "CREATE VIEW " + qualified + " AS " + rel.Definition
+	case catalog.KindSink:
+		return qualified, createSinkText(rel, qualified)
 	}
 	return qualified, createTableText(rel, qualified)
 }

@@ -270,6 +270,28 @@ func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rela
 			start = append(start, pending{a, job.SourceBarriers[a.ID]})
 		}
 	}
+	// Sinks last: they read tables and views, nothing reads them (sink.go).
+	for _, rel := range s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind == catalog.KindSink && in(r) }) {
+		if s.isDropping(rel.ID) {
+			continue
+		}
+		if rel.Creating {
+			s.log.Warn("dropping sink whose creation was interrupted", "sink", rel.Name)
+			s.stopSinkWorker(rel.ID) // I3: before its log store is purged
+			if err := s.purgeRelation(ctx, rel); err != nil {
+				s.log.Error("drop interrupted sink", "sink", rel.Name, "err", err)
+			}
+			continue
+		}
+		job, err := s.rebuildSink(ctx, rel, curr)
+		if err != nil {
+			s.log.Error("cannot rebuild sink", "sink", rel.Name, "err", err)
+			continue
+		}
+		for _, a := range job.Actors {
+			start = append(start, pending{a, job.SourceBarriers[a.ID]})
+		}
+	}
 	for _, p := range start {
 		s.actors.Spawn(p.actor, p.barriers)
 	}

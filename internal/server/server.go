@@ -98,6 +98,7 @@ type Server struct {
 	pg      *pgwire.Server
 	jobs    jobs
 	params  sysParams
+	sinks   sinkWorkers // see sink.go
 
 	ln net.Listener
 }
@@ -207,6 +208,7 @@ func (s *Server) Close() error {
 	if s.actors != nil {
 		s.actors.Reset(ctx)
 	}
+	s.stopSinkWorkers()
 	return s.close()
 }
 

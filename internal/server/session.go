@@ -246,7 +246,7 @@ func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.
 func handledDirectly(r parser.RunnelStmt) bool {
 	switch r.(type) {
 	case *parser.Flush, *parser.Recover, *parser.ShowObjects, *parser.Describe, *parser.ShowColumns,
-		*parser.ShowCreate, *parser.CancelJobs:
+		*parser.ShowCreate, *parser.CancelJobs, *parser.CreateSink, *parser.DropSink:
 		return true
 	}
 	return false
@@ -283,6 +283,10 @@ func (st *statement) executeRunnel(ctx context.Context, r parser.RunnelStmt) (pg
 		return st.showCreate(r)
 	case *parser.CancelJobs:
 		return st.cancelJobs(ctx, r.IDs)
+	case *parser.CreateSink:
+		return ss.createSink(ctx, r) // sink.go
+	case *parser.DropSink:
+		return ss.dropSinkStmt(ctx, r)
 	}
 	return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "statement not supported yet: %s", st.p.Text)
 }
@@ -337,6 +341,8 @@ func (st *statement) showObjects(r *parser.ShowObjects) (pgwire.Result, error) {
 			kind = catalog.KindView
 		case parser.ShowSources:
 			kind = catalog.KindSource
+		case parser.ShowSinks:
+			kind = catalog.KindSink
 		}
 		rels := ss.s.catalog.Relations(func(rel *catalog.Relation) bool { return rel.SchemaID == sc.ID && rel.Kind == kind })
 		sort.Slice(rels, func(i, j int) bool { return rels[i].Name < rels[j].Name })

@@ -28,6 +28,8 @@ func rwSysTables() []*sysTable {
 		rw("rw_views", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindView)),
 		rw("rw_sources", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindSource)),
 		rw("rw_source_stats", "name text, rows int8, malformed int8, last_malformed text, status text", sourceStatsRows),
+		rw("rw_sinks", `id int4, name text, schema_id int4, owner text, connector text, sink_type text, definition text, append_only bool,
+			status text, pending_rows int8, pending_epochs int4, delivered_epoch int8, delivered_rows int8, last_error text`, sinkRows), // sink.go
 	}
 }
 

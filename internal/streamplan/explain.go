@@ -230,6 +230,11 @@ func attributes(n *Node) []string {
 	case OpExchange:
 		add("dist: %s", distString(n, n.Dist))
 		return a
+	case OpSink:
+		if n.SinkAppendOnly {
+			add("type: append-only")
+		}
+		fallthrough
 	case OpMaterialize:
 		var visible []int
 		for i, c := range n.Schema {

@@ -67,6 +67,8 @@ type Env struct {
 	OverWindowCachePolicy string
 	// Group is the isolation group (database) of the job's actors.
 	Group uint64
+	// SinkLog connects a sink job's Sink executors to its worker.
+	SinkLog exec.SinkLog
 }
 
 // Job is an instantiated streaming job, ready to spawn.
@@ -182,6 +184,8 @@ func stateSchemas(n *Node, job string) ([]state.Schema, error) {
 		return []state.Schema{exec.SourceStateSchema(label)}, nil
 	case OpValues:
 		return []state.Schema{exec.ValuesStateSchema(label)}, nil
+	case OpSink:
+		return []state.Schema{exec.SinkLogSchema(job+" log store", n.Types())}, nil
 	case OpMaterialize:
 		s := state.Schema{Name: job, Types: n.Types(), PK: n.Key, ConstraintName: job + "_pkey"}
 		for _, c := range n.Schema {
@@ -332,6 +336,9 @@ func (g *graphBuilder) fragment(n *Node, parent *fragment) (*fragment, error) {
 			idx, parN := i, par
 			g.job.Outputs = append(g.job.Outputs, UpstreamActor{ID: a, Owns: func(v uint16) bool { return int(v)%parN == idx }})
 		}
+		if n.Op == OpSink {
+			actor.Dispatch = &stream.BroadcastDispatcher{Upstream: a} // no outputs
+		}
 	}
 	return f, nil
 }
@@ -393,7 +400,7 @@ func (g *graphBuilder) parallelism(n *Node) (int, error) {
 	if par > 0 {
 		return par, nil
 	}
-	if n.Dist.Kind == DistSingle || (n.Op == OpMaterialize && n.Dist.Kind != DistHash) {
+	if n.Dist.Kind == DistSingle || ((n.Op == OpMaterialize || n.Op == OpSink) && n.Dist.Kind != DistHash) {
 		return 1, nil
 	}
 	if readsSingleExchange(n) {
@@ -632,6 +639,15 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 			ins[k] = in
 		}
 		return exec.NewUnionAll(actor, ins, false)
+	case OpSink:
+		in, err := input(0)
+		if err != nil {
+			return nil, err
+		}
+		if env.SinkLog == nil {
+			return nil, fmt.Errorf("%s: a sink job needs its log", env.Name)
+		}
+		return exec.NewSink(in, g.newState(n, 0), i, env.SinkLog, n.SinkAppendOnly), nil
 	case OpMaterialize:
 		in, err := input(0)
 		if err != nil {

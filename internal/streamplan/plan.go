@@ -59,9 +59,10 @@ const (
 	OpOverWindow
 	OpHopWindow // HOP in FROM (timewindow.go)
 	OpValues    // a constant relation, emitted once (constant.go)
+	OpSink      // a sink's log store writer, the root of a sink job (sink.go)
 )
 
-var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values"}
+var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink"}
 
 func (o Op) String() string { return opNames[o] }
 
@@ -108,6 +109,8 @@ type Node struct {
 	Window    *WindowSpec // OpOverWindow
 	Rows      []types.Row // OpValues: the constant rows, stream key included
 	Hop       *HopSpec    // OpHopWindow
+	// SinkAppendOnly: the sink keeps only inserts (OpSink).
+	SinkAppendOnly bool
 
 	// StateTables lists the state tables the operator owns, in plan order.
 	StateTables  []catalog.TableID

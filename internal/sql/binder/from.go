@@ -159,6 +159,9 @@ func (b *Binder) bindRangeVar(rv *pg.RangeVar, outer *scope) (*rel, error) {
 	if err != nil {
 		return nil, b.errAt(err, rv.Location)
 	}
+	if r.Kind == catalog.KindSink {
+		return nil, b.errAt(sqlerr.Errorf(sqlerr.WrongObjectType, "%q is a sink: it cannot be queried", r.Name), rv.Location)
+	}
 	if !slices.Contains(b.deps, r.ID) {
 		b.deps = append(b.deps, r.ID)
 	}

@@ -35,6 +35,7 @@ const (
 	ShowViews
 	ShowSources
 	ShowJobs
+	ShowSinks
 )
 
 // Describe shows the columns of a relation: DESCRIBE [schema.]name.
@@ -137,6 +138,11 @@ func isKw(w []word, i int, kw string) bool {
 // parseRunnel recognises Runnel's own statements. ok is false when text is
 // not one of them (then pg_query parses it).
 func parseRunnel(text string) (RunnelStmt, bool, error) {
+	if len(text) > 5 && (strings.EqualFold(text[:6], "create") || strings.EqualFold(text[:4], "drop")) {
+		if s, ok, err := parseSinkStatement(text); ok || err != nil {
+			return s, ok, err
+		}
+	}
 	if len(text) > 7 && strings.EqualFold(text[:6], "create") {
 		cs, ok, err := parseCreateSource(text)
 		if ok || err != nil {
@@ -199,6 +205,8 @@ func parseShow(w []word) (RunnelStmt, bool, error) {
 		kind = ShowSources
 	case isKw(w, 1, "jobs"):
 		kind = ShowJobs
+	case isKw(w, 1, "sinks"):
+		kind = ShowSinks
 	case isKw(w, 1, "materialized") && isKw(w, 2, "views"):
 		kind = ShowMaterializedViews
 		next = 3
@@ -221,15 +229,17 @@ func parseShow(w []word) (RunnelStmt, bool, error) {
 			sc.Kind = ShowViews
 		case isKw(w, 2, "source"):
 			sc.Kind = ShowSources
+		case isKw(w, 2, "sink"):
+			sc.Kind = ShowSinks
 		case isKw(w, 2, "materialized") && isKw(w, 3, "view"):
 			sc.Kind = ShowMaterializedViews
 			i = 4
 		default:
-			return nil, true, syntaxErrorf("syntax error: expected SHOW CREATE TABLE | MATERIALIZED VIEW | VIEW | SOURCE name")
+			return nil, true, syntaxErrorf("syntax error: expected SHOW CREATE TABLE | MATERIALIZED VIEW | VIEW | SOURCE | SINK name")
 		}
 		schema, name, n, err := qualifiedName(w, i)
 		if err != nil || n != len(w) {
-			return nil, true, syntaxErrorf("syntax error: expected SHOW CREATE TABLE | MATERIALIZED VIEW | VIEW | SOURCE name")
+			return nil, true, syntaxErrorf("syntax error: expected SHOW CREATE TABLE | MATERIALIZED VIEW | VIEW | SOURCE | SINK name")
 		}
 		sc.Schema, sc.Name = schema, name
 		return sc, true, nil
@@ -240,7 +250,7 @@ func parseShow(w []word) (RunnelStmt, bool, error) {
 	if next == len(w) {
 		return s, true, nil
 	}
-	schemaAllowed := kind == ShowTables || kind == ShowMaterializedViews || kind == ShowViews || kind == ShowSources
+	schemaAllowed := kind == ShowTables || kind == ShowMaterializedViews || kind == ShowViews || kind == ShowSources || kind == ShowSinks
 	if schemaAllowed && (isKw(w, next, "from") || isKw(w, next, "in")) && next+2 == len(w) && !w[next+1].punct {
 		s.Schema = w[next+1].text
 		return s, true, nil

@@ -1,0 +1,189 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// Column is one column a sink delivers.
+type Column struct {
+	Name string
+	Type types.Type
+}
+
+// Change is one change delivered to a target: Op is OpInsert, OpDelete,
+// OpUpdateDelete or OpUpdateInsert (an update is a delete then an insert);
+// Row holds the sink's columns.
+type Change struct {
+	Op  types.Op
+	Row types.Row
+}
+
+// Config describes a sink to its connector.
+type Config struct {
+	// Name and ID identify the sink (errors, the target's progress row).
+	Name string
+	ID   uint64
+	// Columns are the delivered columns, Key the indices of the target's
+	// key among them (upsert sinks).
+	Columns []Column
+	Key     []int
+	// Type is "append-only" or "upsert".
+	Type string
+	// Options are the WITH options (lower-cased keys).
+	Options        map[string]string
+	Format, Encode string
+	EncodeOptions  map[string]string
+}
+
+// Upsert reports whether the sink is an upsert sink.
+func (c *Config) Upsert() bool { return c.Type == TypeUpsert }
+
+// Sink types.
+const (
+	TypeAppendOnly = "append-only"
+	TypeUpsert     = "upsert"
+)
+
+// Target is a connector's end of a sink: an external system to which the
+// worker delivers committed epochs, in order, one at a time.
+type Target interface {
+	// Open connects. delivered is the last epoch the target records it
+	// holds (exactly-once targets keep it in the same transaction as the
+	// rows); 0 when the target keeps no such record.
+	Open(ctx context.Context) (delivered uint64, err error)
+	// Begin starts delivering epoch; the changes follow through Write in
+	// order, then Commit makes them visible in the target at once where
+	// the target allows it.
+	Begin(ctx context.Context, epoch uint64) (Txn, error)
+	// Close releases the connection (Open may be called again).
+	Close() error
+}
+
+// Txn is the delivery of one epoch.
+type Txn interface {
+	Write(ctx context.Context, changes []Change) error
+	Commit(ctx context.Context) error
+	Rollback()
+}
+
+// Connector opens targets. New validates the options (errors carry a
+// SQLSTATE and name the sink) without connecting.
+type Connector struct {
+	New func(cfg *Config) (Target, error)
+	// NeedsFormat: FORMAT ... ENCODE ... is required.
+	NeedsFormat bool
+}
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Connector{}
+)
+
+// Register makes a connector available under a WITH (connector = name).
+func Register(name string, c Connector) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	registry[name] = c
+}
+
+// Connectors lists the registered connector names.
+func Connectors() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	var out []string
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup returns a registered connector.
+func Lookup(name string) (Connector, bool) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	c, ok := registry[name]
+	return c, ok
+}
+
+// Spec is a sink's WITH options, checked: what the planner needs.
+type Spec struct {
+	Connector string
+	Type      string
+	// Key is the primary_key option's column names (upsert).
+	Key []string
+	// ForceAppendOnly is force_append_only = 'true'.
+	ForceAppendOnly bool
+	// MaxPendingRows bounds the log store's backlog (log_store.max_pending_rows).
+	MaxPendingRows int64
+}
+
+// DefaultMaxPendingRows is the default bound of a sink's undelivered
+// backlog: ten million rows are a few hundred MB of log on object storage,
+// hours of a busy sink's output while its target is down.
+const DefaultMaxPendingRows = 10_000_000
+
+// ParseSpec reads the connector-independent WITH options of CREATE SINK
+// name.
+func ParseSpec(name string, opts map[string]string) (*Spec, error) {
+	s := &Spec{Connector: strings.ToLower(opts["connector"]), MaxPendingRows: DefaultMaxPendingRows}
+	if s.Connector == "" {
+		return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: the connector option is required (WITH (connector = '...'), one of %s)", name, strings.Join(Connectors(), ", "))
+	}
+	if _, ok := Lookup(s.Connector); !ok {
+		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "sink %q: unknown connector %q (supported: %s)", name, s.Connector, strings.Join(Connectors(), ", "))
+	}
+	s.Type = strings.ToLower(opts["type"])
+	switch s.Type {
+	case "":
+		return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: the type option is required: 'append-only' or 'upsert'", name)
+	case TypeAppendOnly, TypeUpsert:
+	default:
+		return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: type must be 'append-only' or 'upsert', not %q", name, opts["type"])
+	}
+	if v, ok := opts["force_append_only"]; ok {
+		switch strings.ToLower(v) {
+		case "true":
+			s.ForceAppendOnly = true
+		case "false":
+		default:
+			return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: force_append_only must be 'true' or 'false', not %q", name, v)
+		}
+		if s.ForceAppendOnly && s.Type != TypeAppendOnly {
+			return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: force_append_only = 'true' needs type = 'append-only'", name)
+		}
+	}
+	if pk := strings.TrimSpace(opts["primary_key"]); pk != "" {
+		for _, k := range strings.Split(pk, ",") {
+			k = strings.TrimSpace(k)
+			if strings.HasPrefix(k, `"`) && strings.HasSuffix(k, `"`) && len(k) > 1 {
+				k = k[1 : len(k)-1]
+			} else {
+				k = strings.ToLower(k)
+			}
+			if k == "" || slices.Contains(s.Key, k) {
+				return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: invalid primary_key %q", name, pk)
+			}
+			s.Key = append(s.Key, k)
+		}
+	}
+	if s.Type == TypeUpsert && len(s.Key) == 0 {
+		return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: an upsert sink needs primary_key = 'col, ...' (the target's key)", name)
+	}
+	if v, ok := opts["log_store.max_pending_rows"]; ok {
+		var n int64
+		if _, err := fmt.Sscan(v, &n); err != nil || n <= 0 {
+			return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: log_store.max_pending_rows must be a positive integer, not %q", name, v)
+		}
+		s.MaxPendingRows = n
+	}
+	return s, nil
+}
