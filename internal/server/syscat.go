@@ -98,7 +98,9 @@ func newSysCtx(ss *session) *sysCtx {
 	cat := ss.s.catalog
 	dbID := ss.db.ID
 	// Sinks are not relations to pg_catalog (rw_catalog.rw_sinks lists them).
-	rels := cat.Relations(func(r *catalog.Relation) bool { return r.DatabaseID == dbID && !r.Creating && r.Kind != catalog.KindSink })
+	rels := cat.Relations(func(r *catalog.Relation) bool {
+		return r.DatabaseID == dbID && !r.Creating && r.Kind != catalog.KindSink
+	})
 	sort.Slice(rels, func(i, j int) bool { return rels[i].ID < rels[j].ID })
 	return &sysCtx{ss: ss, cat: cat, db: ss.db, rels: rels}
 }
