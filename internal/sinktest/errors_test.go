@@ -47,7 +47,7 @@ func TestSinkErrors(t *testing.T) {
 		{"CREATE SINK s FROM nothere " + with(", type = 'upsert', primary_key = 'k'"), "42P01", "nothere"},
 		{"CREATE SINK s FROM mv " + with(", type = 'upsert', primary_key = 'k', force_append_only = 'true'"), "22023", "needs type = 'append-only'"},
 		{strings.Replace("CREATE SINK s FROM mv "+with(", type = 'upsert', primary_key = 'k'"), "'tgt'", "'missing'", 1), "42P01", "missing"},
-		{strings.Replace("CREATE SINK s FROM mv "+with(", type = 'upsert', primary_key = 'k'"), "'tgt'", "'nokey'", 1), "42P10", "ON CONFLICT"},
+		{strings.Replace("CREATE SINK s FROM mv "+with(", type = 'upsert', primary_key = 'k'"), "'tgt'", "'nokey'", 1), "42P10", "no primary key or unique index"},
 		{"CREATE SINK s AS SELECT k, v AS w FROM t " + with(", type = 'upsert', primary_key = 'k'"), "42703", `column "w" of the sink does not exist`},
 		{"CREATE SINK s FROM mv WITH (connector = 'jdbc', jdbc.url = 'jdbc:mysql://x/y', table.name = 'tgt', type = 'upsert', primary_key = 'k')", "22023", "jdbc:postgresql://"},
 		{"CREATE SINK mv FROM t " + with(", type = 'upsert', primary_key = 'k'"), "42P07", `"mv" already exists`},

@@ -175,8 +175,25 @@ func (t *target) open(ctx context.Context) (uint64, error) {
 		}
 		t.casts[i] = ty
 	}
-	// Check the statements (types, key's unique index) now, not at the
-	// first delivery.
+	if t.cfg.Upsert() {
+		// ON CONFLICT (key) needs a unique index on exactly the key.
+		var n int
+		keys := make([]string, len(t.cfg.Key))
+		for i, k := range t.cfg.Key {
+			keys[i] = t.cfg.Columns[k].Name
+		}
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_index i WHERE i.indrelid = $1::regclass AND i.indisunique
+			AND i.indpred IS NULL AND i.indnkeyatts = cardinality($2::text[])
+			AND (SELECT bool_and(a.attname = ANY($2::text[])) FROM pg_attribute a WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey))`,
+			t.qualified(), keys).Scan(&n); err != nil {
+			return 0, fmt.Errorf("sink %s: target table %s.%s: %w", t.cfg.Name, t.schema, t.table, err)
+		}
+		if n == 0 {
+			return 0, sqlerr.Errorf(sqlerr.InvalidColumnReference, "sink %s: the target table %s.%s has no primary key or unique index on exactly (%s), the sink's primary_key: upserts cannot use ON CONFLICT",
+				t.cfg.Name, t.schema, t.table, strings.Join(keys, ", "))
+		}
+	}
+	// Check the statements (types) now, not at the first delivery.
 	check := []string{t.insertSQL()}
 	if t.cfg.Upsert() {
 		check = append(check, t.deleteSQL())
