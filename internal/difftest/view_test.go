@@ -234,6 +234,9 @@ func (c *viewCase) drawView(name string) (string, string, *relation) {
 	case 3, 4:
 		return c.joinView(name, src)
 	case 5:
+		if g.chance(0.4) {
+			return c.distinctOnView(name, src)
+		}
 		return c.topNView(name, src)
 	case 6:
 		return c.distinctView(name, pick(g, src))
@@ -724,4 +727,52 @@ func (c *viewCase) scalarAgg(t typ) (string, bool) {
 		return fmt.Sprintf("(SELECT %s(%s) FROM %s %s%s)", pick(g, []string{"min", "max"}), col, tb.name, a, where), true
 	}
 	return fmt.Sprintf("(SELECT %s FROM %s %s%s ORDER BY 1 LIMIT 1)", col, tb.name, a, where), true
+}
+
+// distinctOnView keeps the first row per group of one or two columns, by
+// an ORDER BY that ends in the source's unique columns, so that the row
+// kept is determined (PostgreSQL leaves ties unspecified).
+func (c *viewCase) distinctOnView(name string, src []*relation) (string, string, *relation) {
+	g := c.g
+	var cands []*relation
+	for _, r := range src {
+		if len(r.unique) > 0 {
+			cands = append(cands, r)
+		}
+	}
+	if len(cands) == 0 {
+		return "", "", nil
+	}
+	r := pick(g, cands)
+	s := scopeFor("a", r)
+	var on []string
+	var o out
+	for range 1 + g.intn(2) {
+		if sc := pick(g, s); !slices.Contains(on, sc.ref) {
+			on = append(on, sc.ref)
+			o.add(sc.ref, sc.typ, false, false)
+		}
+	}
+	for _, u := range r.unique {
+		o.add("a."+u, typOf(r, u), false, false)
+	}
+	for range g.intn(2) {
+		t := g.someType(s)
+		o.add(g.expr(s, t, 1), t, false, false)
+	}
+	keys := slices.Clone(on)
+	for range g.intn(2) {
+		if sc := pick(g, s); sc.typ != tBool {
+			keys = append(keys, sc.ref+pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST"}))
+		}
+	}
+	for _, u := range r.unique {
+		keys = append(keys, "a."+u+pick(g, []string{"", " DESC"}))
+	}
+	body := fmt.Sprintf("SELECT DISTINCT ON (%s) %s FROM %s a%s ORDER BY %s", strings.Join(on, ", "), strings.Join(o.items, ", "), r.name, c.where(s), strings.Join(keys, ", "))
+	rel := o.rel(name, r.depth+1)
+	for i := range r.unique {
+		rel.unique = append(rel.unique, o.cols[len(on)+i].name)
+	}
+	return "distinct on", body, rel
 }

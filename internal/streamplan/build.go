@@ -81,7 +81,7 @@ func (b *builder) build(n plan.Node) (*Node, error) {
 		return b.topN(n.Input, nil, n.Limit, n.Offset)
 	case *plan.Distinct:
 		if n.On != nil {
-			return nil, unsupported("DISTINCT ON in a materialized view is not supported yet")
+			return b.distinctOn(n)
 		}
 		in, err := b.build(n.Input)
 		if err != nil {
@@ -484,6 +484,68 @@ func (b *builder) topN(input plan.Node, keys []plan.SortKey, limitE, offsetE exp
 	ex := exchange(pre, Dist{Kind: DistSingle})
 	return &Node{Op: OpTopN, Inputs: []*Node{ex}, Schema: pre.Schema, Key: pre.Key, Dist: Dist{Kind: DistSingle},
 		Order: order, Limit: limit, Offset: offset, InputKey: pre.Key}, nil
+}
+
+// distinctOn plans DISTINCT ON (on) ... ORDER BY keys as a top-1 per group
+// of equal on values, hash-distributed by them: the first row by the ORDER
+// BY keys that follow the DISTINCT ON prefix, ties broken by the input's
+// stream key (PostgreSQL leaves the choice among ties unspecified; a view
+// must make the same one at every recomputation).
+func (b *builder) distinctOn(n *plan.Distinct) (*Node, error) {
+	srt, ok := n.Input.(*plan.Sort)
+	if !ok {
+		return nil, unsupported("DISTINCT ON of this form in a materialized view is not supported yet")
+	}
+	in, err := b.build(srt.Input)
+	if err != nil {
+		return nil, err
+	}
+	var group []int
+	for _, e := range n.On {
+		c, ok := e.(*expr.ColumnRef)
+		if !ok {
+			return nil, unsupported("DISTINCT ON of an expression in a materialized view is not supported yet")
+		}
+		group = append(group, c.Index)
+	}
+	exprs := colRefs(in, seq(0, len(in.Schema)))
+	out := slices.Clone(in.Schema)
+	var order []OrderCol
+	for i, k := range srt.Keys {
+		if c, ok := k.Expr.(*expr.ColumnRef); ok {
+			if !slices.Contains(group, c.Index) { // constant within a group
+				order = append(order, OrderCol{Col: c.Index, Desc: k.Desc, NullsFirst: k.NullsFirst})
+			}
+			continue
+		}
+		exprs = append(exprs, k.Expr)
+		out = append(out, plan.Column{Name: fmt.Sprintf("order_%d", i), Type: k.Expr.Type(), Hidden: true})
+		order = append(order, OrderCol{Col: len(exprs) - 1, Desc: k.Desc, NullsFirst: k.NullsFirst})
+	}
+	for _, k := range in.Key {
+		order = append(order, OrderCol{Col: k})
+	}
+	pre := in
+	if len(exprs) > len(in.Schema) {
+		pre = &Node{Op: OpProject, Inputs: []*Node{in}, Schema: out, Key: in.Key, Dist: in.Dist, Exprs: exprs}
+	}
+	// One row per group: the group columns are a stream key of the output;
+	// the input key keeps rows of a group that changes its first row apart.
+	key := slices.Clone(group)
+	for _, k := range pre.Key {
+		if !slices.Contains(key, k) {
+			key = append(key, k)
+		}
+	}
+	dist := Dist{Kind: DistHash, Keys: group}
+	ex := exchange(pre, dist)
+	top := &Node{Op: OpTopN, Inputs: []*Node{ex}, Schema: pre.Schema, Key: key, Dist: dist,
+		GroupKey: group, Order: order, Limit: 1, InputKey: pre.Key}
+	if len(pre.Schema) == len(n.Schema()) {
+		return top, nil
+	}
+	// Drop the computed order columns again (keeping the key's).
+	return b.project(top, colRefs(top, seq(0, len(n.Schema()))), n.Schema()), nil
 }
 
 // distinct keeps one row per distinct value of the first n columns.

@@ -204,6 +204,9 @@ func attributes(n *Node) []string {
 			add("condition: %s", n.Cond)
 		}
 	case OpTopN:
+		if len(n.GroupKey) > 0 {
+			add("group key: %s", colList(in, n.GroupKey))
+		}
 		add("order: %s", orderList(in, n.Order))
 		if n.Limit >= 0 {
 			add("limit: %d", n.Limit)

@@ -172,7 +172,7 @@ func stateSchemas(n *Node, job string) ([]state.Schema, error) {
 			exec.HashJoinStateSchema(label+" right", r.Types(), n.RightKeys, r.Key, ro),
 		}, nil
 	case OpTopN:
-		return []state.Schema{exec.TopNStateSchema(label, n.Inputs[0].Types(), nil, columnOrders(n.Order), n.InputKey)}, nil
+		return []state.Schema{exec.TopNStateSchema(label, n.Inputs[0].Types(), n.GroupKey, columnOrders(n.Order), n.InputKey)}, nil
 	case OpDistinct:
 		return []state.Schema{exec.DistinctStateSchema(label, n.Inputs[0].Types(), n.GroupKey)}, nil
 	case OpOverWindow:
@@ -595,6 +595,9 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		in, err := input(0)
 		if err != nil {
 			return nil, err
+		}
+		if len(n.GroupKey) > 0 { // DISTINCT ON
+			return exec.NewGroupTopN(in, n.GroupKey, columnOrders(n.Order), n.InputKey, n.Limit, n.Offset, false, g.newState(n, 0))
 		}
 		return exec.NewTopN(in, columnOrders(n.Order), n.InputKey, n.Limit, n.Offset, g.newState(n, 0))
 	case OpDistinct:
