@@ -30,11 +30,14 @@ func (st *statement) copy(ctx context.Context, b *binder.Copy, params []types.Da
 		sink := &copySink{st: st, rel: b.Table, cols: b.Columns}
 		return pgwire.Result{Copy: &pgwire.Copy{In: true, Options: opts, Columns: cols, Sink: sink}}, nil
 	}
-	snap := st.sess.s.store.Snapshot()
-	env := &batch.Env{Data: &snapshotSource{snap: snap, sess: st.sess}, Eval: st.evalContext(ctx), Params: params}
+	src, release, err := st.readSource(ctx, false)
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	env := &batch.Env{Data: src, Eval: st.evalContext(ctx), Params: params}
 	it, err := batch.Run(ctx, env, b.Query)
 	if err != nil {
-		snap.Close()
+		release()
 		return pgwire.Result{}, mapStorageErr(err)
 	}
 	var cols []pgwire.Column
@@ -43,7 +46,7 @@ func (st *statement) copy(ctx context.Context, b *binder.Copy, params []types.Da
 			cols = append(cols, pgwire.Column{Name: c.Name, Type: c.Type})
 		}
 	}
-	return pgwire.Result{Columns: cols, Copy: &pgwire.Copy{Options: opts, Columns: cols}, Rows: &queryRows{it: sql.HideColumns(it, b.Query.Schema()), snap: snap}}, nil
+	return pgwire.Result{Columns: cols, Copy: &pgwire.Copy{Options: opts, Columns: cols}, Rows: &queryRows{it: sql.HideColumns(it, b.Query.Schema()), release: release}}, nil
 }
 
 func copyOptions(b *binder.Copy) (pgwire.CopyOptions, error) {
@@ -113,7 +116,7 @@ func (s *copySink) Write(ctx context.Context, rows []types.Row) error {
 }
 
 func (s *copySink) Finish(ctx context.Context) (string, error) {
-	affected, epoch, err := s.st.sess.s.insert(ctx, s.rel, s.rows, nil)
+	affected, epoch, err := s.st.sess.insert(ctx, s.rel, s.rows, nil)
 	if err != nil {
 		return "", mapStorageErr(err)
 	}

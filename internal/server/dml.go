@@ -38,12 +38,12 @@ type conflictAction struct {
 
 // insert writes rows into rel as one atomic statement and returns the rows
 // actually inserted or updated (for RETURNING and the command tag).
-func (s *Server) insert(ctx context.Context, rel *catalog.Relation, rows []types.Row, conflict *conflictAction) ([]types.Row, uint64, error) {
+func (ss *session) insert(ctx context.Context, rel *catalog.Relation, rows []types.Row, conflict *conflictAction) ([]types.Row, uint64, error) {
 	for _, r := range rows {
 		fillRowID(rel, r)
 	}
 	var affected []types.Row
-	epoch, err := s.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
+	epoch, err := ss.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
 		affected = affected[:0]
 		for i, r := range rows {
 			if i%256 == 255 {
@@ -95,12 +95,13 @@ type rowChange struct {
 // modify runs an UPDATE or DELETE: compute runs inside the table's actor,
 // reading rel's current rows (every earlier statement's writes included)
 // through src and every other relation from a committed snapshot; its
-// changes are then applied atomically. It returns the changed rows (new
+// changes are then applied atomically. Inside a transaction block, rel is
+// read from the block's snapshot and writes (see txn.go). It returns the changed rows (new
 // rows for UPDATE, old rows for DELETE).
-func (s *Server) modify(ctx context.Context, rel *catalog.Relation, others batch.DataSource,
+func (ss *session) modify(ctx context.Context, rel *catalog.Relation, others batch.DataSource,
 	compute func(ctx context.Context, src batch.DataSource) ([]rowChange, error)) ([]types.Row, uint64, error) {
 	var out []types.Row
-	epoch, err := s.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
+	epoch, err := ss.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
 		out = out[:0]
 		src := &writerSource{rel: rel, w: w, others: others}
 		changes, err := compute(ctx, src)

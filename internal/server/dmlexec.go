@@ -84,11 +84,12 @@ func (st *statement) collect(ctx context.Context, env *batch.Env, node plan.Node
 }
 
 // snapshotEnv pins the last committed epoch for the reads of a statement.
-func (st *statement) snapshotEnv(ctx context.Context, params []types.Datum) (*batch.Env, func()) {
-	snap := st.sess.s.store.Snapshot()
-	src := &snapshotSource{snap: snap, sess: st.sess, ownWritesPending: len(st.sess.written) > 0}
-	env := &batch.Env{Data: src, Eval: st.evalContext(ctx), Params: params}
-	return env, snap.Close
+func (st *statement) snapshotEnv(ctx context.Context, params []types.Datum) (*batch.Env, func(), error) {
+	src, release, err := st.readSource(ctx, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &batch.Env{Data: src, Eval: st.evalContext(ctx), Params: params}, release, nil
 }
 
 // returning evaluates RETURNING over the affected rows, or returns the tag.
@@ -117,7 +118,10 @@ func (st *statement) returning(ctx context.Context, exprs []expr.Expr, sch plan.
 }
 
 func (st *statement) insert(ctx context.Context, b *binder.Insert, params []types.Datum) (pgwire.Result, uint64, error) {
-	env, release := st.snapshotEnv(ctx, params)
+	env, release, err := st.snapshotEnv(ctx, params)
+	if err != nil {
+		return pgwire.Result{}, 0, err
+	}
 	rows, err := st.collect(ctx, env, b.Source)
 	release()
 	if err != nil {
@@ -151,7 +155,7 @@ func (st *statement) insert(ctx context.Context, b *binder.Insert, params []type
 			}
 		}
 	}
-	affected, epoch, err := st.sess.s.insert(ctx, b.Table, rows, conflict)
+	affected, epoch, err := st.sess.insert(ctx, b.Table, rows, conflict)
 	if err != nil {
 		return pgwire.Result{}, 0, err
 	}
@@ -161,9 +165,12 @@ func (st *statement) insert(ctx context.Context, b *binder.Insert, params []type
 
 func (st *statement) update(ctx context.Context, b *binder.Update, params []types.Datum) (pgwire.Result, uint64, error) {
 	n := len(b.Table.Columns)
-	env, release := st.snapshotEnv(ctx, params)
+	env, release, err := st.snapshotEnv(ctx, params)
+	if err != nil {
+		return pgwire.Result{}, 0, err
+	}
 	defer release()
-	changed, epoch, err := st.sess.s.modify(ctx, b.Table, env.Data, func(ctx context.Context, src batch.DataSource) ([]rowChange, error) {
+	changed, epoch, err := st.sess.modify(ctx, b.Table, env.Data, func(ctx context.Context, src batch.DataSource) ([]rowChange, error) {
 		e := *env
 		e.Data = src
 		rows, err := st.collect(ctx, &e, b.Plan)
@@ -184,9 +191,12 @@ func (st *statement) update(ctx context.Context, b *binder.Update, params []type
 }
 
 func (st *statement) delete(ctx context.Context, b *binder.Delete, params []types.Datum) (pgwire.Result, uint64, error) {
-	env, release := st.snapshotEnv(ctx, params)
+	env, release, err := st.snapshotEnv(ctx, params)
+	if err != nil {
+		return pgwire.Result{}, 0, err
+	}
 	defer release()
-	changed, epoch, err := st.sess.s.modify(ctx, b.Table, env.Data, func(ctx context.Context, src batch.DataSource) ([]rowChange, error) {
+	changed, epoch, err := st.sess.modify(ctx, b.Table, env.Data, func(ctx context.Context, src batch.DataSource) ([]rowChange, error) {
 		e := *env
 		e.Data = src
 		rows, err := st.collect(ctx, &e, b.Plan)

@@ -99,6 +99,8 @@ type Server struct {
 	jobs    jobs
 	params  sysParams
 	sinks   sinkWorkers // see sink.go
+	// openTxns: snapshots of open transaction blocks (txn.go).
+	openTxns openTxns
 
 	ln net.Listener
 }

@@ -33,16 +33,16 @@ type session struct {
 
 	mu       sync.Mutex
 	settings map[string]string
-	// inTxBlock is set between BEGIN and COMMIT/ROLLBACK. Runnel has no
-	// multi-statement write transactions: each statement is atomic on its
-	// own; the block is accepted so that drivers and tools work.
+	// inTxBlock is set between BEGIN and COMMIT/ROLLBACK; tx holds the
+	// block's snapshot and pending writes from its first statement on
+	// (txn.go).
 	inTxBlock bool
+	tx        *txn
 	// txFailed: an error happened inside the block; statements other than
 	// COMMIT/ROLLBACK fail with 25P02 until the block ends (PostgreSQL's
 	// behaviour, which drivers rely on).
 	txFailed bool
-	// txWrote: a write was applied inside the block; a ROLLBACK cannot
-	// undo it and says so.
+	// txWrote: a write was staged inside the block.
 	txWrote bool
 	// written holds the distinct epochs this session's acknowledged writes
 	// went to since its last FLUSH, ascending.
@@ -155,7 +155,7 @@ func (ss *session) TxStatus() pgwire.TxStatus {
 	return pgwire.TxIdle
 }
 
-func (ss *session) Close() {}
+func (ss *session) Close() { ss.endTxn() }
 
 // OnError implements pgwire.Session: an error aborts an open block.
 func (ss *session) OnError(err error) {
@@ -234,7 +234,7 @@ func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.
 	case *pg_query.Node_VariableShowStmt:
 		return st.sess.show(n.VariableShowStmt.Name)
 	case *pg_query.Node_TransactionStmt:
-		return st.sess.transaction(n.TransactionStmt)
+		return st.sess.transaction(ctx, n.TransactionStmt)
 	case *pg_query.Node_AlterSystemStmt:
 		return st.sess.alterSystem(ctx, n.AlterSystemStmt)
 	}
@@ -562,9 +562,8 @@ func (ss *session) show(name string) (pgwire.Result, error) {
 	return pgwire.Result{Columns: cols, Rows: pgwire.SliceRows([]types.Row{{types.DVarchar(v)}}), Tag: "SHOW"}, nil
 }
 
-// transaction accepts BEGIN/COMMIT/ROLLBACK. Each statement is atomic by
-// itself; a block groups nothing, which we say with a notice.
-func (ss *session) transaction(n *pg_query.TransactionStmt) (pgwire.Result, error) {
+// transaction runs BEGIN/COMMIT/ROLLBACK (txn.go).
+func (ss *session) transaction(ctx context.Context, n *pg_query.TransactionStmt) (pgwire.Result, error) {
 	switch n.Kind {
 	case pg_query.TransactionStmtKind_TRANS_STMT_BEGIN, pg_query.TransactionStmtKind_TRANS_STMT_START:
 		if ss.inTxBlock {
@@ -579,27 +578,30 @@ func (ss *session) transaction(n *pg_query.TransactionStmt) (pgwire.Result, erro
 		if !ss.inTxBlock {
 			ss.client.Notice(pgwire.Notice{Severity: "WARNING", Code: "25P01", Message: "there is no transaction in progress"})
 		}
-		ss.inTxBlock = false
-		ss.txWrote = false
-		if ss.txFailed {
-			ss.txFailed = false
+		tx, failed := ss.tx, ss.txFailed
+		ss.tx = nil
+		defer tx.close()
+		ss.endTxn()
+		if failed {
 			return pgwire.Result{Tag: "ROLLBACK"}, nil
+		}
+		if tx != nil {
+			epoch, err := ss.s.commitTxn(ctx, tx)
+			if err != nil {
+				return pgwire.Result{}, err
+			}
+			if epoch != 0 {
+				if err := ss.acknowledge(ctx, epoch); err != nil {
+					return pgwire.Result{}, err
+				}
+			}
 		}
 		return pgwire.Result{Tag: "COMMIT"}, nil
 	case pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK:
 		if !ss.inTxBlock {
 			ss.client.Notice(pgwire.Notice{Severity: "WARNING", Code: "25P01", Message: "there is no transaction in progress"})
 		}
-		if ss.txWrote {
-			// PostgreSQL would undo them; Runnel (like RisingWave) applied
-			// each statement when it ran. Silence would be a lie.
-			ss.client.Notice(pgwire.Notice{Severity: "WARNING", Code: "01000",
-				Message: "ROLLBACK did not undo the writes of this transaction block",
-				Detail:  "Runnel applies each INSERT, UPDATE, DELETE and COPY atomically when it runs; a transaction block does not group them."})
-		}
-		ss.inTxBlock = false
-		ss.txFailed = false
-		ss.txWrote = false
+		ss.endTxn()
 		return pgwire.Result{Tag: "ROLLBACK"}, nil
 	}
 	return pgwire.Result{}, sqlerr.New(sqlerr.FeatureNotSupported, "savepoints and two-phase commit are not supported")
@@ -610,8 +612,8 @@ func (ss *session) transaction(n *pg_query.TransactionStmt) (pgwire.Result, erro
 // fails if a recovery rolled it back; otherwise the epoch is remembered
 // for the session's next FLUSH.
 func (ss *session) acknowledge(ctx context.Context, epoch uint64) error {
-	if ss.inTxBlock {
-		ss.txWrote = true
+	if epoch == 0 {
+		return nil // staged in a transaction block; COMMIT acknowledges
 	}
 	if ss.implicitFlush() {
 		return ss.waitWritten(ctx, []uint64{epoch})

@@ -179,16 +179,20 @@ func (st *statement) executeSQL(ctx context.Context, params []types.Datum) (pgwi
 }
 
 // runQuery runs a SELECT at the last committed epoch: every relation it
-// reads is seen at the same epoch, pinned until the rows are consumed.
+// reads is seen at the same epoch, pinned until the rows are consumed. In
+// a transaction block it reads the block's snapshot and writes (txn.go).
 func (st *statement) runQuery(ctx context.Context, p *sql.Prepared, params []types.Datum) (pgwire.Result, error) {
-	snap := st.sess.s.store.Snapshot()
-	env := &batch.Env{Data: &snapshotSource{snap: snap, sess: st.sess}, Eval: st.evalContext(ctx)}
+	src, release, err := st.readSource(ctx, false)
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	env := &batch.Env{Data: src, Eval: st.evalContext(ctx)}
 	it, err := p.Execute(ctx, env, params)
 	if err != nil {
-		snap.Close()
+		release()
 		return pgwire.Result{}, mapStorageErr(err)
 	}
-	res := pgwire.Result{Rows: &queryRows{it: it, snap: snap}}
+	res := pgwire.Result{Rows: &queryRows{it: it, release: release}}
 	for _, c := range p.Columns {
 		res.Columns = append(res.Columns, pgwire.Column{Name: c.Name, Type: c.Type})
 	}
@@ -197,8 +201,8 @@ func (st *statement) runQuery(ctx context.Context, p *sql.Prepared, params []typ
 
 // queryRows streams a query's rows and unpins its snapshot at the end.
 type queryRows struct {
-	it   batch.RowIterator
-	snap *storage.Snapshot
+	it      batch.RowIterator
+	release func()
 }
 
 func (q *queryRows) Next(ctx context.Context) (types.Row, error) {
@@ -208,7 +212,7 @@ func (q *queryRows) Next(ctx context.Context) (types.Row, error) {
 
 func (q *queryRows) Close() {
 	q.it.Close()
-	q.snap.Close()
+	q.release()
 }
 
 // mapStorageErr gives storage errors that users can meet a SQLSTATE.
@@ -225,6 +229,9 @@ func mapStorageErr(err error) error {
 // executeBound runs a statement that is not a query.
 func (st *statement) executeBound(ctx context.Context, p *sql.Prepared, params []types.Datum) (pgwire.Result, error) {
 	ss := st.sess
+	if err := ss.ddlInTxBlock(p.Bound); err != nil {
+		return pgwire.Result{}, err
+	}
 	switch b := p.Bound.(type) {
 	case *binder.CreateTable:
 		return ss.createTable(ctx, b)

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,7 +27,21 @@ type DMLRequest struct {
 	// Epoch is set, before Done is signalled, to the epoch the statement's
 	// writes belong to (what an acknowledgement must wait for, I7).
 	Epoch uint64
+	// Prepared, when set, makes the request one part of a transaction
+	// that commits to several tables (two-phase, server/txn.go): once
+	// Apply succeeded the actor sends its epoch on Prepared (buffered) and
+	// waits — processing nothing else, no barrier — for the decision on
+	// Decide: true applies the writes in that epoch, false discards them
+	// (Done gets ErrTxAborted). The coordinator commits only if every part
+	// reported the same epoch, so a transaction lands whole in one epoch
+	// and no view sees part of it (I7).
+	Prepared chan<- uint64
+	Decide   <-chan bool
 }
+
+// ErrTxAborted is the result of a prepared transaction part whose
+// coordinator decided not to commit.
+var ErrTxAborted = errors.New("transaction part aborted by its coordinator")
 
 // TableExecutor is the actor of a table: it applies DML statements to the
 // table's state table and emits the resulting changes downstream, between
@@ -45,7 +60,21 @@ type TableExecutor struct {
 	// wm generates the table's watermarks (WATERMARK FOR, see
 	// table_watermark.go); nil without.
 	wm *tableWatermark
+	// written maps each key written by a statement in an epoch after the
+	// horizon to the epoch of its last write: a transaction whose snapshot
+	// is older than that epoch did not see the write, and its commit of
+	// the same key conflicts (40001). Entries at or below horizon() — the
+	// oldest snapshot any open transaction reads — can no longer matter
+	// and are dropped at barriers. Writes made before a recovery replaced
+	// the actor are not in written: for them ApplyWriteSet falls back to
+	// comparing rows.
+	written map[string]uint64
+	horizon func() uint64
 }
+
+// SetTxHorizon gives the table the oldest snapshot epoch any open
+// transaction may still commit from (server/txn.go).
+func (e *TableExecutor) SetTxHorizon(h func() uint64) { e.horizon = h }
 
 // SetIngest makes the table read a connector between statements
 // (CREATE TABLE … WITH (connector = …)).
@@ -56,7 +85,8 @@ func (e *TableExecutor) Ingest() *TableIngest { return e.ingest }
 
 // NewTableExecutor creates the executor for one table actor.
 func NewTableExecutor(name string, st *state.Table, actor stream.ActorID, barriers <-chan *stream.Barrier, dml <-chan *DMLRequest) *TableExecutor {
-	return &TableExecutor{name: name, state: st, barriers: barriers, dml: dml, actor: actor}
+	return &TableExecutor{name: name, state: st, barriers: barriers, dml: dml, actor: actor,
+		written: map[string]uint64{}}
 }
 
 func (e *TableExecutor) Schema() []types.Type { return e.state.Schema().Types }
@@ -122,6 +152,14 @@ func (e *TableExecutor) onBarrier(b *stream.Barrier) (stream.Message, error) {
 	if e.ingest != nil {
 		e.ingest.acknowledge() // I8: after the commit, of committed epochs only
 	}
+	if e.horizon != nil && len(e.written) > 0 {
+		h := e.horizon()
+		for k, ep := range e.written {
+			if ep <= h {
+				delete(e.written, k)
+			}
+		}
+	}
 	if b.StopsActor(e.actor) {
 		e.stopped = true
 		if e.ingest != nil {
@@ -132,7 +170,7 @@ func (e *TableExecutor) onBarrier(b *stream.Barrier) (stream.Message, error) {
 }
 
 func (e *TableExecutor) apply(ctx context.Context, req *DMLRequest) {
-	w := &TableWriter{t: e.state, overlay: map[string]*overlayEntry{}}
+	w := &TableWriter{t: e.state, overlay: map[string]*overlayEntry{}, written: e.written}
 	err := func() (err error) {
 		// A bug in a statement's evaluation must fail the statement, not the
 		// table's actor (I6).
@@ -149,11 +187,133 @@ func (e *TableExecutor) apply(ctx context.Context, req *DMLRequest) {
 		}
 		return nil
 	}()
+	if err == nil && req.Prepared != nil {
+		err = e.awaitDecision(ctx, req)
+	}
 	if err == nil {
 		e.queue = append(e.queue, w.commit()...)
+		ep := e.state.Epoch()
+		for _, k := range w.order {
+			e.written[k] = ep
+		}
 	}
 	req.Epoch = e.state.Epoch()
 	req.Done <- err
+}
+
+// awaitDecision reports a prepared transaction part's epoch and blocks
+// the actor until the coordinator decides. The actor passes no barrier
+// meanwhile, so its epoch cannot change between the report and the
+// apply (I7: one transaction, one epoch).
+func (e *TableExecutor) awaitDecision(ctx context.Context, req *DMLRequest) error {
+	req.Prepared <- e.state.Epoch()
+	select {
+	case ok := <-req.Decide:
+		if !ok {
+			return ErrTxAborted
+		}
+		return nil
+	case <-ctx.Done():
+		// The actor is being aborted (recovery of its database, which
+		// discards the epoch's writes of every table of the transaction):
+		// a decision already made still counts, so that the parts agree.
+		select {
+		case ok := <-req.Decide:
+			if ok {
+				return nil
+			}
+			return ErrTxAborted
+		default:
+			return ctx.Err()
+		}
+	}
+}
+
+// NewTableWriter returns a writer staging one statement's writes over t.
+// A transaction block uses it over a table that holds its snapshot and
+// its earlier statements' writes (server/txn.go); Stage moves the
+// statement's writes into that table.
+func NewTableWriter(t *state.Table) *TableWriter {
+	return &TableWriter{t: t, overlay: map[string]*overlayEntry{}}
+}
+
+// Stage writes the statement's staged rows into its table's buffer,
+// without emitting changes (a transaction block's statement).
+func (w *TableWriter) Stage() {
+	for _, k := range w.order {
+		if o := w.overlay[k]; o.row == nil {
+			w.t.DeleteKey(k)
+		} else {
+			w.t.InsertKey(k, o.row)
+		}
+	}
+	w.overlay, w.order, w.base = map[string]*overlayEntry{}, nil, nil
+	w.changes = types.Chunk{}
+}
+
+// WriteSetEntry is one key a committing transaction writes: Row is its
+// final row (nil: deleted), Base the row the transaction's snapshot held
+// under the key (BaseFound false: none).
+type WriteSetEntry struct {
+	Key       string
+	Row       types.Row
+	Base      types.Row
+	BaseFound bool
+}
+
+// ApplyWriteSet applies a transaction's net writes to one table. No key
+// may have been written after the transaction's snapshot (epoch snap) —
+// first committer wins, checked per key: otherwise the transaction fails
+// with 40001, as a concurrent update does in PostgreSQL's repeatable read
+// and serializable modes. The rows are compared too: that catches a
+// write made before a recovery replaced the actor, which it has no
+// record of.
+func (w *TableWriter) ApplyWriteSet(ctx context.Context, ws []WriteSetEntry, snap uint64) error {
+	ts := w.t.Schema().Types
+	var tk ticker
+	for _, e := range ws {
+		if err := tk.tick(ctx); err != nil {
+			return err
+		}
+		cur, found, err := w.getKey(ctx, e.Key)
+		if err != nil {
+			return err
+		}
+		if w.written[e.Key] > snap || found != e.BaseFound || found && !sameRow(cur, e.Base, ts) {
+			row := e.Row
+			if row == nil {
+				row = e.Base
+			}
+			if row == nil {
+				row = cur
+			}
+			err := sqlerr.New(sqlerr.SerializationFailure, "could not serialize access due to concurrent update")
+			err.Detail = fmt.Sprintf("Key %s of %s was changed by another transaction after this transaction's snapshot.", w.t.KeyText(row), w.t.Schema().Name)
+			err.Hint = "The transaction might succeed if retried."
+			return err
+		}
+		switch {
+		case e.Row == nil && found:
+			w.setKey(e.Key, nil)
+			w.changes.Append(types.OpDelete, cur)
+		case e.Row == nil:
+		case !found:
+			w.setKey(e.Key, e.Row)
+			w.changes.Append(types.OpInsert, e.Row)
+		case !sameRow(cur, e.Row, ts):
+			w.setKey(e.Key, e.Row)
+			w.changes.Append(types.OpUpdateDelete, cur)
+			w.changes.Append(types.OpUpdateInsert, e.Row)
+		}
+	}
+	return nil
+}
+
+func (w *TableWriter) getKey(ctx context.Context, k string) (types.Row, bool, error) {
+	if o, ok := w.overlay[k]; ok {
+		return o.row, o.row != nil, nil
+	}
+	return w.t.GetKey(ctx, k)
 }
 
 // TableWriter stages one statement's writes. Reads see the table's state
@@ -163,6 +323,9 @@ type TableWriter struct {
 	overlay map[string]*overlayEntry
 	order   []string // keys in first-write order, for deterministic output
 	changes types.Chunk
+	// written is the actor's record of recent writes (see
+	// TableExecutor), read by ApplyWriteSet.
+	written map[string]uint64
 	// base holds the rows GetBase read, by key: the table as of the
 	// statement's start, which the statement's own writes (overlay) do
 	// not change, so a later Get, Update or Delete of the same row (an
@@ -277,8 +440,9 @@ func (w *TableWriter) Update(ctx context.Context, old, updated types.Row) error 
 	return nil
 }
 
-func (w *TableWriter) set(keyRow, row types.Row) {
-	k := w.key(keyRow)
+func (w *TableWriter) set(keyRow, row types.Row) { w.setKey(w.key(keyRow), row) }
+
+func (w *TableWriter) setKey(k string, row types.Row) {
 	o, ok := w.overlay[k]
 	if !ok {
 		o = &overlayEntry{}

@@ -180,6 +180,15 @@ func (t *Table) DeleteKey(key string) {
 
 // UniqueViolation builds PostgreSQL's 23505 error for a duplicate key.
 func (t *Table) UniqueViolation(row types.Row) error {
+	e := sqlerr.Errorf(sqlerr.UniqueViolation, "duplicate key value violates unique constraint %q", t.schema.ConstraintName)
+	e.Detail = fmt.Sprintf("Key %s already exists.", t.KeyText(row))
+	e.ConstraintName = t.schema.ConstraintName
+	return e
+}
+
+// KeyText renders row's primary key as PostgreSQL's key details do:
+// "(a, b)=(1, x)".
+func (t *Table) KeyText(row types.Row) string {
 	var cols, vals strings.Builder
 	for i, c := range t.schema.PK {
 		if i > 0 {
@@ -193,10 +202,7 @@ func (t *Table) UniqueViolation(row types.Row) error {
 		cols.WriteString(name)
 		vals.WriteString(types.FormatText(row[c], t.schema.Types[c], nil))
 	}
-	e := sqlerr.Errorf(sqlerr.UniqueViolation, "duplicate key value violates unique constraint %q", t.schema.ConstraintName)
-	e.Detail = fmt.Sprintf("Key (%s)=(%s) already exists.", cols.String(), vals.String())
-	e.ConstraintName = t.schema.ConstraintName
-	return e
+	return "(" + cols.String() + ")=(" + vals.String() + ")"
 }
 
 // Get returns the row with the given primary key values (in PK order).
@@ -214,6 +220,33 @@ func (t *Table) GetRow(ctx context.Context, row types.Row) (types.Row, bool, err
 	t.keyBuf = t.encodeKey(t.keyBuf[:0], row)
 	return t.getKey(ctx, t.keyBuf)
 }
+
+// GetKey returns the row stored under an already encoded key.
+func (t *Table) GetKey(ctx context.Context, key string) (types.Row, bool, error) {
+	return t.getKey(ctx, []byte(key))
+}
+
+// Buffered calls fn for every write buffered since the last Commit, in
+// key order: the row written under key, or nil for a delete. A
+// transaction block keeps its pending writes this way, in a table over
+// its snapshot that is never committed (server/txn.go).
+func (t *Table) Buffered(fn func(key string, row types.Row) error) error {
+	var err error
+	t.mem.Ascend(func(e memEntry) bool {
+		var row types.Row
+		if !e.delete {
+			if row, _, err = t.decode(e.value); err != nil {
+				return false
+			}
+		}
+		err = fn(e.key, row)
+		return err == nil
+	})
+	return err
+}
+
+// BufferedLen is the number of buffered writes.
+func (t *Table) BufferedLen() int { return t.mem.Len() }
 
 func (t *Table) getKey(ctx context.Context, key []byte) (types.Row, bool, error) {
 	if e, ok := t.mem.Get(memEntry{key: string(key)}); ok {

@@ -1,0 +1,493 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/runneldb/runnel/internal/batch"
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/sql/binder"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/storage"
+	"github.com/runneldb/runnel/internal/stream/exec"
+	"github.com/runneldb/runnel/internal/stream/state"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// Transaction blocks (BEGIN … COMMIT) — snapshot isolation with
+// first-committer-wins on the rows a transaction writes.
+//
+//   - The block's first statement pins the last committed snapshot (after
+//     waiting for the session's own earlier writes, so that it sees them)
+//     and every read of the block — SELECT, DML subqueries, the rows
+//     UPDATE and DELETE scan — reads that snapshot with the block's own
+//     pending writes merged over it (txSource).
+//   - A write statement runs its usual code (exec.TableWriter) against a
+//     state.Table over the snapshot: its writes stay buffered in that
+//     table (the block's write set per table, in key order). A primary-key
+//     violation against the snapshot or the block's own writes fails the
+//     statement with 23505; any error aborts the block (25P02 until
+//     ROLLBACK), as in PostgreSQL, so a failed statement's half-staged
+//     writes are never committed.
+//   - ROLLBACK (or COMMIT of an aborted block) drops the write set.
+//   - COMMIT ships each table's net writes (final row or delete per key,
+//     with the row the snapshot held under it) to the table's actor. The
+//     actor checks that every key still holds the snapshot's row — another
+//     writer changed it otherwise, and the transaction fails with 40001
+//     (first committer wins) — and applies them. Writes to several tables
+//     commit two-phase: each actor validates, reports its epoch and waits;
+//     only if all report the same epoch are they told to apply, so the
+//     transaction lands in one epoch and no view ever sees half of it (I7:
+//     a view equals its query over the base tables at every epoch). A
+//     crash or recovery before that epoch commits loses the transaction
+//     whole; after, it is durable whole.
+//
+// Rows the block only reads are not checked at commit: write skew is
+// possible, as in PostgreSQL's REPEATABLE READ (not SERIALIZABLE).
+// Materialized views read in a block show the snapshot, without the
+// block's pending writes.
+type txn struct {
+	reg    *openTxns
+	snap   *storage.Snapshot
+	tables map[catalog.ObjectID]*txTable
+	order  []catalog.ObjectID
+}
+
+// txTable is one table a transaction wrote: tbl reads the snapshot and
+// buffers the block's writes (never committed itself).
+type txTable struct {
+	rel *catalog.Relation
+	tbl *state.Table
+}
+
+func (t *txn) close() {
+	if t != nil && t.snap != nil {
+		t.reg.mu.Lock()
+		delete(t.reg.open, t)
+		t.reg.mu.Unlock()
+		t.snap.Close()
+		t.snap = nil
+	}
+}
+
+func (t *txn) wrote() bool {
+	for _, tt := range t.tables {
+		if tt.tbl.BufferedLen() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// table returns the write set of rel, creating it.
+func (t *txn) table(rel *catalog.Relation) *txTable {
+	if tt := t.tables[rel.ID]; tt != nil {
+		return tt
+	}
+	tt := &txTable{rel: rel, tbl: state.New(storage.TableID(rel.StateTable), tableStateSchema(rel), snapshotStore{t.snap}, t.snap.Epoch())}
+	t.tables[rel.ID] = tt
+	t.order = append(t.order, rel.ID)
+	return tt
+}
+
+// currentTxn returns the open block's transaction, starting it at the
+// block's first statement that reads or writes; nil outside a block.
+func (ss *session) currentTxn(ctx context.Context) (*txn, error) {
+	if !ss.inTxBlock {
+		return nil, nil
+	}
+	if ss.tx != nil {
+		return ss.tx, nil
+	}
+	// The snapshot must hold this session's earlier (autocommit) writes:
+	// wait for them as FLUSH would.
+	if len(ss.written) > 0 {
+		if err := ss.flush(ctx); err != nil {
+			return nil, err
+		}
+	}
+	ss.tx = ss.s.openTxns.begin(ss.s.store)
+	return ss.tx, nil
+}
+
+// openTxns registers the snapshots of open transaction blocks, so that
+// table actors keep the record of the writes those transactions may
+// conflict with (exec.TableExecutor.SetTxHorizon).
+type openTxns struct {
+	mu   sync.Mutex
+	open map[*txn]uint64
+}
+
+// begin pins a snapshot for a new transaction and registers it. Both
+// happen under mu, so a horizon computed concurrently is either computed
+// before (then it is at most the committed epoch then, which the new
+// snapshot holds) or takes the snapshot into account.
+func (o *openTxns) begin(store *storage.Engine) *txn {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	tx := &txn{snap: store.Snapshot(), tables: map[catalog.ObjectID]*txTable{}, reg: o}
+	if o.open == nil {
+		o.open = map[*txn]uint64{}
+	}
+	o.open[tx] = tx.snap.Epoch()
+	return tx
+}
+
+// horizon is the oldest epoch a transaction may still commit from: writes
+// at or below it are visible to every open and future snapshot.
+func (o *openTxns) horizon(store *storage.Engine) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h := store.CommittedEpoch()
+	for _, e := range o.open {
+		h = min(h, e)
+	}
+	return h
+}
+
+// endTxn ends the block, dropping what was not committed.
+func (ss *session) endTxn() {
+	ss.tx.close()
+	ss.tx = nil
+	ss.inTxBlock, ss.txFailed, ss.txWrote = false, false, false
+}
+
+// ddlInTxBlock handles DDL inside a transaction block. DDL is not
+// transactional in Runnel: it runs at once. After the block has staged
+// writes it is refused (its writes were read against the catalog and
+// snapshot the DDL would change); before, the block's snapshot is dropped
+// so that its next statement sees the DDL's effect (BEGIN; CREATE TABLE;
+// INSERT …; COMMIT, as migration tools run).
+func (ss *session) ddlInTxBlock(b any) error {
+	switch b.(type) {
+	case *binder.Insert, *binder.Update, *binder.Delete, *binder.Copy:
+		return nil
+	}
+	if ss.tx == nil {
+		return nil
+	}
+	if ss.tx.wrote() {
+		return sqlerr.New(sqlerr.ActiveSQLTransaction, "DDL is not supported in a transaction block after writes; COMMIT or ROLLBACK them first")
+	}
+	ss.tx.close()
+	ss.tx = nil
+	return nil
+}
+
+// readSource returns the data source of a statement's reads and its
+// release: the block's snapshot with its writes merged in a block, else a
+// fresh snapshot of the last committed epoch.
+func (st *statement) readSource(ctx context.Context, dml bool) (batch.DataSource, func(), error) {
+	tx, err := st.sess.currentTxn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tx != nil {
+		return &txSource{snapshotSource: snapshotSource{snap: tx.snap, sess: st.sess}, tx: tx}, func() {}, nil
+	}
+	snap := st.sess.s.store.Snapshot()
+	return &snapshotSource{snap: snap, sess: st.sess, ownWritesPending: dml && len(st.sess.written) > 0}, snap.Close, nil
+}
+
+// txSource reads a transaction's snapshot with its pending writes merged
+// over the tables it wrote.
+type txSource struct {
+	snapshotSource
+	tx *txn
+}
+
+func (d *txSource) Scan(ctx context.Context, rel *catalog.Relation) (batch.RowIterator, error) {
+	tt := d.tx.tables[rel.ID]
+	if tt == nil {
+		return d.snapshotSource.Scan(ctx, rel)
+	}
+	it, err := tt.tbl.Iter(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &stateRows{it: it}, nil
+}
+
+func (d *txSource) ScanKey(ctx context.Context, rel *catalog.Relation, prefix types.Row) (batch.RowIterator, bool, error) {
+	tt := d.tx.tables[rel.ID]
+	if tt == nil {
+		return d.snapshotSource.ScanKey(ctx, rel, prefix)
+	}
+	if _, _, ok := tt.tbl.PrefixBounds(prefix); !ok {
+		return nil, false, nil
+	}
+	if len(prefix) == len(tt.tbl.Schema().PK) {
+		row, found, err := tt.tbl.Get(ctx, prefix)
+		if err != nil {
+			return nil, false, err
+		}
+		return &pointRow{row: row, found: found}, true, nil
+	}
+	it, err := tt.tbl.Iter(ctx, prefix)
+	if err != nil {
+		return nil, false, err
+	}
+	return &stateRows{it: it}, true, nil
+}
+
+// write applies one statement's writes to rel: inside a block they are
+// staged in the block's write set (epoch 0: nothing to acknowledge yet),
+// otherwise sent to the table's actor at once.
+func (ss *session) write(ctx context.Context, rel *catalog.Relation, apply func(ctx context.Context, w *exec.TableWriter) error) (uint64, error) {
+	tx, err := ss.currentTxn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if tx == nil {
+		return ss.s.write(ctx, rel, apply)
+	}
+	if rel.Options["connector"] != "" {
+		return 0, sqlerr.Errorf(sqlerr.FeatureNotSupported, "writing to table %q, which has a connector, inside a transaction block is not supported", rel.Name)
+	}
+	w := exec.NewTableWriter(tx.table(rel).tbl)
+	if err := apply(ctx, w); err != nil {
+		return 0, err
+	}
+	w.Stage()
+	ss.txWrote = true
+	return 0, nil
+}
+
+// commitTxn commits a block's writes and returns their epoch (0: none).
+func (s *Server) commitTxn(ctx context.Context, tx *txn) (uint64, error) {
+	type part struct {
+		rel *catalog.Relation
+		ws  []exec.WriteSetEntry
+	}
+	var parts []part
+	for _, id := range tx.order {
+		tt := tx.tables[id]
+		if tt.tbl.BufferedLen() == 0 {
+			continue
+		}
+		base := state.New(storage.TableID(tt.rel.StateTable), tableStateSchema(tt.rel), snapshotStore{tx.snap}, tx.snap.Epoch())
+		var ws []exec.WriteSetEntry
+		err := tt.tbl.Buffered(func(key string, row types.Row) error {
+			b, found, err := base.GetKey(ctx, key)
+			if err != nil {
+				return err
+			}
+			if !found && row == nil {
+				return nil // inserted and deleted again in the block
+			}
+			ws = append(ws, exec.WriteSetEntry{Key: key, Row: row, Base: b, BaseFound: found})
+			return nil
+		})
+		if err != nil {
+			return 0, mapStorageErr(err)
+		}
+		if len(ws) > 0 {
+			parts = append(parts, part{rel: tt.rel, ws: ws})
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return 0, nil
+	case 1:
+		p := parts[0]
+		return s.write(ctx, p.rel, func(ctx context.Context, w *exec.TableWriter) error { return w.ApplyWriteSet(ctx, p.ws, tx.snap.Epoch()) })
+	}
+	applies := make([]txPart, len(parts))
+	for i, p := range parts {
+		applies[i] = txPart{rel: p.rel, apply: func(ctx context.Context, w *exec.TableWriter) error { return w.ApplyWriteSet(ctx, p.ws, tx.snap.Epoch()) }}
+	}
+	return s.commitParts(ctx, applies)
+}
+
+// txPart is the write of one table in a transaction's commit.
+type txPart struct {
+	rel   *catalog.Relation
+	apply func(ctx context.Context, w *exec.TableWriter) error
+}
+
+// txCommits serialises commits that span several tables: two of them
+// preparing on the same actors in opposite orders would each hold one
+// actor and wait for the other (until the round timeout) over and over.
+var txCommits sync.Mutex
+
+// Bounds of the rounds of a multi-table commit. A round ends unprepared
+// when an actor does not answer in time — it may be blocked sending to a
+// view that aligns a barrier which another actor of this commit holds
+// back while prepared — and the next round waits twice as long.
+const (
+	txRoundTimeout    = 100 * time.Millisecond
+	txRoundTimeoutMax = 5 * time.Second
+	txMaxRounds       = 100
+)
+
+// txRoundHook, when set by a test, runs after each round of a multi-table
+// commit with the epochs the prepared parts reported.
+var txRoundHook func(epochs []uint64)
+
+// commitParts commits writes to several tables in one epoch (I7): every
+// actor applies and validates its part, reports its epoch and waits;
+// if all parts prepared in the same epoch they are told to apply,
+// otherwise (a barrier passed some actors but not yet others, or a part
+// timed out) they are told to discard and the round is retried.
+func (s *Server) commitParts(ctx context.Context, parts []txPart) (uint64, error) {
+	txCommits.Lock()
+	defer txCommits.Unlock()
+	timeout := txRoundTimeout
+	for round := 0; ; round++ {
+		if round == txMaxRounds {
+			return 0, sqlerr.Errorf(sqlerr.SerializationFailure, "could not commit the transaction's writes to %d tables in one epoch after %d attempts", len(parts), round)
+		}
+		epoch, retry, err := s.commitRound(ctx, parts, timeout)
+		if !retry {
+			return epoch, err
+		}
+		if errors.Is(err, errRoundTimeout) {
+			timeout = min(2*timeout, txRoundTimeoutMax)
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+	}
+}
+
+var errRoundTimeout = errors.New("a transaction part did not prepare in time")
+
+// partResult is what one part of a round reports.
+type partResult struct {
+	i        int
+	sent     bool
+	prepared bool
+	epoch    uint64
+	err      error
+}
+
+// commitRound runs one prepare/decide round. retry reports that nothing
+// was applied and the round may run again.
+func (s *Server) commitRound(ctx context.Context, parts []txPart, timeout time.Duration) (epoch uint64, retry bool, err error) {
+	n := len(parts)
+	reqs := make([]*exec.DMLRequest, n)
+	decide := make([]chan bool, n)
+	results := make(chan partResult, n)
+	abort := make(chan struct{})
+	for i, p := range parts {
+		j, err := s.tableJobFor(ctx, p.rel)
+		if err != nil {
+			return 0, false, err
+		}
+		prepared := make(chan uint64, 1)
+		decide[i] = make(chan bool, 1)
+		reqs[i] = &exec.DMLRequest{Apply: p.apply, Done: make(chan error, 1), Prepared: prepared, Decide: decide[i]}
+		go func(i int, req *exec.DMLRequest) {
+			select {
+			case j.dml <- req:
+			case <-j.replaced:
+				results <- partResult{i: i, err: errReplaced}
+				return
+			case <-abort:
+				results <- partResult{i: i}
+				return
+			}
+			select {
+			case e := <-prepared:
+				results <- partResult{i: i, sent: true, prepared: true, epoch: e}
+			case err := <-req.Done:
+				results <- partResult{i: i, sent: true, err: err}
+			}
+		}(i, reqs[i])
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	res := make([]partResult, n)
+	aborted := false
+	doAbort := func() {
+		if !aborted {
+			aborted = true
+			close(abort)
+			for _, d := range decide {
+				d <- false // buffered, written once: a part not yet prepared aborts at once
+			}
+		}
+	}
+	var firstErr error
+	timedOut := false
+	done := ctx.Done()
+	for got := 0; got < n; {
+		select {
+		case r := <-results:
+			got++
+			res[r.i] = r
+			if r.err != nil && firstErr == nil {
+				firstErr = r.err
+				doAbort()
+			}
+		case <-timer.C:
+			timedOut = true
+			doAbort()
+		case <-done:
+			// Abort, but wait for every part to answer: a part handed
+			// over must be decided before the statement returns.
+			done = nil
+			if firstErr == nil {
+				firstErr = ctx.Err()
+			}
+			doAbort()
+		}
+	}
+	epochs := make([]uint64, 0, n)
+	for _, r := range res {
+		if r.prepared {
+			epochs = append(epochs, r.epoch)
+		}
+	}
+	if txRoundHook != nil {
+		txRoundHook(epochs)
+	}
+	same := len(epochs) == n
+	for _, e := range epochs {
+		same = same && e == epochs[0]
+	}
+	if aborted || !same {
+		doAbort()
+		// Wait for the prepared parts to discard, so that a retry finds
+		// the actors free.
+		for i, r := range res {
+			if r.prepared {
+				<-reqs[i].Done
+			}
+		}
+		switch {
+		case firstErr != nil && (errors.Is(firstErr, errReplaced) || errors.Is(firstErr, context.Canceled) && ctx.Err() == nil):
+			// An actor was replaced by a recovery: retry on the new ones
+			// (tableJobFor waits for the rebuild).
+			return 0, true, firstErr
+		case firstErr != nil:
+			return 0, false, firstErr
+		case timedOut:
+			return 0, true, errRoundTimeout
+		}
+		return 0, true, nil
+	}
+	// Commit point: every part holds its actor in the same epoch.
+	for _, d := range decide {
+		d <- true
+	}
+	var applyErr error
+	for i := range reqs {
+		if err := <-reqs[i].Done; err != nil && applyErr == nil {
+			applyErr = err
+		}
+	}
+	if applyErr != nil {
+		// Only an actor aborted by a recovery of the database fails here;
+		// the recovery discards the epoch's writes of every table of the
+		// transaction, so it is lost whole.
+		return 0, false, sqlerr.Wrap(applyErr, sqlerr.SerializationFailure,
+			"the transaction was rolled back by a recovery while it committed; retry it")
+	}
+	return epochs[0], false, nil
+}
+
+var errReplaced = fmt.Errorf("table actor replaced by a recovery")
