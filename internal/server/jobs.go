@@ -90,7 +90,8 @@ func (s *Server) newTableJob(ctx context.Context, rel *catalog.Relation, curr ui
 		dispatcher: &stream.BroadcastDispatcher{Upstream: id},
 	}
 	ex := exec.NewTableExecutor(rel.Name, st, id, j.barriers, j.dml)
-	ex.SetTxHorizon(func() uint64 { return s.openTxns.horizon(s.store) }) // txn.go
+	// Transactions conflict with writes after their snapshot (txn.go).
+	ex.SetTxHorizon(func() uint64 { return s.openTxns.horizon(s.store) })
 	if err := s.tableWatermark(ex, rel); err != nil { // see watermark.go
 		return nil, nil, err
 	}

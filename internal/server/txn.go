@@ -293,11 +293,15 @@ func (s *Server) commitTxn(ctx context.Context, tx *txn) (uint64, error) {
 		return 0, nil
 	case 1:
 		p := parts[0]
-		return s.write(ctx, p.rel, func(ctx context.Context, w *exec.TableWriter) error { return w.ApplyWriteSet(ctx, p.ws, tx.snap.Epoch()) })
+		return s.write(ctx, p.rel, func(ctx context.Context, w *exec.TableWriter) error {
+			return w.ApplyWriteSet(ctx, p.ws, tx.snap.Epoch())
+		})
 	}
 	applies := make([]txPart, len(parts))
 	for i, p := range parts {
-		applies[i] = txPart{rel: p.rel, apply: func(ctx context.Context, w *exec.TableWriter) error { return w.ApplyWriteSet(ctx, p.ws, tx.snap.Epoch()) }}
+		applies[i] = txPart{rel: p.rel, apply: func(ctx context.Context, w *exec.TableWriter) error {
+			return w.ApplyWriteSet(ctx, p.ws, tx.snap.Epoch())
+		}}
 	}
 	return s.commitParts(ctx, applies)
 }
