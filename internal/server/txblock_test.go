@@ -64,6 +64,10 @@ func TestTxRollbackDiscards(t *testing.T) {
 	if got := fmt.Sprint(queryStrings(t, conn, "SELECT id, v FROM u ORDER BY id")); got != "[1|10 2|20]" {
 		t.Fatalf("u after COMMIT: %s", got)
 	}
+	// The isolation level drivers read is the one blocks have.
+	if got := fmt.Sprint(queryStrings(t, conn, "SHOW transaction_isolation")); got != "[repeatable read]" {
+		t.Fatalf("transaction_isolation: %s", got)
+	}
 }
 
 // An error aborts the block (25P02 until its end) and discards its
