@@ -159,7 +159,14 @@ func TestOtherStatements(t *testing.T) {
 	if !cv.Materialized || cv.Name != "mv" || cv.Columns[0].Name != "x" || cv.Columns[1].Name != "total" || cv.Columns[1].Type != types.Int64 {
 		t.Fatalf("got %+v", cv)
 	}
-	if cv.Query != "SELECT b, sum(c) FROM t GROUP BY b" {
+	if cv.Query != "select b, sum(c) from t group by b" {
+		t.Fatalf("query text %q", cv.Query)
+	}
+	// A subquery without an alias (PostgreSQL 16) is stored as written:
+	// printing the bound tree back to SQL with pg_query's Deparse
+	// segfaulted here (issue 13).
+	cv = prepare(t, f, "create materialized view mv as select b from (select b, c from t) /* x */ where c > 1 with data").Bound.(*binder.CreateView)
+	if cv.Query != "select b from (select b, c from t) /* x */ where c > 1" {
 		t.Fatalf("query text %q", cv.Query)
 	}
 	d := prepare(t, f, "drop materialized view if exists s.mv, mv2 cascade").Bound.(*binder.Drop)

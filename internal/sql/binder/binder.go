@@ -44,6 +44,9 @@ type Binder struct {
 	// viewDepth guards against views that (through a bug elsewhere) refer
 	// to themselves.
 	viewDepth int
+	// srcText, when set, is the text the AST's locations refer to instead
+	// of stmt.Text (CREATE SOURCE: parsed with its RisingWave clauses cut).
+	srcText string
 	// dmlScope is the scope of an UPDATE's target joined with FROM.
 	dmlScope *scope
 	// deps are the relations named by the statement (see

@@ -98,7 +98,8 @@ type CreateView struct {
 	// columns of the plan excluded).
 	Columns plan.Schema
 	Plan    plan.Node
-	// Query is the defining SELECT as SQL text (deparsed, canonical).
+	// Query is the defining SELECT as the user wrote it (a slice of the
+	// statement's text, checked to parse to the same tree).
 	Query string
 	// DependsOn lists the relations the query names directly (tables,
 	// views, materialized views; a view's own dependencies are its own),
@@ -163,28 +164,36 @@ func (*SetVar) boundStmt()         {}
 func (*ShowVar) boundStmt()        {}
 func (*Transaction) boundStmt()    {}
 
-// deparseExpr renders an expression AST as SQL text.
-func deparseExpr(n *pg.Node) (string, error) {
-	sel := &pg.SelectStmt{TargetList: []*pg.Node{pg.MakeResTargetNodeWithVal(n, 0)}}
-	s, err := pg.Deparse(&pg.ParseResult{Version: parseTreeVersion(), Stmts: []*pg.RawStmt{{Stmt: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: sel}}}}})
-	if err != nil {
-		return "", err
+// definitionText returns what parser.ViewQueryText / ColumnExprText cut
+// from the statement's text after checking that it parses to the same tree
+// as want (so that the stored text means what was bound). The text is the
+// user's own: no tree is ever printed back to SQL by C code (I9).
+func definitionText(text string, ok bool, want *pg.Node, what string) (string, error) {
+	if ok {
+		var got *pg.Node
+		if want.GetSelectStmt() != nil {
+			if st, err := parser.ParseOne(text); err == nil {
+				got = st.AST
+			}
+		} else if e, err := parseExprText(text); err == nil {
+			got = e
+		}
+		if got != nil && parser.SameTree(got, want) {
+			return text, nil
+		}
 	}
-	return strings.TrimPrefix(s, "SELECT "), nil
+	return "", sqlerr.Errorf(sqlerr.FeatureNotSupported, "cannot store the text of this %s", what)
 }
 
-// parseTreeVersion is the protobuf parse-tree version Deparse expects (the
-// version of the bundled PostgreSQL parser), read from a parse result.
-func parseTreeVersion() int32 {
-	r, err := pg.Parse("SELECT 1")
-	if err != nil {
-		return 0
+// astText is the text the locations of the statement's AST refer to.
+func (b *Binder) astText() string {
+	if b.srcText != "" {
+		return b.srcText
 	}
-	return r.Version
-}
-
-func deparseSelect(n *pg.Node) (string, error) {
-	return pg.Deparse(&pg.ParseResult{Version: parseTreeVersion(), Stmts: []*pg.RawStmt{{Stmt: n}}})
+	if b.stmt != nil {
+		return b.stmt.Text
+	}
+	return ""
 }
 
 // defElemString returns a DefElem's argument as text.
@@ -250,14 +259,18 @@ func (b *Binder) bindCreateTable(cs *pg.CreateStmt) (Statement, error) {
 		}
 		col := ColumnDef{Name: cd.Colname, Type: t, NotNull: cd.IsNotNull}
 		idx := len(ct.Columns)
-		for _, cn := range cd.Constraints {
+		for k, cn := range cd.Constraints {
 			c := cn.GetConstraint()
 			switch c.Contype {
 			case pg.ConstrType_CONSTR_NOTNULL:
 				col.NotNull = true
 			case pg.ConstrType_CONSTR_NULL:
 			case pg.ConstrType_CONSTR_DEFAULT:
-				def, text, err := b.bindDefault(c.RawExpr, t, cd.Colname)
+				limit := -1 // the DEFAULT expression ends before the next constraint
+				if k+1 < len(cd.Constraints) {
+					limit = int(cd.Constraints[k+1].GetConstraint().GetLocation())
+				}
+				def, text, err := b.bindDefault(c.RawExpr, t, cd.Colname, int(c.Location), limit)
 				if err != nil {
 					return nil, err
 				}
@@ -273,7 +286,7 @@ func (b *Binder) bindCreateTable(cs *pg.CreateStmt) (Statement, error) {
 			}
 		}
 		if cd.RawDefault != nil {
-			def, text, err := b.bindDefault(cd.RawDefault, t, cd.Colname)
+			def, text, err := b.bindDefault(cd.RawDefault, t, cd.Colname, -1, -1)
 			if err != nil {
 				return nil, err
 			}
@@ -328,6 +341,7 @@ func (b *Binder) bindCreateTable(cs *pg.CreateStmt) (Statement, error) {
 }
 
 func (b *Binder) bindCreateSource(cs *parser.CreateSource) (Statement, error) {
+	b.srcText = cs.Text
 	st, err := b.bindCreateTable(cs.Create)
 	if err != nil {
 		return nil, err
@@ -361,11 +375,7 @@ func (b *Binder) bindCreateSource(cs *parser.CreateSource) (Statement, error) {
 		if e, err = expr.NewCast(e, t, expr.CastImplicit); err != nil {
 			return nil, err
 		}
-		text, err := deparseExpr(wm.Expr)
-		if err != nil {
-			return nil, sqlerr.Wrap(err, sqlerr.InternalError, "cannot render WATERMARK expression")
-		}
-		ct.Watermark = &WatermarkDef{Column: col, Expr: e, Text: text}
+		ct.Watermark = &WatermarkDef{Column: col, Expr: e, Text: wm.Text}
 	}
 	return ct, nil
 }
@@ -382,7 +392,9 @@ func constraintsOf(ns []*pg.Node) []*pg.Constraint {
 
 // bindDefault binds a DEFAULT expression (no column references allowed)
 // and casts it to the column type.
-func (b *Binder) bindDefault(n *pg.Node, t types.Type, col string) (expr.Expr, string, error) {
+// from is the byte offset of its DEFAULT keyword (or CONSTRAINT name) in
+// the statement, limit that of the column's next constraint (-1: none).
+func (b *Binder) bindDefault(n *pg.Node, t types.Type, col string, from, limit int) (expr.Expr, string, error) {
 	walkErr := error(nil)
 	walkAST(n, func(x *pg.Node) bool {
 		if x.GetColumnRef() != nil && walkErr == nil {
@@ -404,9 +416,10 @@ func (b *Binder) bindDefault(n *pg.Node, t types.Type, col string) (expr.Expr, s
 	if err != nil {
 		return nil, "", b.errorf(location(n), sqlerr.DatatypeMismatch, "column \"%s\" is of type %s but default expression is of type %s", col, t.Name(), e.Type().Name())
 	}
-	text, err := deparseExpr(n)
+	text, ok := parser.ColumnExprText(b.astText(), from, limit)
+	text, err = definitionText(text, ok, n, "DEFAULT expression")
 	if err != nil {
-		return nil, "", sqlerr.Wrap(err, sqlerr.InternalError, "cannot render DEFAULT expression")
+		return nil, "", err
 	}
 	return c, text, nil
 }
@@ -470,6 +483,12 @@ func (b *Binder) bindCreateView(name *pg.RangeVar, aliases []*pg.Node, query *pg
 	if sel == nil {
 		return nil, unsupported("views must be defined by a SELECT")
 	}
+	// The stored definition is the user's text, taken before binding.
+	text, ok := parser.ViewQueryText(b.astText())
+	text, err := definitionText(text, ok, query, "view definition")
+	if err != nil {
+		return nil, err
+	}
 	q, err := b.BindQuery(sel)
 	if err != nil {
 		return nil, err
@@ -492,10 +511,6 @@ func (b *Binder) bindCreateView(name *pg.RangeVar, aliases []*pg.Node, query *pg
 			return nil, sqlerr.Errorf(sqlerr.DuplicateColumn, "column \"%s\" specified more than once", cols[i].Name)
 		}
 		seen[cols[i].Name] = true
-	}
-	text, err := deparseSelect(query)
-	if err != nil {
-		return nil, sqlerr.Wrap(err, sqlerr.InternalError, "cannot render view query")
 	}
 	if len(cols) != len(q.Schema()) {
 		q = projectVisible(q)

@@ -73,9 +73,12 @@ func (b *Binder) bindFromItem(n *pg.Node, outer *scope) (*rel, error) {
 		if rs.Lateral {
 			return nil, unsupported("LATERAL is not supported")
 		}
-		if rs.Alias == nil {
-			// PostgreSQL 16+ allows it; 15 does not. Accept it like 16.
-			rs.Alias = &pg.Alias{}
+		// No alias: PostgreSQL 16+ allows it (15 does not). Like 16, the
+		// subquery's columns are visible but it has no name to qualify
+		// them with. (The AST is not changed: it is the user's.)
+		alias := rs.Alias
+		if alias == nil {
+			alias = &pg.Alias{}
 		}
 		q, err := b.bindSelect(rs.Subquery.GetSelectStmt(), outer)
 		if err != nil {
@@ -84,11 +87,11 @@ func (b *Binder) bindFromItem(n *pg.Node, outer *scope) (*rel, error) {
 		if q, err = resolveUnknownColumns(q); err != nil {
 			return nil, err
 		}
-		q, err = b.aliasColumns(q, rs.Alias, -1)
+		q, err = b.aliasColumns(q, alias, -1)
 		if err != nil {
 			return nil, err
 		}
-		return b.leaf(q, rs.Alias.Aliasname, outer), nil
+		return b.leaf(q, alias.Aliasname, outer), nil
 	case n.GetRangeFunction() != nil:
 		return b.bindRangeFunction(n.GetRangeFunction(), outer)
 	case n.GetJoinExpr() != nil:

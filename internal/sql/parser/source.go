@@ -14,6 +14,9 @@ type CreateSource struct {
 	// IsSource is true for CREATE SOURCE (no storage of its own).
 	IsSource bool
 	Create   *pg_query.CreateStmt
+	// Text is the text pg_query parsed into Create (Create's locations
+	// are offsets into it).
+	Text string
 	// Watermark is WATERMARK FOR col AS expr (nil when absent).
 	Watermark *Watermark
 	// AppendOnly is the APPEND ONLY clause.
@@ -28,6 +31,8 @@ type CreateSource struct {
 type Watermark struct {
 	Column string
 	Expr   *pg_query.Node
+	// Text is Expr's source text.
+	Text string
 }
 
 func (*CreateSource) runnelStmt() {}
@@ -169,7 +174,8 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 		pos = c.end
 	}
 	b.WriteString(text[pos:])
-	tree, err := pg_query.Parse(b.String())
+	cs.Text = b.String()
+	tree, err := pg_query.Parse(cs.Text)
 	if err != nil || len(tree.Stmts) != 1 || tree.Stmts[0].Stmt.GetCreateStmt() == nil {
 		return nil, false, nil
 	}
@@ -239,5 +245,5 @@ func parseWatermark(s string) (*Watermark, error) {
 	} else {
 		col = strings.ToLower(col)
 	}
-	return &Watermark{Column: col, Expr: sel.TargetList[0].GetResTarget().Val}, nil
+	return &Watermark{Column: col, Expr: sel.TargetList[0].GetResTarget().Val, Text: strings.TrimSpace(exprText)}, nil
 }
