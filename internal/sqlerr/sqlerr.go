@@ -70,6 +70,7 @@ const (
 	WindowingError               = "42P20"
 	DiskFull                     = "53100"
 	ProgramLimitExceeded         = "54000"
+	StatementTooComplex          = "54001"
 	ObjectNotInPrerequisiteState = "55000"
 	ObjectInUse                  = "55006"
 	QueryCanceled                = "57014"

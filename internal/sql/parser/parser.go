@@ -45,6 +45,9 @@ func Parse(text string) ([]*Statement, error) {
 	}
 	var out []*Statement
 	for _, p := range pieces {
+		if p.nestErr != nil {
+			return nil, p.nestErr
+		}
 		st, err := parseOne(text, p.start, p.end)
 		if err != nil {
 			return nil, err
@@ -68,26 +71,44 @@ func ParseOne(text string) (*Statement, error) {
 	return sts[0], nil
 }
 
-type span struct{ start, end int }
+type span struct {
+	start, end int
+	// nestErr is checkNesting's verdict on the piece's tokens.
+	nestErr error
+}
 
 // split cuts text at top-level semicolons using PostgreSQL's scanner. When
 // the scanner itself fails (an unterminated quoted string) the whole text
-// is one piece, so that the parser reports the error with its position.
+// is one piece, so that the parser reports the error with its position
+// (the parser stops at the same scanner error before building a tree).
 func split(text string) ([]span, error) {
 	res, err := pg_query.Scan(text)
 	if err != nil {
-		return []span{{0, len(text)}}, nil
+		return []span{{0, len(text), nil}}, nil
 	}
 	var out []span
-	start := 0
-	for _, tok := range res.Tokens {
+	start, first := 0, 0
+	for i, tok := range res.Tokens {
 		if tok.Token == pg_query.Token_ASCII_59 {
-			out = append(out, span{start, int(tok.Start)})
-			start = int(tok.End)
+			out = append(out, span{start, int(tok.Start), checkNesting(res.Tokens[first:i])})
+			start, first = int(tok.End), i+1
 		}
 	}
-	out = append(out, span{start, len(text)})
+	out = append(out, span{start, len(text), checkNesting(res.Tokens[first:])})
 	return out, nil
+}
+
+// parseTree is the one way text reaches pg_query's parser: tokens first,
+// bounded by checkNesting, so that the C code never sees a statement deep
+// enough to overflow its stack (I9).
+func parseTree(text string) (*pg_query.ParseResult, error) {
+	res, err := pg_query.Scan(text)
+	if err == nil {
+		if err := checkNesting(res.Tokens); err != nil {
+			return nil, err
+		}
+	}
+	return pg_query.Parse(text)
 }
 
 func parseOne(full string, start, end int) (*Statement, error) {
@@ -106,7 +127,7 @@ func parseOne(full string, start, end int) (*Statement, error) {
 		st.Runnel = rs
 		return st, nil
 	}
-	tree, err := pg_query.Parse(text)
+	tree, err := pg_query.Parse(text) // split bounded its nesting
 	if err != nil {
 		return nil, syntaxError(err, st)
 	}

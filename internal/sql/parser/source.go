@@ -175,7 +175,7 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 	}
 	b.WriteString(text[pos:])
 	cs.Text = b.String()
-	tree, err := pg_query.Parse(cs.Text)
+	tree, err := parseTree(cs.Text)
 	if err != nil || len(tree.Stmts) != 1 || tree.Stmts[0].Stmt.GetCreateStmt() == nil {
 		return nil, false, nil
 	}
@@ -232,7 +232,7 @@ func parseWatermark(s string) (*Watermark, error) {
 		return nil, syntaxErrorf("syntax error in WATERMARK clause: expected AS")
 	}
 	exprText := rest[2:]
-	tree, err := pg_query.Parse("SELECT " + exprText)
+	tree, err := parseTree("SELECT " + exprText)
 	if err != nil || len(tree.Stmts) != 1 {
 		return nil, syntaxErrorf("syntax error in WATERMARK expression")
 	}
