@@ -190,13 +190,22 @@ func (ss *session) dropRelation(ctx context.Context, d *binder.Drop, n binder.Qu
 	return s.dropCascade(ctx, rel)
 }
 
-// dropCascade drops rel after everything that depends on it, newest first.
+// dropCascade drops rel after everything that depends on it, dependents
+// first (see dropOrder: no recursion over the dependency graph, I9).
 func (s *Server) dropCascade(ctx context.Context, rel *catalog.Relation) error {
-	for _, dep := range s.catalog.Dependents(rel.ID) {
-		if err := s.dropCascade(ctx, dep); err != nil {
+	for _, r := range s.dropOrder(rel) {
+		if _, ok := s.catalog.Relation(r.ID); !ok {
+			continue // dropped meanwhile
+		}
+		if err := s.dropRelation(ctx, r); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// dropRelation drops one relation whose dependents are gone.
+func (s *Server) dropRelation(ctx context.Context, rel *catalog.Relation) error {
 	switch rel.Kind {
 	case catalog.KindTable:
 		return s.dropTable(ctx, rel)

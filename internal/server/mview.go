@@ -106,6 +106,9 @@ func (ss *session) createView(ctx context.Context, cv *binder.CreateView) (pgwir
 		if !(cv.OrReplace && old.Kind == catalog.KindView && !cv.Materialized) {
 			return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateTable, "relation %q already exists", cv.Name)
 		}
+		if err := s.checkNoCycle(old, cv.DependsOn); err != nil {
+			return pgwire.Result{}, err
+		}
 	}
 	seen := map[string]bool{}
 	for _, c := range cv.Columns {
