@@ -41,7 +41,7 @@ func TestDescribeAndShowCreate(t *testing.T) {
 	}
 	table := create("SHOW CREATE TABLE t")
 	wantTable := `public.t|CREATE TABLE public.t (id integer, "Name" character varying NOT NULL, price numeric(10,2) DEFAULT 0, ` +
-		`at timestamp without time zone, PRIMARY KEY (id), WATERMARK FOR at AS at - '5'::interval second) APPEND ONLY`
+		`at timestamp without time zone, PRIMARY KEY (id), WATERMARK FOR at AS at - INTERVAL '5' SECOND) APPEND ONLY`
 	if table != wantTable {
 		t.Fatalf("SHOW CREATE TABLE t =\n %s\nwant\n %s", table, wantTable)
 	}

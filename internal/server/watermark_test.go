@@ -94,7 +94,7 @@ func TestWatermarkCleansTumbleAggState(t *testing.T) {
 		FROM TUMBLE(ev, at, INTERVAL '10 seconds') GROUP BY window_start`
 	explain := strings.Join(queryStrings(t, conn, "EXPLAIN CREATE MATERIALIZED VIEW w AS "+view), "\n")
 	for _, want := range []string{"state cleaned by watermark on: [group_0]", "├── cleaned by watermark on: [group_0]",
-		"watermark: at - '5 seconds'::interval, late rows dropped", "output watermarks: [window_start]"} {
+		"watermark: at - INTERVAL '5 seconds', late rows dropped", "output watermarks: [window_start]"} {
 		if !strings.Contains(explain, want) {
 			t.Fatalf("EXPLAIN lacks %q:\n%s", want, explain)
 		}
