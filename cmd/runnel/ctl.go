@@ -57,7 +57,15 @@ func ctlMain(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintln(stdout, rep.Summary())
-		if !rep.OK() {
+		if n := rep.Young(); n > 0 {
+			fmt.Fprintf(stdout, "%d unowned objects are younger than --grace %s: not violations (a running server may be writing them)\n", n, *grace)
+		}
+		// I1: the exit status counts only what breaks it whatever a live
+		// server is doing (storage.CheckReport.Violations).
+		if v := rep.Violations(); len(v) > 0 {
+			for _, line := range v {
+				fmt.Fprintln(stdout, line)
+			}
 			return 1
 		}
 		return 0

@@ -140,6 +140,35 @@ type CheckReport struct {
 	Version uint64
 	// Foreign lists objects under sst/ whose names are not SST object names.
 	Foreign []string
+	// UnownedInline lists inline SSTs that neither the version nor the
+	// deletion queue names. An inline SST is written in the transaction
+	// that references it, so one is never legitimately unowned, however
+	// young.
+	UnownedInline []string
+}
+
+// Violations lists what breaks I1 even while a server runs: referenced
+// objects that are missing, unowned objects older than the grace period
+// (Expired) and unowned inline SSTs. An unowned object younger than the
+// grace period is not one: a running server's upload may be listed before
+// the check reads the job record that owns it.
+func (r CheckReport) Violations() []string {
+	var out []string
+	for _, k := range r.Missing {
+		out = append(out, "missing: "+k)
+	}
+	for _, k := range r.Expired {
+		out = append(out, "unowned, older than the grace period: "+k)
+	}
+	for _, k := range r.UnownedInline {
+		out = append(out, "unowned inline SST: "+k)
+	}
+	return out
+}
+
+// Young counts the unowned objects still within the grace period.
+func (r CheckReport) Young() int {
+	return r.Counts[ClassUnowned] - len(r.Expired) - len(r.UnownedInline)
 }
 
 // Summary is "objects: N referenced, N job-owned, N queued, N unowned, N missing".
@@ -266,6 +295,9 @@ func classifyInline(ctx context.Context, meta *metastore.DB, r *CheckReport) err
 				c = ClassReferenced
 			} else if _, ok := queue[uint64(id)]; ok {
 				c = ClassQueued
+			}
+			if c == ClassUnowned {
+				r.UnownedInline = append(r.UnownedInline, objectKey(uint64(id))+inlineSuffix)
 			}
 			r.Objects[objectKey(uint64(id))+inlineSuffix] = c
 			r.Counts[c]++
