@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runneldb/runnel/internal/storage"
@@ -121,6 +122,29 @@ type BarrierLoop struct {
 	stopped  chan struct{}
 
 	recoveries []RecoveryRecord
+
+	// requestHook is a test seam (SetRequestHook).
+	requestHook atomic.Pointer[func(kind string)]
+}
+
+// SetRequestHook installs fn, called on the loop goroutine with the kind
+// ("mutation" or "recover") of every request the loop takes, before it
+// serves or defers it. Race tests wait on it rather than sleep: once it
+// fired, the statement that sent the request is waiting on the loop. It
+// returns a function that removes it.
+func (l *BarrierLoop) SetRequestHook(fn func(kind string)) (remove func()) {
+	l.requestHook.Store(&fn)
+	return func() { l.requestHook.CompareAndSwap(&fn, nil) }
+}
+
+func (l *BarrierLoop) took(r *barrierRequest) {
+	if h := l.requestHook.Load(); h != nil {
+		kind := "mutation"
+		if r.recoverReason != "" {
+			kind = "recover"
+		}
+		(*h)(kind)
+	}
 }
 
 type barrierRequest struct {
@@ -389,6 +413,7 @@ func (l *BarrierLoop) run() {
 			case <-l.nextGroupRetry():
 				continue
 			case req = <-l.requests:
+				l.took(req)
 			case f := <-l.local.Failures():
 				if err := l.isolate(f); err != nil {
 					l.recover(fmt.Sprintf("actor failure: %v", err))
@@ -642,6 +667,7 @@ func (l *BarrierLoop) barrier(req *barrierRequest) error {
 		case <-l.stop:
 			return errStopping
 		case r := <-l.requests:
+			l.took(r)
 			switch {
 			case r.recoverReason != "" && r.group != 0 && l.groupRecovery():
 				// Resetting a group may be what unblocks this barrier

@@ -219,12 +219,13 @@ func TestCancelCreateDuringRecovery(t *testing.T) {
 	}
 	mvTables := newTables(before, in.Store.Tables())
 	life.own(mvJob, mvTables)
+	reqs := watchRequests(t, in)
 	rec := startStmt(t, srv, "RECOVER")
-	recErr, recDone := settle(rec, pause)
+	recErr, recDone := settle(t, rec, pause, reqs, "recover")
 	life.mark("RECOVER sent (done before cancel: %v)", recDone)
 	cancel()
 	life.mark("CREATE cancelled by the client")
-	createErr, createDone := settle(created, pause)
+	createErr, createDone := settle(t, created, pause, reqs, "mutation")
 	pause.releaseOnce()
 	life.mark("pause released by the test")
 	if !createDone {

@@ -127,19 +127,42 @@ func startStmt(t *testing.T, srv *testServer, sql string) <-chan error {
 }
 
 // settle waits until done delivers (the statement finished), the window
-// pause ends, or a short time passes: long enough for a statement sent
-// on another session to reach the point where it waits on the paused
-// actor. Correctness never depends on which of the three happens first;
-// the assertions hold for every order.
-func settle(done <-chan error, pause *windowPause) (error, bool) {
-	select {
-	case err := <-done:
-		return err, true
-	case s := <-pause.ended:
-		pause.ended <- s
-	case <-time.After(300 * time.Millisecond):
+// pause ends, or the barrier loop took a request of the given kind
+// ("mutation" for a DROP, "recover" for RECOVER; see watchRequests): the
+// statement sent on another session is then waiting on the loop, which
+// waits on the paused actor. Correctness never depends on which of the
+// three happens first; the assertions hold for every order.
+func settle(t *testing.T, done <-chan error, pause *windowPause, reqs <-chan string, kind string) (error, bool) {
+	t.Helper()
+	timeout := time.After(raceLimit)
+	for {
+		select {
+		case err := <-done:
+			return err, true
+		case s := <-pause.ended:
+			pause.ended <- s
+			return nil, false
+		case k := <-reqs:
+			if k == kind {
+				return nil, false
+			}
+		case <-timeout:
+			t.Fatalf("a statement neither finished nor reached the barrier loop (%s) within %v\nevents:\n  %s", kind, raceLimit, pause.lifecycle.dump())
+		}
 	}
-	return nil, false
+}
+
+// watchRequests delivers the kind of every request the barrier loop takes
+// (meta.BarrierLoop.SetRequestHook) until the test ends.
+func watchRequests(t *testing.T, in server.Internals) <-chan string {
+	reqs := make(chan string, 64)
+	t.Cleanup(in.Epochs.SetRequestHook(func(kind string) {
+		select {
+		case reqs <- kind:
+		default:
+		}
+	}))
+	return reqs
 }
 
 func waitStmt(t *testing.T, what string, done <-chan error, l *lifecycle) error {
@@ -223,11 +246,12 @@ func TestDropAndRecoverRaceWindowRecompute(t *testing.T) {
 	case <-time.After(raceLimit):
 		t.Fatalf("the window actor never reached the recompute of partition 0\nevents:\n  %s", r.life.dump())
 	}
+	reqs := watchRequests(t, r.in)
 	drop := startStmt(t, r.srv, "DROP MATERIALIZED VIEW mv")
-	dropErr, dropDone := settle(drop, r.pause)
+	dropErr, dropDone := settle(t, drop, r.pause, reqs, "mutation")
 	r.life.mark("DROP sent (done before RECOVER: %v)", dropDone)
 	rec := startStmt(t, r.srv, "RECOVER")
-	recErr, recDone := settle(rec, r.pause)
+	recErr, recDone := settle(t, rec, r.pause, reqs, "recover")
 	r.life.mark("RECOVER sent (done before release: %v)", recDone)
 	r.pause.releaseOnce()
 	r.life.mark("pause released by the test")

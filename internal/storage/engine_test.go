@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/runneldb/runnel/internal/metastore"
@@ -164,7 +165,8 @@ func TestIngestCommitGetIter(t *testing.T) {
 
 func TestDroppedTableReads(t *testing.T) {
 	ctx := context.Background()
-	e := openEngine(t, objstore.NewMem(), openMeta(t), nil)
+	store, meta := objstore.NewMem(), openMeta(t)
+	e := openEngine(t, store, meta, nil)
 	if err := e.RegisterTables(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +215,22 @@ func TestDroppedTableReads(t *testing.T) {
 	}
 	err = e.Ingest(2, 3, []KV{{Key: k(1), Value: []byte("y")}})
 	checkErr("Ingest", err)
-	// Reopen: still dropped.
+	// Reopen: still dropped (I4: the unregistration is durable, so a
+	// restarted engine refuses the table's reads and writes too).
+	snap.Close()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := openEngine(t, store, meta, nil)
+	if slices.Contains(e2.Tables(), 3) {
+		t.Fatalf("reopened engine lists dropped table 3: %v", e2.Tables())
+	}
+	_, _, err = e2.Get(ctx, 3, k(1), e2.CommittedEpoch(), ReadOptions{})
+	checkErr("Get after reopen", err)
+	_, err = e2.Iter(ctx, 3, nil, nil, e2.CommittedEpoch(), ReadOptions{})
+	checkErr("Iter after reopen", err)
+	err = e2.Ingest(e2.CommittedEpoch()+1, 3, []KV{{Key: k(1), Value: []byte("z")}})
+	checkErr("Ingest after reopen", err)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
