@@ -659,6 +659,15 @@ func (c *viewCase) unionView(name string, src []*relation) (string, string, *rel
 	for _, t := range types {
 		o.add("", t, false, false)
 	}
+	if g.chance(0.35) {
+		// UNION, INTERSECT and EXCEPT (distinct), mixed: both parsers
+		// apply SQL's precedence (INTERSECT first).
+		body := branches[0]
+		for _, br := range branches[1:] {
+			body += " " + pick(g, []string{"UNION", "INTERSECT", "EXCEPT"}) + " " + br
+		}
+		return "set op", body, o.rel(name, depth+1)
+	}
 	return "union all", strings.Join(branches, " UNION ALL "), o.rel(name, depth+1)
 }
 

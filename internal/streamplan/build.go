@@ -565,7 +565,7 @@ func (b *builder) distinct(in *Node, n int) *Node {
 // which together identify a row of the union.
 func (b *builder) setOp(n *plan.SetOp) (*Node, error) {
 	if n.Kind != plan.Union {
-		return nil, unsupported("%s in a materialized view is not supported yet", strings.ToUpper(n.Kind.String()))
+		return b.intersectExcept(n) // see setop.go
 	}
 	var branches []plan.Node
 	var flatten func(p plan.Node)
