@@ -85,7 +85,7 @@ func TestBuildRejectsUnsupported(t *testing.T) {
 	for _, q := range []string{
 		"SELECT * FROM t WHERE id NOT IN (SELECT tid FROM u)",
 		"SELECT id, (SELECT max(tid) FROM u WHERE u.tid = t.g) FROM t",
-		"SELECT g FROM t INTERSECT SELECT tid FROM u",
+		"SELECT g FROM t INTERSECT ALL SELECT tid FROM u",
 	} {
 		_, err := planFor(t, q)
 		if sqlerr.Code(err) != sqlerr.FeatureNotSupported {
