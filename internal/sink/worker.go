@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runneldb/runnel/internal/storage"
@@ -398,6 +399,14 @@ func (w *Worker) round(ctx context.Context, committed uint64, rescan bool, targe
 			}
 			txn = nil
 			delivered = epoch
+			if h := deliveredHook.Load(); h != nil {
+				// Test seam: the target has the epoch, the log still has
+				// its rows (a crash at this point).
+				(*h)(ctx, w.cfg.Name, epoch)
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 		}
 		// I8: the epoch is in the target; only now may its log rows go.
 		w.handled(epoch, rows, delivered, truncs)
@@ -455,6 +464,22 @@ func (w *Worker) round(ctx context.Context, committed uint64, rescan bool, targe
 	// Everything committed is handled, including epochs that wrote nothing.
 	w.handled(committed, 0, 0, nil)
 	return nil
+}
+
+// deliveredHook, when set, is called after a target committed an epoch and
+// before its log rows are released for truncation.
+var deliveredHook atomic.Pointer[func(ctx context.Context, sink string, epoch uint64)]
+
+// SetDeliveredHook installs a process-wide test hook called right after a
+// target committed an epoch, before the worker records it (nil removes
+// it). A hook that blocks until ctx is done simulates a crash between the
+// target's commit and the log's truncation.
+func SetDeliveredHook(h func(ctx context.Context, sink string, epoch uint64)) {
+	if h == nil {
+		deliveredHook.Store(nil)
+		return
+	}
+	deliveredHook.Store(&h)
 }
 
 // ErrClosed is returned by targets used after Close.
