@@ -10,6 +10,7 @@ import (
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/connector"
 	_ "github.com/runneldb/runnel/internal/connector/datagen" // registers the datagen connector
+	_ "github.com/runneldb/runnel/internal/connector/kafka"   // registers the kafka connector
 	_ "github.com/runneldb/runnel/internal/connector/nexmark" // registers the nexmark connector
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/storage"

@@ -350,6 +350,9 @@ func (b *Binder) bindCreateSource(cs *parser.CreateSource) (Statement, error) {
 	ct.Source = cs.IsSource
 	ct.AppendOnly = ct.AppendOnly || cs.AppendOnly || cs.IsSource
 	ct.Format, ct.Encode, ct.EncodeOptions = cs.Format, cs.Encode, cs.EncodeOptions
+	if err := bindIncludes(ct, cs.Includes); err != nil {
+		return nil, err
+	}
 	if wm := cs.Watermark; wm != nil {
 		col := -1
 		sch := make(plan.Schema, len(ct.Columns))
@@ -587,4 +590,50 @@ func (b *Binder) bindSet(vs *pg.VariableSetStmt) (Statement, error) {
 		return nil, unsupported("this form of SET is not supported")
 	}
 	return s, nil
+}
+
+// includeTypes are the types of RisingWave's INCLUDE columns (Kafka's
+// record metadata): header 'name' is the named header's value (bytea);
+// header alone is every header, as a jsonb object of name → text value.
+var includeTypes = map[string]types.Type{
+	"key": types.Bytea, "partition": types.Varchar, "offset": types.Varchar,
+	"timestamp": types.Timestamptz, "header": types.Jsonb,
+}
+
+// bindIncludes adds the INCLUDE columns after the declared ones, and names
+// them in the options as include.<kind>[.<header>] = column, which the
+// connector reads.
+func bindIncludes(ct *CreateTable, incs []parser.Include) error {
+	for _, inc := range incs {
+		typ, ok := includeTypes[inc.Kind]
+		if !ok {
+			return sqlerr.Errorf(sqlerr.FeatureNotSupported, "INCLUDE %s is not supported (supported: key, partition, offset, timestamp, header)", inc.Kind)
+		}
+		key := "include." + inc.Kind
+		if inc.Header != "" {
+			typ = types.Bytea
+			key += "." + inc.Header
+		}
+		col := inc.Column
+		if col == "" {
+			col = "_rw_kafka_" + inc.Kind
+			if inc.Header != "" {
+				col += "_" + inc.Header
+			}
+		}
+		for _, c := range ct.Columns {
+			if c.Name == col {
+				return sqlerr.Errorf(sqlerr.DuplicateColumn, "column %q specified more than once", col)
+			}
+		}
+		if ct.Options == nil {
+			ct.Options = map[string]string{}
+		}
+		if _, dup := ct.Options[key]; dup {
+			return sqlerr.Errorf(sqlerr.DuplicateObject, "INCLUDE %s given more than once", strings.TrimPrefix(key, "include."))
+		}
+		ct.Options[key] = col
+		ct.Columns = append(ct.Columns, ColumnDef{Name: col, Type: typ})
+	}
+	return nil
 }

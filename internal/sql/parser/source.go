@@ -25,6 +25,17 @@ type CreateSource struct {
 	// EncodeOptions are the ENCODE y (k = v, ...) options.
 	Format, Encode string
 	EncodeOptions  map[string]string
+	// Includes are the INCLUDE clauses (RisingWave's additional columns),
+	// in order: INCLUDE key | partition | offset | timestamp | header
+	// ['name'] [AS col].
+	Includes []Include
+}
+
+// Include is one INCLUDE clause: Kind is key, partition, offset,
+// timestamp or header; Header the header name of INCLUDE header 'name'
+// ("" for all headers); Column the AS name ("" when absent).
+type Include struct {
+	Kind, Header, Column string
 }
 
 // Watermark is WATERMARK FOR Column AS Expr.
@@ -136,6 +147,25 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 			cs.AppendOnly = true
 			cuts = append(cuts, cut{t.start, toks[i+1].end, ""})
 			i++
+			continue
+		}
+		if depth == 0 && t.text == "include" && i+1 < len(toks) {
+			inc := Include{Kind: toks[i+1].text}
+			j := i + 2
+			if inc.Kind == "header" && j < len(toks) && strings.HasPrefix(toks[j].text, "'") {
+				inc.Header = strings.Trim(text[toks[j].start:toks[j].end], "'")
+				j++
+			}
+			if j+1 < len(toks) && toks[j].text == "as" {
+				inc.Column = toks[j+1].text
+				if strings.HasPrefix(inc.Column, `"`) {
+					inc.Column = strings.Trim(text[toks[j+1].start:toks[j+1].end], `"`)
+				}
+				j += 2
+			}
+			cs.Includes = append(cs.Includes, inc)
+			cuts = append(cuts, cut{t.start, toks[j-1].end, ""})
+			i = j - 1
 			continue
 		}
 		if depth == 0 && t.text == "format" && i+3 < len(toks) && toks[i+2].text == "encode" {

@@ -1,0 +1,133 @@
+package kafka
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/runneldb/runnel/internal/connector"
+	"github.com/runneldb/runnel/internal/sqlerr"
+)
+
+// Config is a Kafka source's parsed options.
+type Config struct {
+	Topic   string
+	Brokers []string
+	// StartMillis, when >= 0, starts a split never read at the first
+	// record with a timestamp at or after it (scan.startup.timestamp.millis);
+	// otherwise Latest chooses the end or (default) the beginning.
+	StartMillis int64
+	Latest      bool
+
+	Format, Encode string // "plain" | "upsert" | "debezium"; "json" | "csv" | "protobuf"
+	// CSV: Delimiter; WithoutHeader false means a record equal to the
+	// column names is a header (skipped).
+	Delimiter     rune
+	WithoutHeader bool
+
+	// Include maps INCLUDE kinds ("key", "partition", "offset",
+	// "timestamp", "header", "header.<name>") to column indices.
+	Include map[string]int
+	// Protobuf: the message's full name and the descriptor set file.
+	ProtoMessage, ProtoSchema string
+}
+
+func badOption(key, format string, args ...any) error {
+	return sqlerr.Errorf(sqlerr.InvalidParameterValue, "kafka option %s: %s", key, fmt.Sprintf(format, args...))
+}
+
+// ParseOptions checks a Kafka source's WITH and FORMAT options against its
+// columns and key.
+func ParseOptions(spec connector.Spec) (*Config, error) {
+	o := spec.Options
+	cfg := &Config{Topic: o["topic"], StartMillis: -1, Include: map[string]int{}, Delimiter: ','}
+	if cfg.Topic == "" {
+		return nil, badOption("topic", "is required")
+	}
+	servers := o["properties.bootstrap.server"]
+	if servers == "" {
+		servers = o["properties.bootstrap.servers"]
+	}
+	if servers == "" {
+		return nil, badOption("properties.bootstrap.server", "is required (host:port[,host:port...])")
+	}
+	for _, b := range strings.Split(servers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			cfg.Brokers = append(cfg.Brokers, b)
+		}
+	}
+	switch m := strings.ToLower(o["scan.startup.mode"]); m {
+	case "", "earliest":
+	case "latest":
+		cfg.Latest = true
+	case "timestamp":
+	default:
+		return nil, badOption("scan.startup.mode", "%q is not earliest or latest", m)
+	}
+	for _, k := range []string{"scan.startup.timestamp.millis", "scan.startup.timestamp_millis"} {
+		if v, ok := o[k]; ok {
+			ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || ms < 0 {
+				return nil, badOption(k, "%q is not a non-negative integer (milliseconds since the epoch)", v)
+			}
+			cfg.StartMillis = ms
+		}
+	}
+	if strings.EqualFold(o["scan.startup.mode"], "timestamp") && cfg.StartMillis < 0 {
+		return nil, badOption("scan.startup.mode", "'timestamp' needs scan.startup.timestamp.millis")
+	}
+	if iso, ok := o["properties.isolation.level"]; ok && iso != "read_committed" {
+		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "kafka option properties.isolation.level: only read_committed is supported")
+	}
+	cfg.Format, cfg.Encode = o["format"], o["encode"]
+	if cfg.Format == "" && cfg.Encode == "" {
+		cfg.Format, cfg.Encode = "plain", "json"
+	}
+	switch cfg.Format + " " + cfg.Encode {
+	case "plain json", "upsert json", "debezium json", "plain csv", "plain protobuf":
+	default:
+		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "kafka: FORMAT %s ENCODE %s is not supported (supported: PLAIN JSON, PLAIN CSV, PLAIN PROTOBUF, UPSERT JSON, DEBEZIUM JSON)",
+			strings.ToUpper(cfg.Format), strings.ToUpper(cfg.Encode))
+	}
+	if (cfg.Format == "upsert" || cfg.Format == "debezium") && len(spec.PK) == 0 {
+		return nil, sqlerr.Errorf(sqlerr.InvalidTableDefinition, "FORMAT %s needs a table with a primary key (CREATE TABLE ... PRIMARY KEY), not a source", strings.ToUpper(cfg.Format))
+	}
+	if cfg.Encode == "csv" {
+		if d, ok := o["encode.delimiter"]; ok {
+			d = strings.ReplaceAll(d, `\t`, "\t")
+			r := []rune(d)
+			if len(r) != 1 {
+				return nil, badOption("delimiter", "%q is not one character", d)
+			}
+			cfg.Delimiter = r[0]
+		}
+		if v, ok := o["encode.without_header"]; ok {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, badOption("without_header", "%q is not a boolean", v)
+			}
+			cfg.WithoutHeader = b
+		}
+	}
+	if cfg.Encode == "protobuf" {
+		cfg.ProtoMessage, cfg.ProtoSchema = o["encode.message"], o["encode.schema.location"]
+		if cfg.ProtoMessage == "" || cfg.ProtoSchema == "" {
+			return nil, badOption("ENCODE PROTOBUF", "needs message = '...' and schema.location = 'file://...'")
+		}
+	}
+	cols := map[string]int{}
+	for i, c := range spec.Columns {
+		cols[c.Name] = i
+	}
+	for k, v := range o {
+		if !strings.HasPrefix(k, "include.") {
+			continue
+		}
+		i, ok := cols[v]
+		if !ok {
+			return nil, badOption(k, "column %q does not exist", v)
+		}
+		cfg.Include[strings.TrimPrefix(k, "include.")] = i
+	}
+	return cfg, nil
+}
