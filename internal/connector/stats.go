@@ -20,6 +20,8 @@ type SourceStats struct {
 	lastSkipped string
 	// failing holds the splits whose last attempt failed, with the error.
 	failing map[string]splitFailure
+	// caughtUp holds every split read, with its last Batch.CaughtUp.
+	caughtUp map[string]bool
 }
 
 type splitFailure struct {
@@ -38,6 +40,9 @@ type SourceStatus struct {
 	// Status is "running", or "retrying: <error>" while a split cannot
 	// connect or read.
 	Status string
+	// CaughtUp: every split read so far had nothing more to read at its
+	// last batch (false before the first batch).
+	CaughtUp bool
 }
 
 var stats struct {
@@ -55,7 +60,7 @@ func StatsFor(name string) *SourceStats {
 	}
 	s := stats.byName[name]
 	if s == nil {
-		s = &SourceStats{Name: name, failing: map[string]splitFailure{}}
+		s = &SourceStats{Name: name, failing: map[string]splitFailure{}, caughtUp: map[string]bool{}}
 		stats.byName[name] = s
 	}
 	return s
@@ -88,7 +93,11 @@ func AllStats() []SourceStatus {
 func (s *SourceStats) Status() SourceStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := SourceStatus{Name: s.Name, Rows: s.Rows.Load(), Skipped: s.Skipped.Load(), LastSkipped: s.lastSkipped, Status: "running"}
+	st := SourceStatus{Name: s.Name, Rows: s.Rows.Load(), Skipped: s.Skipped.Load(), LastSkipped: s.lastSkipped, Status: "running",
+		CaughtUp: len(s.caughtUp) > 0}
+	for _, c := range s.caughtUp {
+		st.CaughtUp = st.CaughtUp && c
+	}
 	first := ""
 	for id := range s.failing {
 		if first == "" || id < first {
@@ -130,4 +139,11 @@ func (s *SourceStats) SplitHealthy(split string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.failing, split)
+}
+
+// SplitCaughtUp records split's last Batch.CaughtUp.
+func (s *SourceStats) SplitCaughtUp(split string, caughtUp bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.caughtUp[split] = caughtUp
 }
