@@ -44,7 +44,7 @@ func appendKey(b []byte, d types.Datum) []byte {
 		total := (int64(iv.Months)*30+int64(iv.Days))*86400e6 + iv.Micros
 		b = append(b, 4)
 		return binary.BigEndian.AppendUint64(b, uint64(total))
-	case types.KindVarchar, types.KindUnknown, types.KindBytea, types.KindJsonb:
+	case types.KindVarchar, types.KindUnknown, types.KindBytea, types.KindJsonb, types.KindUUID:
 		s := d.Str()
 		b = append(b, 5, byte(d.Kind()))
 		b = binary.AppendUvarint(b, uint64(len(s)))

@@ -324,7 +324,7 @@ var comparisonOps = []string{"=", "<>", "<", "<=", ">", ">="}
 var comparableTypes = []types.Type{
 	types.Bool, types.Int16, types.Int32, types.Int64, types.Float32, types.Float64, types.Numeric,
 	types.Text, types.Bytea, types.Date, types.Time, types.Timestamp, types.Timestamptz,
-	types.Interval, types.Jsonb,
+	types.Interval, types.Jsonb, types.UUID,
 }
 
 func init() {

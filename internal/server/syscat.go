@@ -217,6 +217,7 @@ var sysTypes = []sysType{
 	{1184, "timestamptz", 8, true, "D", "timestamptz_in"},
 	{1186, "interval", 16, false, "T", "interval_in"},
 	{1700, "numeric", -1, false, "N", "numeric_in"},
+	{2950, "uuid", 16, false, "U", "uuid_in"},
 	{3802, "jsonb", -1, false, "U", "jsonb_in"},
 }
 

@@ -53,7 +53,7 @@ func AppendBinary(buf []byte, d Datum, t Type) []byte {
 		return binary.BigEndian.AppendUint64(buf, uint64(d.i))
 	case KindNumeric:
 		return appendNumericBinary(buf, d.d)
-	case KindVarchar, KindUnknown, KindBytea:
+	case KindVarchar, KindUnknown, KindBytea, KindUUID:
 		return append(buf, d.s...)
 	case KindJsonb:
 		buf = append(buf, 1)
@@ -147,6 +147,11 @@ func ParseBinary(b []byte, t Type) (Datum, error) {
 		return ApplyTypmod(DVarchar(s), t, false)
 	case KindBytea:
 		return DBytea(b), nil
+	case KindUUID:
+		if len(b) != 16 {
+			return NullDatum, binaryError(t, "invalid length %d, want 16", len(b))
+		}
+		return DUUID([16]byte(b)), nil
 	case KindJsonb:
 		if len(b) == 0 || b[0] != 1 {
 			return NullDatum, binaryError(t, "unsupported jsonb version number %d", firstByte(b))

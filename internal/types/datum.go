@@ -19,6 +19,7 @@ import (
 //	Numeric                 d (never nil for a non-NULL numeric)
 //	Varchar, Unknown        s
 //	Bytea                   s: the raw bytes
+//	UUID                    s: the 16 bytes
 //	Jsonb                   s: canonical jsonb text (keys sorted as PostgreSQL sorts them)
 //	Date                    i: days since 1970-01-01 (math.MinInt64/MaxInt64: -infinity/infinity)
 //	Time                    i: microseconds since midnight
@@ -55,6 +56,9 @@ func DVarchar(s string) Datum       { return Datum{k: KindVarchar, s: s} }
 func DUnknown(s string) Datum       { return Datum{k: KindUnknown, s: s} }
 func DBytea(b []byte) Datum         { return Datum{k: KindBytea, s: string(b)} }
 func DByteaString(b string) Datum   { return Datum{k: KindBytea, s: b} }
+
+// DUUID wraps a uuid's 16 bytes.
+func DUUID(b [16]byte) Datum { return Datum{k: KindUUID, s: string(b[:])} }
 
 // DJsonb wraps already-canonical jsonb text (see ParseJsonb).
 func DJsonb(canonical string) Datum { return Datum{k: KindJsonb, s: canonical} }
@@ -117,7 +121,7 @@ func Compare(a, b Datum) int {
 		return compareDecimal(a.d, b.d)
 	case KindVarchar, KindUnknown, KindJsonb:
 		return cmp.Compare(a.s, b.s)
-	case KindBytea:
+	case KindBytea, KindUUID:
 		return bytes.Compare([]byte(a.s), []byte(b.s))
 	case KindInterval:
 		return compareInterval(a.Interval(), b.Interval())
@@ -247,6 +251,8 @@ func (d Datum) String() string {
 		return d.s
 	case KindBytea:
 		return fmt.Sprintf("\\x%x", d.s)
+	case KindUUID:
+		return string(appendUUID(nil, d.s))
 	case KindInterval:
 		iv := d.Interval()
 		return fmt.Sprintf("%d mons %d days %d us", iv.Months, iv.Days, iv.Micros)

@@ -28,7 +28,7 @@ func testSeed(t testing.TB) int64 {
 }
 
 // allTypes lists one Type per kind that has a value encoding.
-var allTypes = []Type{Bool, Int16, Int32, Int64, Float32, Float64, Numeric, Varchar, Text, Bytea, Date, Time, Timestamp, Timestamptz, Interval, Jsonb}
+var allTypes = []Type{Bool, Int16, Int32, Int64, Float32, Float64, Numeric, Varchar, Text, Bytea, Date, Time, Timestamp, Timestamptz, Interval, Jsonb, UUID}
 
 // randDatum returns a random non-NULL datum of type t, biased towards edge
 // values and towards collisions (so that equal values are compared too).
@@ -68,6 +68,12 @@ func randDatum(r *rand.Rand, t Type) Datum {
 			b[i] = []byte{0, 1, 0xff, 'a', byte(r.Intn(256))}[r.Intn(5)]
 		}
 		return DBytea(b)
+	case KindUUID:
+		var b [16]byte
+		for i := range b {
+			b[i] = []byte{0, 0xff, 0x80, byte(r.Intn(256))}[r.Intn(4)]
+		}
+		return DUUID(b)
 	case KindJsonb:
 		j, err := ParseJsonb(randJSONText(r, 2))
 		if err != nil {

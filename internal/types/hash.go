@@ -67,7 +67,7 @@ func datumHash(d Datum) uint64 {
 		return floatHash(d.Float())
 	case KindNumeric:
 		return numericHash(d.d)
-	case KindVarchar, KindUnknown, KindJsonb, KindBytea:
+	case KindVarchar, KindUnknown, KindJsonb, KindBytea, KindUUID:
 		return xxhash.Sum64String(d.s) ^ hashStrSeed
 	case KindInterval:
 		hi, lo := IntervalCompareKey(d.Interval())

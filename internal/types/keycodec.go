@@ -146,7 +146,7 @@ func appendKeyPayload(buf []byte, d Datum) []byte {
 		return binary.BigEndian.AppendUint64(buf, bits)
 	case KindNumeric:
 		return appendNumericKey(buf, d.d)
-	case KindVarchar, KindUnknown, KindJsonb, KindBytea:
+	case KindVarchar, KindUnknown, KindJsonb, KindBytea, KindUUID:
 		s := d.s
 		for i := 0; i < len(s); i++ {
 			if s[i] == 0 {
@@ -328,7 +328,7 @@ func DecodeKey(b []byte, t Type, desc, nullsFirst bool) (Datum, []byte, error) {
 			return NullDatum, nil, keyCorrupt(t, "interval span out of range")
 		}
 		return DInterval(iv), rest, nil
-	case KindVarchar, KindUnknown, KindJsonb, KindBytea:
+	case KindVarchar, KindUnknown, KindJsonb, KindBytea, KindUUID:
 		var out []byte
 		var flip byte
 		if desc {
@@ -356,6 +356,11 @@ func DecodeKey(b []byte, t Type, desc, nullsFirst bool) (Datum, []byte, error) {
 				switch t.Kind {
 				case KindBytea:
 					return DByteaString(s), rest, nil
+				case KindUUID:
+					if len(s) != 16 {
+						return NullDatum, nil, keyCorrupt(t, "uuid of length %d", len(s))
+					}
+					return Datum{k: KindUUID, s: s}, rest, nil
 				case KindJsonb:
 					return DJsonb(s), rest, nil
 				case KindUnknown:

@@ -349,6 +349,31 @@ func diffCases() []diffCase {
 			},
 		},
 		{
+			name: "uuid", sqlType: "uuid", typ: types.UUID,
+			edge: []string{"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11",
+				"{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", "a0eebc999c0b4ef8bb6d6bb9bd380a11", "a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11",
+				"{a0eebc99-9c0b4ef8-bb6d6bb9-bd380a11}", "00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff",
+				"", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a111", "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+				"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", "a0eebc99--9c0b-4ef8-bb6d-6bb9bd380a11", "-a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+				"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11-", "a0eebc9-99c0b-4ef8-bb6d-6bb9bd380a11", "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+				" a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11 ", "{}", "é"},
+			gen: func(r *rand.Rand) string {
+				b := make([]byte, 16)
+				r.Read(b)
+				s := fmt.Sprintf("%x", b)
+				if r.Intn(2) == 0 {
+					s = fmt.Sprintf("%s-%s-%s-%s-%s", s[:8], s[8:12], s[12:16], s[16:20], s[20:])
+				}
+				if r.Intn(4) == 0 {
+					s = strings.ToUpper(s)
+				}
+				if r.Intn(8) == 0 {
+					s = s[:r.Intn(len(s))]
+				}
+				return s
+			},
+		},
+		{
 			name: "date", sqlType: "date", typ: types.Date,
 			edge: []string{"2024-01-02", "2024-1-2", "01/02/2024", "1/2/24", "1/2/99", "Jan 8 1999", "January 8, 1999", "8 January 1999", "1999-Jan-08", "08-Jan-1999", "Jan-08-1999", "19990108", "990108", "1999.01.08", "0044-03-15 BC", "0001-01-01", "0001-12-31 BC", "infinity", "-infinity", "epoch", "2023-02-29", "2024-02-29", "13/01/2024", "2024-13-01", "2024-00-10", "2024-01-32", "4714-11-24 BC", "4714-11-23 BC", "5874897-12-31", "5874898-01-01", "", "abc", "2024-01-02 12:34:56", "2024-01-02T12:34:56Z", "Mon Jan 8 1999", "0000-01-01", "10000-01-01", "January 8, 99 BC", "99-Jan-08", "1999-008", "J2451187", "2024-01-02 allballs", "Wed Jan 08 04:05:06 1999 PST", "1999-01-08 04:05:06.789-08", "19990108T040506", "2024/01/02", "2024.01.02", "1.2.2024", "Jan 32 2024", "feb 29 2023", "FEBRUARY 3 2020", "3 feb 20", "2020 feb 3", "1/2", "2024", "2024-01", "-2024-01-01", "2024-01-02 ad", " 2024-01-02 ", "2024-01-02x", "Sept 3 2021", "Sep 3, 2021", "12-25-2024", "25-12-2024", "2024-Dec-25", "tomorrow x", "epoch 2020-01-01"},
 			gen:  randDateText,

@@ -75,6 +75,8 @@ func AppendText(buf []byte, d Datum, t Type, opt *FormatOptions) []byte {
 		return append(buf, d.s...)
 	case KindBytea:
 		return appendByteaHex(buf, d.s)
+	case KindUUID:
+		return appendUUID(buf, d.s)
 	case KindDate:
 		return appendDate(buf, d.i)
 	case KindTime:
@@ -140,6 +142,8 @@ func ParseText(s string, t Type, opt *FormatOptions) (Datum, error) {
 			return NullDatum, err
 		}
 		return DBytea(b), nil
+	case KindUUID:
+		return ParseUUID(s)
 	case KindDate:
 		return parseDate(s, opt)
 	case KindTime:

@@ -26,6 +26,8 @@ const (
 	// KindVoid is the result type of functions that return nothing
 	// (pg_sleep). Its only value is NULL, and no column stores it.
 	KindVoid
+	// KindUUID is uuid: 16 bytes, ordered as bytes (as PostgreSQL does).
+	KindUUID
 	numKinds
 )
 
@@ -50,6 +52,7 @@ const (
 	OIDNumeric     uint32 = 1700
 	OIDJsonb       uint32 = 3802
 	OIDVoid        uint32 = 2278
+	OIDUUID        uint32 = 2950
 )
 
 // Type is a SQL type: a Kind plus a type modifier. The zero Type is the type
@@ -85,6 +88,7 @@ var (
 	Jsonb       = Type{Kind: KindJsonb, Mod: -1}
 	Unknown     = Type{Kind: KindUnknown, Mod: -1}
 	Void        = Type{Kind: KindVoid, Mod: -1}
+	UUID        = Type{Kind: KindUUID, Mod: -1}
 )
 
 // OID returns the PostgreSQL type OID.
@@ -127,6 +131,8 @@ func (t Type) OID() uint32 {
 		return OIDUnknown
 	case KindVoid:
 		return OIDVoid
+	case KindUUID:
+		return OIDUUID
 	}
 	// An untyped NULL is reported as text, as PostgreSQL does for SELECT NULL.
 	return OIDText
@@ -169,6 +175,8 @@ func FromOID(oid uint32) (Type, bool) {
 		return Jsonb, true
 	case OIDUnknown:
 		return Unknown, true
+	case OIDUUID:
+		return UUID, true
 	}
 	return Type{}, false
 }
@@ -231,6 +239,8 @@ func (t Type) Name() string {
 		return "unknown"
 	case KindVoid:
 		return "void"
+	case KindUUID:
+		return "uuid"
 	}
 	return fmt.Sprintf("kind(%d)", t.Kind)
 }
@@ -265,7 +275,7 @@ func (t Type) TypLen() int16 {
 		return 4
 	case KindInt64, KindFloat64, KindTime, KindTimestamp, KindTimestamptz:
 		return 8
-	case KindInterval:
+	case KindInterval, KindUUID:
 		return 16
 	case KindUnknown:
 		return -2

@@ -114,7 +114,7 @@ func appendValueDatum(buf []byte, d Datum) []byte {
 		return binary.LittleEndian.AppendUint64(buf, uint64(d.i))
 	case KindNumeric:
 		return appendValueNumeric(buf, d.d)
-	case KindVarchar, KindUnknown, KindJsonb, KindBytea:
+	case KindVarchar, KindUnknown, KindJsonb, KindBytea, KindUUID:
 		buf = binary.AppendUvarint(buf, uint64(len(d.s)))
 		return append(buf, d.s...)
 	case KindInterval:
@@ -278,7 +278,7 @@ func (r *valueReader) datum(t Type) Datum {
 		return DFloat64(math.Float64frombits(binary.LittleEndian.Uint64(p)))
 	case KindNumeric:
 		return r.numeric()
-	case KindVarchar, KindUnknown, KindJsonb, KindBytea:
+	case KindVarchar, KindUnknown, KindJsonb, KindBytea, KindUUID:
 		n := r.uvarint()
 		p := r.bytes(n)
 		if r.err != nil {

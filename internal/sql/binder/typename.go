@@ -107,6 +107,8 @@ func typeByName(name string) (types.Type, bool) {
 		return types.Text, true
 	case "bytea":
 		return types.Bytea, true
+	case "uuid":
+		return types.UUID, true
 	case "date":
 		return types.Date, true
 	case "time", "time without time zone":

@@ -314,7 +314,7 @@ func (c *lruCache[V]) close() {
 func datumBytes(d types.Datum) int64 {
 	n := int64(48) // sizeof(types.Datum)
 	switch d.Kind() {
-	case types.KindVarchar, types.KindBytea, types.KindJsonb, types.KindUnknown:
+	case types.KindVarchar, types.KindBytea, types.KindJsonb, types.KindUnknown, types.KindUUID:
 		n += int64(len(d.Str()))
 	case types.KindNumeric:
 		if d.Decimal() != nil {
