@@ -29,13 +29,19 @@ func startBroker(t testing.TB, partitions int32, topics ...string) *broker {
 	}
 	t.Cleanup(c.Close)
 	addr := c.ListenAddrs()[0]
-	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topics[0]),
+	return &broker{c: c, addr: addr, prod: newProducer(t, addr, topics[0])}
+}
+
+// newProducer is a client producing to the partition each record names.
+func newProducer(t testing.TB, addr, topic string) *kgo.Client {
+	t.Helper()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(prod.Close)
-	return &broker{c: c, addr: addr, prod: prod}
+	return prod
 }
 
 // produce writes records synchronously, failing the test on error.
