@@ -11,6 +11,8 @@
 #      internal/testutil/s3test for the S3 object-store tests. v1.8.0 builds
 #      with the repository's Go toolchain (1.26) and needs no network at run
 #      time; its posix backend keeps objects as plain files with xattrs.
+#   3. kcat (Debian package), an independent Kafka producer/consumer
+#      (librdkafka) used by internal/connector/kafka tests against kfake.
 set -euo pipefail
 
 VERSITYGW_VERSION="v1.8.0"
@@ -35,6 +37,16 @@ fi
 if ! id postgres >/dev/null 2>&1; then
 	log "postgresql: creating OS user 'postgres' (clusters cannot run as root)"
 	as_root useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+fi
+
+# --- kcat ------------------------------------------------------------------
+if command -v kcat >/dev/null 2>&1; then
+	log "kcat: found $(command -v kcat)"
+else
+	log "kcat: not found; running apt-get install -y kcat"
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update
+	as_root apt-get install -y --no-install-recommends kcat
 fi
 
 # --- versitygw --------------------------------------------------------------
