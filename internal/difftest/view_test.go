@@ -364,7 +364,18 @@ func (c *viewCase) aggregate(s scope, o *out) {
 			if len(s.of(tText)) == 0 {
 				continue
 			}
-			o.add("string_agg("+g.expr(s, tText, 1)+", ',')"+filter, tText, true, true)
+			x := g.expr(s, tText, 1)
+			if g.chance(0.5) {
+				// Ordered: ending in the argument itself, ties cannot
+				// change the string.
+				order := x + pick(g, []string{"", " DESC", " NULLS FIRST"})
+				if sc := pick(g, s); sc.typ != tBool && g.chance(0.6) {
+					order = sc.ref + pick(g, []string{"", " DESC"}) + ", " + order
+				}
+				o.add("string_agg("+x+", ',' ORDER BY "+order+")"+filter, tText, true, false)
+				return
+			}
+			o.add("string_agg("+x+", ',')"+filter, tText, true, true)
 			return
 		case 8:
 			if len(s.of(tBool)) == 0 {

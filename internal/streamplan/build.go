@@ -250,12 +250,27 @@ func (b *builder) aggregate(n *plan.Aggregate) (*Node, error) {
 	}
 	specs := make([]AggSpec, len(n.Aggs))
 	for i, a := range n.Aggs {
-		if len(a.OrderBy) > 0 {
-			return nil, unsupported("ORDER BY inside aggregate %s in a materialized view is not supported yet", a.Name)
-		}
 		s := AggSpec{Call: a, Filter: -1}
 		for j, arg := range a.Args {
 			s.Args = append(s.Args, add(arg, fmt.Sprintf("agg_%d_arg_%d", i, j)))
+		}
+		// An ordered aggregate (string_agg(x, ',' ORDER BY y)) keeps its
+		// inputs sorted by the ORDER BY, then the input's stream key.
+		// A key that is an argument (string_agg(DISTINCT x, ',' ORDER BY
+		// x DESC) must be) reads the argument's column: the DISTINCT
+		// input table is sorted by the argument itself.
+		for j, k := range a.OrderBy {
+			col := -1
+			for ai, arg := range a.Args {
+				if sortsLike(arg, k.Expr) {
+					col = s.Args[ai]
+					break
+				}
+			}
+			if col < 0 {
+				col = add(k.Expr, fmt.Sprintf("agg_%d_order_%d", i, j))
+			}
+			s.OrderBy = append(s.OrderBy, OrderCol{Col: col, Desc: k.Desc, NullsFirst: k.NullsFirst})
 		}
 		if a.Filter != nil {
 			s.Filter = add(a.Filter, fmt.Sprintf("agg_%d_filter", i))
@@ -680,3 +695,16 @@ func subset(a, b []int) bool {
 	}
 	return true
 }
+
+// sortsLike reports whether ordering by arg orders rows as ordering by key:
+// the same expression, or key cast between string types (string_agg's
+// varchar argument is cast to text; both sort alike).
+func sortsLike(arg, key expr.Expr) bool {
+	if arg.String() == key.String() && arg.Type() == key.Type() {
+		return true
+	}
+	c, ok := arg.(*expr.CastExpr)
+	return ok && c.E.String() == key.String() && isString(c.E.Type()) && isString(c.To)
+}
+
+func isString(t types.Type) bool { return t.Kind == types.KindVarchar }

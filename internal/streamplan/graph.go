@@ -136,7 +136,7 @@ func aggCalls(n *Node) ([]exec.AggCall, error) {
 		if a.Call.Func == nil {
 			return nil, unsupported("aggregate %s cannot be maintained incrementally", a.Call.Name)
 		}
-		calls[i] = exec.AggCall{Agg: a.Call.Func, Args: a.Args, Filter: a.Filter}
+		calls[i] = exec.AggCall{Agg: a.Call.Func, Args: a.Args, Filter: a.Filter, OrderBy: columnOrders(a.OrderBy)}
 		if a.Filter < 0 {
 			calls[i].Filter = exec.NoColumn
 		}

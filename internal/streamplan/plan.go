@@ -72,6 +72,9 @@ type AggSpec struct {
 	Args []int
 	// Filter is the column holding the FILTER condition, -1 when none.
 	Filter int
+	// OrderBy is the call's ORDER BY (string_agg(x, ',' ORDER BY y)) over
+	// input columns; the aggregate keeps its inputs sorted by it.
+	OrderBy []OrderCol
 }
 
 // OrderCol is one ORDER BY column.
