@@ -154,7 +154,7 @@ func (st *statement) describeSQL(ctx context.Context) (pgwire.StatementDescripti
 	}
 	d := pgwire.StatementDescription{ParamTypes: p.ParamTypes}
 	for _, c := range p.Columns {
-		d.Columns = append(d.Columns, pgwire.Column{Name: c.Name, Type: c.Type})
+		d.Columns = append(d.Columns, resultColumn(c))
 	}
 	return d, nil
 }
@@ -194,9 +194,21 @@ func (st *statement) runQuery(ctx context.Context, p *sql.Prepared, params []typ
 	}
 	res := pgwire.Result{Rows: &queryRows{it: it, release: release}}
 	for _, c := range p.Columns {
-		res.Columns = append(res.Columns, pgwire.Column{Name: c.Name, Type: c.Type})
+		res.Columns = append(res.Columns, resultColumn(c))
 	}
 	return res, nil
+}
+
+// resultColumn describes a result column in RowDescription: a column
+// taken unchanged from a table or materialized view carries its pg_class
+// oid and attnum, as PostgreSQL sends them (JDBC's getTableName and
+// isNullable look them up).
+func resultColumn(c sql.Column) pgwire.Column {
+	col := pgwire.Column{Name: c.Name, Type: c.Type}
+	if c.OrigRel != 0 {
+		col.TableOID, col.AttNum = uint32(userOID(c.OrigRel)), uint16(c.OrigAtt)
+	}
+	return col
 }
 
 // queryRows streams a query's rows and unpins its snapshot at the end.

@@ -352,7 +352,9 @@ func isTablesRows(sc *sysCtx) [][]any {
 	for _, r := range sc.rels {
 		tt, ins := "BASE TABLE", "YES"
 		switch r.Kind {
-		case catalog.KindView, catalog.KindMaterializedView:
+		case catalog.KindMaterializedView:
+			continue // PostgreSQL leaves materialized views out
+		case catalog.KindView:
 			tt, ins = "VIEW", "NO"
 		}
 		out = append(out, []any{sc.db.Name, sc.schemaName(r.SchemaID), r.Name, tt, nil, nil, nil, nil, nil,

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/runneldb/runnel/internal/batch"
+	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/sql/binder"
 	"github.com/runneldb/runnel/internal/sql/parser"
 	"github.com/runneldb/runnel/internal/sql/plan"
@@ -27,6 +28,10 @@ const (
 type Column struct {
 	Name string
 	Type types.Type
+	// OrigRel and OrigAtt: the stored column it is taken from unchanged,
+	// if any (plan.Column).
+	OrigRel catalog.ObjectID
+	OrigAtt int
 }
 
 // Prepared is a bound statement.
@@ -57,7 +62,7 @@ func Prepare(cat binder.Catalog, st *parser.Statement, paramTypes []types.Type) 
 		p.Kind, p.Plan = KindQuery, s.Plan
 		for _, c := range s.Plan.Schema() {
 			if !c.Hidden {
-				p.Columns = append(p.Columns, Column{Name: c.Name, Type: c.Type})
+				p.Columns = append(p.Columns, Column{Name: c.Name, Type: c.Type, OrigRel: c.OrigRel, OrigAtt: c.OrigAtt})
 			}
 		}
 	case *binder.Explain:

@@ -177,6 +177,9 @@ func (b *Binder) bindRangeVar(rv *pg.RangeVar, outer *scope) (*rel, error) {
 		sch := make(plan.Schema, len(r.Columns))
 		for i, c := range r.Columns {
 			sch[i] = plan.Column{Name: c.Name, Type: c.Type, Table: alias, Hidden: c.Hidden}
+			if r.Kind == catalog.KindTable || r.Kind == catalog.KindMaterializedView {
+				sch[i].OrigRel, sch[i].OrigAtt = r.ID, i+1
+			}
 		}
 		node = &plan.Scan{Rel: r, Alias: alias, Out: sch}
 	}

@@ -570,7 +570,12 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 			}
 		}
 		proj.Exprs = append(proj.Exprs, e)
-		proj.Out = append(proj.Out, plan.Column{Name: it.name, Type: e.Type(), Hidden: i >= nOut})
+		out := plan.Column{Name: it.name, Type: e.Type(), Hidden: i >= nOut}
+		if ref, ok := e.(*expr.ColumnRef); ok && ref.Index < len(node.Schema()) {
+			in := node.Schema()[ref.Index]
+			out.OrigRel, out.OrigAtt = in.OrigRel, in.OrigAtt
+		}
+		proj.Out = append(proj.Out, out)
 	}
 	node = proj
 	col := func(i int) expr.Expr {

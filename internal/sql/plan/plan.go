@@ -20,6 +20,12 @@ type Column struct {
 	// Hidden columns exist in the row (a table's _row_id) but are not
 	// expanded by *.
 	Hidden bool
+	// OrigRel and OrigAtt name the stored table or materialized view
+	// column this column is taken from unchanged (OrigAtt is the 1-based
+	// position in its relation's columns); 0 when computed. Clients read
+	// them from RowDescription (JDBC getTableName, isNullable).
+	OrigRel catalog.ObjectID
+	OrigAtt int
 }
 
 // Schema is a node's output row shape.
