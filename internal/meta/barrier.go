@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,6 +123,10 @@ type BarrierLoop struct {
 	stopped  chan struct{}
 
 	recoveries []RecoveryRecord
+
+	// serving is the request the loop goroutine is serving (loop
+	// goroutine only): a panic answers it with the panic.
+	serving *barrierRequest
 
 	// requestHook is a test seam (SetRequestHook).
 	requestHook atomic.Pointer[func(kind string)]
@@ -397,57 +402,107 @@ func (l *BarrierLoop) run() {
 	ticker := time.NewTicker(l.interval)
 	defer ticker.Stop()
 	backoff := 100 * time.Millisecond
-	for {
-		l.rebuildDueGroups()
-		var req *barrierRequest
-		if len(l.deferred) > 0 {
-			// A mutation that arrived while a barrier was being collected.
-			req, l.deferred = l.deferred[0], l.deferred[1:]
-		} else {
-			select {
-			case <-l.stop:
-				l.setLoopErr(errors.New("server is shutting down"))
-				return
-			case <-ticker.C:
-			case <-l.kick:
-			case <-l.nextGroupRetry():
-				continue
-			case req = <-l.requests:
-				l.took(req)
-			case f := <-l.local.Failures():
-				if err := l.isolate(f); err != nil {
-					l.recover(fmt.Sprintf("actor failure: %v", err))
-				}
-				continue
-			}
-		}
-		if req != nil && req.recoverReason != "" {
-			l.serveRecovery(req)
-			continue
-		}
-		if err := l.barrier(req); err != nil {
-			if errors.Is(err, errStopping) {
-				l.setLoopErr(errors.New("server is shutting down"))
-				return
-			}
-			if errors.Is(err, errRecoverRequested) {
-				// RECOVER while a barrier was stuck: it aborts the barrier.
-				continue
-			}
-			l.log.Error("barrier failed; recovering", "err", err)
-			l.mu.Lock()
-			l.failure = err
-			l.mu.Unlock()
-			l.recover(err.Error())
-			select {
-			case <-time.After(backoff):
-			case <-l.stop:
-			}
-			backoff = min(backoff*2, 10*time.Second)
-			continue
-		}
-		backoff = 100 * time.Millisecond
+	for !l.step(ticker, &backoff) {
 	}
+}
+
+// step runs one round of the loop and reports whether the loop must end.
+// A panic anywhere in it (a committer, a rebuilder, the loop itself)
+// becomes a failed round followed by a recovery (I6: no goroutine outside
+// the actors takes the process down); every lock the round held is
+// released on the way out, since each is held under a defer.
+func (l *BarrierLoop) step(ticker *time.Ticker, backoff *time.Duration) (stop bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.survivePanic(p, backoff)
+		}
+	}()
+	l.serving = nil
+	l.rebuildDueGroups()
+	var req *barrierRequest
+	if len(l.deferred) > 0 {
+		// A mutation that arrived while a barrier was being collected.
+		req, l.deferred = l.deferred[0], l.deferred[1:]
+	} else {
+		select {
+		case <-l.stop:
+			l.setLoopErr(errors.New("server is shutting down"))
+			return true
+		case <-ticker.C:
+		case <-l.kick:
+		case <-l.nextGroupRetry():
+			return false
+		case req = <-l.requests:
+			l.took(req)
+		case f := <-l.local.Failures():
+			if err := l.isolate(f); err != nil {
+				l.recover(fmt.Sprintf("actor failure: %v", err))
+			}
+			return false
+		}
+	}
+	l.serving = req // the next round replaces it; survivePanic answers it
+	if req != nil && req.recoverReason != "" {
+		l.serveRecovery(req)
+		return false
+	}
+	if err := l.barrier(req); err != nil {
+		if errors.Is(err, errStopping) {
+			l.setLoopErr(errors.New("server is shutting down"))
+			return true
+		}
+		if errors.Is(err, errRecoverRequested) {
+			// RECOVER while a barrier was stuck: it aborts the barrier.
+			return false
+		}
+		l.log.Error("barrier failed; recovering", "err", err)
+		l.mu.Lock()
+		l.failure = err
+		l.mu.Unlock()
+		l.recover(err.Error())
+		l.backOff(backoff)
+		return false
+	}
+	*backoff = 100 * time.Millisecond
+	return false
+}
+
+// backOff waits before the next round after a failed one, longer after
+// each failure in a row.
+func (l *BarrierLoop) backOff(backoff *time.Duration) {
+	select {
+	case <-time.After(*backoff):
+	case <-l.stop:
+	}
+	*backoff = min(*backoff*2, 10*time.Second)
+}
+
+// survivePanic handles a panic of one round of the loop: it is logged
+// with its stack, the request being served (if any) fails with it, and
+// everything is recovered — a recovery that panics too is logged and the
+// next round tries again after the backoff.
+func (l *BarrierLoop) survivePanic(p any, backoff *time.Duration) {
+	err := fmt.Errorf("panic in the barrier loop: %v", p)
+	l.log.Error("barrier loop panicked; recovering", "panic", p, "stack", string(debug.Stack()))
+	if r := l.serving; r != nil {
+		l.serving = nil
+		select {
+		case r.done <- err:
+		default: // answered already
+		}
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				l.log.Error("recovery after a barrier loop panic panicked too; retrying after the backoff", "panic", p, "stack", string(debug.Stack()))
+			}
+		}()
+		l.mu.Lock()
+		l.failure = err
+		l.mu.Unlock()
+		l.recover(err.Error())
+	}()
+	l.backOff(backoff)
 }
 
 // isolate handles an actor failure by recovering only the actor's group:
@@ -540,9 +595,11 @@ func (l *BarrierLoop) serveRecovery(req *barrierRequest) {
 		}
 		l.log.Warn("recovery of one database failed; recovering everything", "database", req.group, "err", err)
 	}
-	l.mu.Lock()
-	err := l.recoverLocked(req.recoverReason)
-	l.mu.Unlock()
+	err := func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.recoverLocked(req.recoverReason)
+	}()
 	req.done <- err
 }
 
@@ -586,24 +643,8 @@ func (l *BarrierLoop) rebuildDueGroups() {
 			continue
 		}
 		gr := l.rebuilder.(GroupRebuilder)
-		l.mu.Lock()
 		t := time.Now()
-		err := gr.RebuildGroup(context.Background(), g, l.curr)
-		if err == nil {
-			// Writes of the group before l.curr were rolled back; its new
-			// actors write from l.curr on.
-			l.committedMu.Lock()
-			rs := l.groupDiscarded[g]
-			if n := len(rs); n > 0 && rs[n-1][1] == math.MaxUint64 {
-				rs[n-1][1] = l.curr - 1
-			}
-			l.committedMu.Unlock()
-		} else {
-			// Half-built: tear it down again and retry later.
-			_ = l.local.ResetGroup(context.Background(), g)
-			gr.TearDownGroup(g)
-		}
-		l.mu.Unlock()
+		err := l.rebuildGroup(gr, g)
 		rec := st.rec
 		rec.Rebuild = time.Since(t)
 		if err != nil {
@@ -622,6 +663,31 @@ func (l *BarrierLoop) rebuildDueGroups() {
 	}
 }
 
+// rebuildGroup rebuilds group g at the epoch being written, under the
+// graph lock (released by a defer, so that a panicking rebuilder leaves it
+// free for the recovery that follows, survivePanic).
+func (l *BarrierLoop) rebuildGroup(gr GroupRebuilder, g uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := gr.RebuildGroup(context.Background(), g, l.curr)
+
+	if err == nil {
+		// Writes of the group before l.curr were rolled back; its new
+		// actors write from l.curr on.
+		l.committedMu.Lock()
+		rs := l.groupDiscarded[g]
+		if n := len(rs); n > 0 && rs[n-1][1] == math.MaxUint64 {
+			rs[n-1][1] = l.curr - 1
+		}
+		l.committedMu.Unlock()
+	} else {
+		// Half-built: tear it down again and retry later.
+		_ = l.local.ResetGroup(context.Background(), g)
+		gr.TearDownGroup(g)
+	}
+	return err
+}
+
 func (l *BarrierLoop) setLoopErr(err error) {
 	l.committedMu.Lock()
 	l.loopErr = err
@@ -631,25 +697,38 @@ func (l *BarrierLoop) setLoopErr(err error) {
 
 // barrier runs one barrier round: inject, collect, commit.
 func (l *BarrierLoop) barrier(req *barrierRequest) error {
-	l.mu.Lock()
-	if req != nil && req.prepare != nil {
-		if err := req.prepare(l.curr); err != nil {
-			l.mu.Unlock()
-			req.done <- err
-			// The graph is unchanged: nothing to recover from.
-			return nil
+	var (
+		b       *stream.Barrier
+		prev    uint64
+		tInj    time.Time
+		coll    *stream.Collection
+		prepErr error
+	)
+	err := func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock() // a panicking prepare must not keep the graph locked
+		if req != nil && req.prepare != nil {
+			if prepErr = req.prepare(l.curr); prepErr != nil {
+				return nil
+			}
 		}
+		prev = l.curr
+		l.curr = nextEpoch(prev)
+		b = &stream.Barrier{Prev: prev, Curr: l.curr}
+		if req != nil {
+			b.Mutation = req.mutation
+			req.epoch = prev
+		}
+		tInj = time.Now()
+		var err error
+		coll, err = l.local.Inject(b)
+		return err
+	}()
+	if prepErr != nil {
+		req.done <- prepErr
+		// The graph is unchanged: nothing to recover from.
+		return nil
 	}
-	prev := l.curr
-	l.curr = nextEpoch(prev)
-	b := &stream.Barrier{Prev: prev, Curr: l.curr}
-	if req != nil {
-		b.Mutation = req.mutation
-		req.epoch = prev
-	}
-	tInj := time.Now()
-	coll, err := l.local.Inject(b)
-	l.mu.Unlock()
 	if req != nil {
 		req.done <- err
 	}
@@ -668,6 +747,9 @@ func (l *BarrierLoop) barrier(req *barrierRequest) error {
 			return errStopping
 		case r := <-l.requests:
 			l.took(r)
+			if r.recoverReason != "" {
+				l.serving = r // req was answered at injection
+			}
 			switch {
 			case r.recoverReason != "" && r.group != 0 && l.groupRecovery():
 				// Resetting a group may be what unblocks this barrier

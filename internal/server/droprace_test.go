@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -110,5 +111,45 @@ func TestDropDuringRebuildWindow(t *testing.T) {
 	}
 	if _, ok := s.catalog.Relation(mv.ID); ok {
 		t.Fatal("the dropped view is still in the catalog")
+	}
+}
+
+// I6: a panic while a recovery plans one view's rebuild fails that view
+// alone: the recovery completes, the table and the other view are
+// maintained, and the broken view can be dropped.
+func TestRebuildPanicFailsOneView(t *testing.T) {
+	ts := startTestServer(t, "")
+	conn := ts.connect(t)
+	mustExec(t, conn, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, conn, "CREATE MATERIALIZED VIEW good AS SELECT count(*) AS n FROM t")
+	mustExec(t, conn, "CREATE MATERIALIZED VIEW bad AS SELECT sum(v) AS s FROM t")
+	mustExec(t, conn, "INSERT INTO t VALUES (1, 10)")
+	mustExec(t, conn, "FLUSH")
+	hook := func(view string) {
+		if view == "bad" {
+			panic("injected planner bug")
+		}
+	}
+	rebuildViewHook.Store(&hook)
+	t.Cleanup(func() { rebuildViewHook.Store(nil) })
+	mustExec(t, conn, "RECOVER")
+	rebuildViewHook.Store(nil)
+	mustExec(t, conn, "INSERT INTO t VALUES (2, 20)")
+	mustExec(t, conn, "FLUSH")
+	if got := queryStrings(t, conn, "SELECT n FROM good"); fmt.Sprint(got) != "[2]" {
+		t.Fatalf("good after the rebuild = %v; want [2]", got)
+	}
+	bad := mustRelation(t, ts.srv, "bad")
+	ts.srv.jobs.mu.Lock()
+	running := ts.srv.jobs.views[bad.ID] != nil
+	ts.srv.jobs.mu.Unlock()
+	if running {
+		t.Fatal("the view whose rebuild panicked runs")
+	}
+	mustExec(t, conn, "DROP MATERIALIZED VIEW bad")
+	mustExec(t, conn, "INSERT INTO t VALUES (3, 30)")
+	mustExec(t, conn, "FLUSH")
+	if got := queryStrings(t, conn, "SELECT n FROM good"); fmt.Sprint(got) != "[3]" {
+		t.Fatalf("good after dropping bad = %v; want [3]", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -241,7 +242,12 @@ func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rela
 		if rel.Kind != catalog.KindTable || s.droppedSince(rel) {
 			continue
 		}
-		j, a, err := s.newTableJob(ctx, rel, curr)
+		var j *tableJob
+		var a *stream.Actor
+		err := survive("rebuild of table "+rel.Name, func() (err error) {
+			j, a, err = s.newTableJob(ctx, rel, curr)
+			return err
+		})
 		if err != nil {
 			// The table stays unavailable (its writes wait, then fail
 			// with 55000); the others go on (I6).
@@ -261,7 +267,11 @@ func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rela
 			}
 			continue
 		}
-		job, err := s.rebuildView(ctx, rel, curr)
+		var job *streamplan.Job
+		err := survive("rebuild of materialized view "+rel.Name, func() (err error) {
+			job, err = s.rebuildView(ctx, rel, curr)
+			return err
+		})
 		if err != nil {
 			// One broken view must not stop the others (I6); it stays
 			// unavailable until dropped.
@@ -303,6 +313,22 @@ func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rela
 	s.jobs.mu.Unlock()
 	return nil
 }
+
+// survive runs fn and turns a panic in it into an error carrying the
+// panic and its stack (I6: a bug met while planning one job's rebuild
+// fails that job, not the recovery of every other one, nor the process).
+func survive(what string, fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s panicked: %v\n%s", what, p, debug.Stack())
+		}
+	}()
+	return fn()
+}
+
+// rebuildViewHook, when set, is called as a rebuild starts planning a
+// materialized view (tests make it panic).
+var rebuildViewHook atomic.Pointer[func(view string)]
 
 // rebuildSnapshotHook, when set, is called by a rebuild right after it
 // listed the relations it rebuilds; tests pause it there to run a DROP in

@@ -350,6 +350,9 @@ func (s *Server) registerView(rel *catalog.Relation, job *streamplan.Job, spawn 
 // flight during a rebuild). The caller starts the returned actors once the
 // whole graph is wired.
 func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr uint64) (*streamplan.Job, error) {
+	if h := rebuildViewHook.Load(); h != nil {
+		(*h)(rel.Name)
+	}
 	ss := s.internalSession(rel)
 	root, _, err := s.planView(ss, rel, "CREATE MATERIALIZED VIEW "+quoteIdent(rel.Name)+" AS "+rel.Definition)
 	if err != nil {

@@ -400,7 +400,20 @@ func (e *Engine) StartCompaction(ctx context.Context, force bool) (*CompactionJo
 			close(j.done)
 			e.kickCompaction()
 		}()
-		j.committed, j.err = e.runCompaction(jctx, j, v, p, w, horizon)
+		j.err = e.survive(fmt.Sprintf("compaction %d", j.ID), func() error {
+			var err error
+			j.committed, err = e.runCompaction(jctx, j, v, p, w, horizon)
+			return err
+		})
+		if errors.Is(j.err, errPanicked) {
+			// I1, I2: the job's record stays live and owns its outputs
+			// (a commit may even have landed: the version is re-read
+			// before the next write); Open settles it.
+			j.committed = false
+			e.mu.Lock()
+			e.needReload = true
+			e.mu.Unlock()
+		}
 		if j.err != nil && !errors.Is(j.err, ErrSimulatedCrash) && !j.committed {
 			e.log.Debug("storage: compaction did not commit", "job", j.ID, "err", j.err)
 		}
@@ -652,7 +665,12 @@ func (e *Engine) compactionLoop() {
 		case <-e.compactKick:
 		}
 		for {
-			j, err := e.StartCompaction(context.Background(), false)
+			var j *CompactionJob
+			err := e.survive("compaction planning", func() error {
+				var err error
+				j, err = e.StartCompaction(context.Background(), false)
+				return err
+			})
 			if err != nil || j == nil {
 				if err != nil && !errors.Is(err, ErrClosed) {
 					e.log.Warn("storage: compaction", "err", err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -593,7 +594,7 @@ func (e *Engine) reserveSpare(j *jobRecord) {
 	go func() {
 		defer e.reserving.Done()
 		defer close(done)
-		if err := r.Reserve(context.Background(), key); err != nil {
+		if err := e.survive("reserving "+key, func() error { return r.Reserve(context.Background(), key) }); err != nil {
 			// The PUT then takes the ordinary path.
 			e.log.Debug("storage: reserving the next upload's object failed", "object", key, "err", err)
 		}
@@ -969,6 +970,24 @@ func (e *Engine) renewSpillLeases(ctx context.Context, spilled []*bufItem) error
 	}
 	e.mu.Unlock()
 	return nil
+}
+
+// errPanicked marks the error of background work that panicked.
+var errPanicked = errors.New("panicked")
+
+// survive runs fn, one unit of background work (a compaction, a GC pass,
+// a reservation), and turns a panic in it into an error wrapping
+// errPanicked, logged with its stack (I6: no goroutine outside the actors
+// takes the process down). Locks fn holds under a defer are released; the
+// work's durable records keep owning what it wrote (I1).
+func (e *Engine) survive(what string, fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.log.Error("storage: background work panicked", "work", what, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("storage: %s %w: %v", what, errPanicked, p)
+		}
+	}()
+	return fn()
 }
 
 // errInjectedAmbiguity marks a MetaWrite-hook error after a write that

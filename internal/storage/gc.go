@@ -111,7 +111,11 @@ func (e *Engine) gcLoop() {
 		case <-e.stop:
 			return
 		case <-t.C:
-			if _, err := e.RunGC(context.Background()); err != nil {
+			err := e.survive("gc pass", func() error {
+				_, err := e.RunGC(context.Background())
+				return err
+			})
+			if err != nil {
 				e.log.Warn("storage: gc", "err", err)
 			}
 		}
