@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/runneldb/runnel/internal/storage"
 )
 
 // sqlstateOf is the SQLSTATE of a server error, or "".
@@ -75,7 +78,7 @@ func TestAmbiguousCommitIsNotReportedLost(t *testing.T) {
 	mustExec(t, conn, "FLUSH")
 	var (
 		gate, rereadDown atomic.Bool
-		commits          atomic.Int32
+		target           atomic.Uint64 // the epoch whose commit is made ambiguous
 		rereadFailures   atomic.Int32
 	)
 	blocked, open := make(chan struct{}), make(chan struct{})
@@ -83,13 +86,24 @@ func TestAmbiguousCommitIsNotReportedLost(t *testing.T) {
 	remove := ts.srv.store.SetMetaWriteHook(func(op string, after bool) error {
 		switch {
 		case op == "commit-delta" && !after && gate.Load():
-			// Hold the commit in flight: the INSERT then goes to the
-			// epoch after it, which the next commit carries.
+			// Hold a metastore write in flight: no commit completes until
+			// the INSERT is applied and the target known.
 			once.Do(func() { close(blocked) })
 			<-open
-		case op == "commit-delta" && after && gate.Load():
-			if commits.Add(1) == 2 {
-				gate.Store(false)
+		case op == "commit-delta" && after && target.Load() != 0:
+			// The first commit that covers the INSERT's epoch (compaction
+			// commits leave the committed epoch as it was).
+			desc, err := storage.DescribeVersion(context.Background(), ts.srv.metaDB)
+			var committed uint64
+			if err == nil {
+				_, err = fmt.Sscanf(desc[strings.Index(desc, "committed epoch "):], "committed epoch %d", &committed)
+			}
+			if err != nil {
+				t.Errorf("read the version in the hook: %v", err)
+				return nil
+			}
+			if committed >= target.Load() {
+				target.Store(0)
 				rereadDown.Store(true)
 				return errors.New("injected: the reply to COMMIT was lost")
 			}
@@ -103,6 +117,10 @@ func TestAmbiguousCommitIsNotReportedLost(t *testing.T) {
 	gate.Store(true)
 	<-blocked
 	mustExec(t, conn, "INSERT INTO t VALUES (1)")
+	// No commit completed since the gate closed, so the INSERT's epoch is
+	// uncommitted and at most the epoch being written now.
+	target.Store(ts.srv.epochs.CurrentEpoch())
+	gate.Store(false)
 	flush := execIn(conn, "FLUSH")
 	close(open)
 	deadline := time.Now().Add(30 * time.Second)
