@@ -12,6 +12,7 @@ import (
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/sink"
+	_ "github.com/runneldb/runnel/internal/sink/kafka"    // registers kafka
 	_ "github.com/runneldb/runnel/internal/sink/postgres" // registers postgres and jdbc
 	"github.com/runneldb/runnel/internal/sql"
 	"github.com/runneldb/runnel/internal/sql/binder"
