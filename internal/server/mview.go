@@ -405,6 +405,7 @@ func (s *Server) dropView(ctx context.Context, rel *catalog.Relation) error {
 	}); err != nil {
 		return fmt.Errorf("drop materialized view %s: %w", rel.Name, err)
 	}
+	exec.ForgetJobErrors(uint64(rel.DatabaseID), "materialized view "+rel.Name) // a new view of the same name starts at zero
 	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
 		return err
 	}

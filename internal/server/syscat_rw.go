@@ -26,6 +26,8 @@ func rwSysTables() []*sysTable {
 		rw("rw_tables", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindTable)),
 		rw("rw_materialized_views", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindMaterializedView)),
 		rw("rw_views", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindView)),
+		rw("rw_streaming_errors", `database text, job text, expression_errors int8, inconsistencies int8,
+			last_executor text, last_error text, last_at timestamptz`, streamingErrorRows),
 		rw("rw_sources", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindSource)),
 		rw("rw_source_stats", "name text, rows int8, malformed int8, last_malformed text, status text, caught_up bool", sourceStatsRows),
 		rw("rw_sinks", `id int4, name text, schema_id int4, owner text, connector text, sink_type text, definition text, append_only bool,

@@ -45,6 +45,16 @@ func withActor(ctx context.Context, a *Actor) context.Context {
 	return context.WithValue(ctx, actorKey{}, a)
 }
 
+// JobOf returns the streaming job and isolation group of the actor
+// running ctx ("" outside an actor): executors use it to charge the
+// errors they tolerate to the right view.
+func JobOf(ctx context.Context) (job string, group uint64) {
+	if a, _ := ctx.Value(actorKey{}).(*Actor); a != nil {
+		return a.Job, a.Group
+	}
+	return "", 0
+}
+
 // WithoutStateReports returns ctx in which ReportState does nothing: for
 // helper goroutines that read an actor's inputs ahead of it, whose waits
 // are not the actor's.

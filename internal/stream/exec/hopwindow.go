@@ -185,7 +185,13 @@ func (h *HopWindow) expand(ctx context.Context, in *types.Chunk) (*types.Chunk, 
 		}
 		var ok bool
 		if h.starts, ok = expr.WindowStarts(h.starts[:0], t.Int(), h.slide, h.offset, h.n); !ok {
-			return nil, fmt.Errorf("%s: %w", h.Identity(), sqlerr.New(sqlerr.DatetimeFieldOverflow, "timestamp out of range"))
+			// A window bound out of range is a data error of this row
+			// (evalerr.go): the row falls in no window, and so does its
+			// retraction, which computes the same.
+			if err := exprError(ctx, h.Identity(), nil, sqlerr.New(sqlerr.DatetimeFieldOverflow, "timestamp out of range")); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		op := types.OpInsert
 		if in.Ops[i] == types.OpDelete || in.Ops[i] == types.OpUpdateDelete {
@@ -202,7 +208,11 @@ func (h *HopWindow) expand(ctx context.Context, in *types.Chunk) (*types.Chunk, 
 				for _, e := range h.exprs {
 					d, err := e.Eval(ec, h.scratch)
 					if err != nil {
-						return nil, fmt.Errorf("%s: %w", h.Identity(), err)
+						// As in Project (evalerr.go): NULL, counted, the job goes on.
+						if err := exprError(ctx, h.Identity(), e, err); err != nil {
+							return nil, err
+						}
+						d = types.NullDatum
 					}
 					buf = append(buf, d)
 				}

@@ -400,7 +400,14 @@ func (j *HashJoin) forMatchesKey(ctx context.Context, side int, row types.Row, c
 			}
 			d, err := j.cond.Eval(ec, j.joined(side, row, other))
 			if err != nil {
-				return fmt.Errorf("%s: %w", j.Identity(), err)
+				// A data error makes the condition NULL, not true: the pair
+				// does not match (evalerr.go). The same pair evaluates the
+				// same when either side is retracted, so the join's degrees
+				// stay consistent.
+				if err := exprError(ctx, j.Identity(), j.cond, err); err != nil {
+					return err
+				}
+				return nil
 			}
 			if d.IsNull() || !d.Bool() {
 				return nil

@@ -1510,7 +1510,31 @@ func (w *OverWindow) compute(ctx context.Context, s *owSegment, pg *owPeers, ci 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("%s: %s: %w", w.Identity(), c.Func.Name, err)
+		// A data error (an overflowing sum, ntile(0)) makes the function's
+		// value NULL, as in Project (evalerr.go), for the rows whose own
+		// computation fails: the range is computed again in halves down to
+		// the failing rows, so the others get their value whatever else
+		// was recomputed with them. The value emitted is stored with the
+		// row, so its retraction stays consistent.
+		var bisect func(from, to int, err error) error
+		bisect = func(from, to int, err error) error {
+			if err == nil {
+				return nil
+			}
+			if !isDataError(err) || ctx.Err() != nil {
+				return fmt.Errorf("%s: %s: %w", w.Identity(), c.Func.Name, err)
+			}
+			if to-from == 1 {
+				set(lo+from, types.NullDatum)
+				return exprError(ctx, w.Identity(), exprName(c.Func.Name+"()"), err)
+			}
+			mid := from + (to-from)/2
+			if err := bisect(from, mid, expr.ComputeWindowEach(&ec, c.Func, c.Frame, in, from, mid, emit)); err != nil {
+				return err
+			}
+			return bisect(mid, to, expr.ComputeWindowEach(&ec, c.Func, c.Frame, in, mid, to, emit))
+		}
+		return bisect(iv.lo-lo, iv.hi-lo, err)
 	}
 	return nil
 }

@@ -121,7 +121,7 @@ func (p *Project) project(ctx context.Context, msg stream.Message) (stream.Messa
 		for j, e := range p.exprs {
 			d, err := e.Eval(ec, row)
 			if err != nil {
-				if err := exprError(ctx, p.Identity(), err); err != nil {
+				if err := exprError(ctx, p.Identity(), e, err); err != nil {
 					return stream.Message{}, err
 				}
 				d = types.NullDatum
@@ -168,7 +168,7 @@ func (f *Filter) Next(ctx context.Context) (stream.Message, error) {
 			}
 			d, err := f.pred.Eval(ec, row)
 			if err != nil {
-				if err := exprError(ctx, f.Identity(), err); err != nil {
+				if err := exprError(ctx, f.Identity(), f.pred, err); err != nil {
 					return stream.Message{}, err
 				}
 				continue // not true: the row does not pass

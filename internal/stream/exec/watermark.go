@@ -94,7 +94,10 @@ func (g *WatermarkGen) Observe(row types.Row) (bool, error) {
 	w, err := g.expr.Eval(g.ec, row)
 	if err != nil {
 		// As in views (evalerr.go), an expression error makes the value
-		// NULL: the row moves nothing, rather than failing the source.
+		// NULL: the row moves nothing, rather than failing the source. It
+		// is counted against the table or source and logged.
+		ExprErrorCount.Add(1)
+		recordJobError(context.Background(), g.name, g.log, false, "watermark of "+g.name, err, "expression", g.expr.String())
 		return false, nil
 	}
 	if w.IsNull() || (g.have && types.Compare(w, g.cur) <= 0) {
