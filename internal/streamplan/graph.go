@@ -560,12 +560,18 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 			next++
 		}
 		if n.Op == OpSimpleAgg {
-			return exec.NewSimpleAgg(in, calls, n.InputKey, result, tables)
+			agg, err := exec.NewSimpleAgg(in, calls, n.InputKey, result, tables)
+			if err != nil {
+				return nil, err
+			}
+			agg.SetStrict(env.Strict, env.Log) // I6
+			return agg, nil
 		}
 		agg, err := exec.NewHashAgg(in, n.GroupKey, calls, n.InputKey, result, tables)
 		if err != nil {
 			return nil, err
 		}
+		agg.SetStrict(env.Strict, env.Log) // I6
 		// Watermark cleanup deletes only this actor's groups.
 		owners := f.owners
 		agg.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
@@ -588,6 +594,7 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		if env.Backfill {
 			j.SetFresh() // a new job's state tables start empty
 		}
+		j.SetStrict(env.Strict, env.Log) // I6
 		owners := f.owners
 		j.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
 		j.SetIntervalBounds(activeIntervalBounds(n)) // see watermark.go
@@ -597,10 +604,17 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		if err != nil {
 			return nil, err
 		}
+		var t *exec.TopN
 		if len(n.GroupKey) > 0 { // DISTINCT ON
-			return exec.NewGroupTopN(in, n.GroupKey, columnOrders(n.Order), n.InputKey, n.Limit, n.Offset, false, g.newState(n, 0))
+			t, err = exec.NewGroupTopN(in, n.GroupKey, columnOrders(n.Order), n.InputKey, n.Limit, n.Offset, false, g.newState(n, 0))
+		} else {
+			t, err = exec.NewTopN(in, columnOrders(n.Order), n.InputKey, n.Limit, n.Offset, g.newState(n, 0))
 		}
-		return exec.NewTopN(in, columnOrders(n.Order), n.InputKey, n.Limit, n.Offset, g.newState(n, 0))
+		if err != nil {
+			return nil, err
+		}
+		t.SetStrict(env.Strict, env.Log) // I6
+		return t, nil
 	case OpDistinct:
 		in, err := input(0)
 		if err != nil {
@@ -610,6 +624,7 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		if err != nil {
 			return nil, err
 		}
+		d.SetStrict(env.Strict, env.Log) // I6
 		// Watermark cleanup deletes only this actor's tuples.
 		owners := f.owners
 		d.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })

@@ -78,6 +78,7 @@ type HashAgg struct {
 
 	// Watermark cleanup (agg_watermark.go).
 	wm keyWatermarks
+	consistency
 }
 
 // AggCall is one aggregate call over input columns. The planner projects
@@ -376,7 +377,7 @@ func (h *HashAgg) Next(ctx context.Context) (stream.Message, error) {
 			h.q.push(msg)
 			continue
 		}
-		if err := h.apply(ctx, msg.Chunk); err != nil {
+		if err := h.apply(ctx, stateInputHook(h, "", msg.Chunk)); err != nil {
 			return stream.Message{}, err
 		}
 		if len(h.dirty) >= maxDirtyGroups {
@@ -483,7 +484,14 @@ func (h *HashAgg) apply(ctx context.Context, c *types.Chunk) error {
 		}
 		g.count += sign
 		if g.count < 0 {
-			return inconsistent(h.Identity(), h.result, g.key, "group row count would become negative (delete of a row never inserted)")
+			// I6. Non-strict: the delete is dropped whole (the group keeps
+			// its count and every aggregate state).
+			g.count -= sign
+			err := inconsistent(h.Identity(), h.result, g.key, "group row count would become negative: delete of row %s, never inserted", row)
+			if err := h.violation(ctx, h.Identity(), err); err != nil {
+				return err
+			}
+			continue
 		}
 		for ci := range h.calls {
 			if err := h.applyCall(ctx, ci, g, row, sign); err != nil {
@@ -518,7 +526,9 @@ func (h *HashAgg) applyCall(ctx context.Context, ci int, g *aggGroup, row types.
 			err = g.states[ci].Retract(args)
 		}
 		if err != nil {
-			return inconsistent(h.Identity(), h.result, g.key, "aggregate %s: %v", c.Agg.Name, err)
+			// I6. Non-strict: this call ignores the row (its state is as
+			// before the failed Add/Retract).
+			return h.violation(ctx, h.Identity(), inconsistent(h.Identity(), h.result, g.key, "aggregate %s of row %s: %v", c.Agg.Name, row, err))
 		}
 	case aggInputs:
 		// The table encodes the row at Insert/Delete: a scratch row will do.
@@ -542,7 +552,10 @@ func (h *HashAgg) applyCall(ctx context.Context, ci int, g *aggGroup, row types.
 				return fmt.Errorf("%s: %w", h.Identity(), err)
 			}
 			if !found {
-				return inconsistent(h.Identity(), c.table, r[:len(r)-len(args)], "aggregate %s: retracting an input that was never added", c.Agg.Name)
+				// I6. Non-strict: nothing to delete; the call's result is
+				// recomputed from its table as usual.
+				return h.violation(ctx, h.Identity(), inconsistent(h.Identity(), c.table, r[:len(r)-len(args)],
+					"aggregate %s: retracting an input that was never added (row %s)", c.Agg.Name, row))
 			}
 			c.table.Delete(r)
 		}
@@ -560,7 +573,10 @@ func (h *HashAgg) applyCall(ctx context.Context, ci int, g *aggGroup, row types.
 		}
 		next := n + sign
 		if next < 0 {
-			return inconsistent(h.Identity(), c.table, r[:len(r)-1], "aggregate %s(DISTINCT): retracting a value that was never added", c.Agg.Name)
+			// I6. Non-strict: the value stays absent; the state is as
+			// before.
+			return h.violation(ctx, h.Identity(), inconsistent(h.Identity(), c.table, r[:len(r)-1],
+				"aggregate %s(DISTINCT): retracting a value that was never added (row %s)", c.Agg.Name, row))
 		}
 		if next == 0 {
 			c.table.Delete(r)
@@ -576,7 +592,7 @@ func (h *HashAgg) applyCall(ctx context.Context, ci int, g *aggGroup, row types.
 					err = g.states[ci].Retract(args)
 				}
 				if err != nil {
-					return inconsistent(h.Identity(), h.result, g.key, "aggregate %s: %v", c.Agg.Name, err)
+					return h.violation(ctx, h.Identity(), inconsistent(h.Identity(), h.result, g.key, "aggregate %s of row %s: %v", c.Agg.Name, row, err))
 				}
 			} else {
 				g.touched[ci] = true

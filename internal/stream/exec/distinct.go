@@ -27,6 +27,7 @@ type Distinct struct {
 	inTypes []types.Type
 	wm      keyWatermarks
 	q       queue
+	consistency
 }
 
 // DistinctStateSchema returns the state table schema: the distinct
@@ -92,6 +93,7 @@ func (d *Distinct) Next(ctx context.Context) (stream.Message, error) {
 		}
 		out := &types.Chunk{}
 		var tk ticker
+		msg.Chunk = stateInputHook(d, "", msg.Chunk)
 		for i, row := range msg.Chunk.Rows {
 			if err := tk.tick(ctx); err != nil {
 				return stream.Message{}, err
@@ -117,7 +119,12 @@ func (d *Distinct) Next(ctx context.Context) (stream.Message, error) {
 			}
 			switch {
 			case n == 0:
-				return stream.Message{}, inconsistent(d.Identity(), d.table, r[:len(d.cols)], "delete of a row that was never inserted")
+				// I6. Non-strict: the delete is dropped (the tuple was
+				// never emitted, so there is nothing to retract).
+				err := inconsistent(d.Identity(), d.table, r[:len(d.cols)], "delete of a row that was never inserted (row %s)", row)
+				if err := d.violation(ctx, d.Identity(), err); err != nil {
+					return stream.Message{}, err
+				}
 			case n == 1:
 				d.table.Delete(cur)
 				out.Append(types.OpDelete, cur[:len(d.cols):len(d.cols)])

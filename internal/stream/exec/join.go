@@ -79,6 +79,7 @@ type HashJoin struct {
 	keyBuf   []byte
 	skeyBuf  []byte
 	wm       joinWatermarks // join_watermark.go
+	consistency
 }
 
 type joinSide struct {
@@ -266,6 +267,7 @@ func (j *HashJoin) joined(side int, row, other types.Row) types.Row {
 }
 
 func (j *HashJoin) apply(ctx context.Context, side int, c *types.Chunk) error {
+	c = stateInputHook(j, [2]string{" side 0", " side 1"}[side], c)
 	var tk ticker
 	for i, row := range c.Rows {
 		if err := tk.tick(ctx); err != nil {
@@ -510,16 +512,22 @@ func (j *HashJoin) delete(ctx context.Context, side int, row types.Row, tk *tick
 		return err
 	}
 	if !found {
-		return inconsistent(j.Identity(), s.State, project(row, s.State.Schema().PK), "delete of a %s row that was never inserted", [2]string{"left", "right"}[side])
+		// I6. Non-strict: the delete is dropped (no joined row of it was
+		// ever emitted).
+		return j.violation(ctx, j.Identity(), inconsistent(j.Identity(), s.State, project(row, s.State.Schema().PK),
+			"delete of a %s row that was never inserted (row %s)", [2]string{"left", "right"}[side], row))
 	}
 	var updates []types.Row
 	err = j.forMatches(ctx, side, stored, tk, func(other types.Row) error {
+		if o.outer && other[o.width].Int() <= 0 {
+			// I6. Non-strict: the pair was never counted, so nothing of
+			// it is retracted and the other row's degree stays 0.
+			return j.violation(ctx, j.Identity(), inconsistent(j.Identity(), o.State, project(other, o.State.Schema().PK),
+				"join degree of %s would become negative (deleting %s)", other[:o.width], stored[:s.width]))
+		}
 		j.out.emit(types.OpDelete, j.joined(side, stored, other))
 		if o.outer {
 			d := other[o.width].Int() - 1
-			if d < 0 {
-				return inconsistent(j.Identity(), o.State, project(other, o.State.Schema().PK), "join degree would become negative")
-			}
 			if d == 0 {
 				j.out.emit(types.OpInsert, j.joined(side, nil, other))
 			}
@@ -597,8 +605,10 @@ func (j *HashJoin) semiDelete(ctx context.Context, side int, row types.Row, tk *
 		return err
 	}
 	if !found {
+		// I6. Non-strict: the delete is dropped.
 		s := &j.sides[side]
-		return inconsistent(j.Identity(), s.State, project(row, s.State.Schema().PK), "delete of a %s row that was never inserted", [2]string{"left", "right"}[side])
+		return j.violation(ctx, j.Identity(), inconsistent(j.Identity(), s.State, project(row, s.State.Schema().PK),
+			"delete of a %s row that was never inserted (row %s)", [2]string{"left", "right"}[side], row))
 	}
 	if side == 0 {
 		if j.semiVisible(stored[l.width].Int()) {
@@ -611,7 +621,10 @@ func (j *HashJoin) semiDelete(ctx context.Context, side int, row types.Row, tk *
 	err = j.forMatches(ctx, 1, stored, tk, func(left types.Row) error {
 		d := left[l.width].Int()
 		if d <= 0 {
-			return inconsistent(j.Identity(), l.State, project(left, l.State.Schema().PK), "join degree would become negative")
+			// I6. Non-strict: the left row's degree stays 0 and its
+			// visibility unchanged.
+			return j.violation(ctx, j.Identity(), inconsistent(j.Identity(), l.State, project(left, l.State.Schema().PK),
+				"join degree of %s would become negative (deleting %s)", left[:l.width], stored))
 		}
 		if j.semiVisible(d) != j.semiVisible(d-1) {
 			op := types.OpInsert

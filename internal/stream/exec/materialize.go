@@ -153,12 +153,12 @@ func (m *Materialize) pkOf(row types.Row) types.Row { return project(row, m.tabl
 
 // violation reports or logs an inconsistency; it returns the error to fail
 // with in strict mode, nil to tolerate.
-func (m *Materialize) violation(row types.Row, format string, args ...any) error {
+func (m *Materialize) violation(ctx context.Context, row types.Row, format string, args ...any) error {
 	err := inconsistent(m.Identity(), m.table, m.pkOf(row), format, args...)
 	if m.strict {
 		return err
 	}
-	m.log.Warn("tolerating inconsistent stream (non-strict mode)", "executor", m.Identity(), "err", err)
+	recordJobError(ctx, "", m.log, true, m.Identity(), err) // counted per view, rate-limited log
 	return nil
 }
 
@@ -186,12 +186,12 @@ func (m *Materialize) apply(ctx context.Context, in *types.Chunk) (*types.Chunk,
 			}
 			sameKey := string(m.table.EncodeKey(nil, row)) == string(m.table.EncodeKey(nil, next))
 			if !found {
-				if err := m.violation(row, "update of a row that is not in the view"); err != nil {
+				if err := m.violation(ctx, row, "update of a row that is not in the view"); err != nil {
 					return nil, err
 				}
 				clean = false
 			} else if !sameRow(old, row, ts) {
-				if err := m.violation(row, "update's old row %s differs from the stored row %s", row, old); err != nil {
+				if err := m.violation(ctx, row, "update's old row %s differs from the stored row %s", row, old); err != nil {
 					return nil, err
 				}
 				clean = false
@@ -227,14 +227,14 @@ func (m *Materialize) apply(ctx context.Context, in *types.Chunk) (*types.Chunk,
 			return nil, err
 		}
 		if !found {
-			if err := m.violation(row, "delete of a row that is not in the view"); err != nil {
+			if err := m.violation(ctx, row, "delete of a row that is not in the view"); err != nil {
 				return nil, err
 			}
 			clean = false
 			continue
 		}
 		if !sameRow(old, row, ts) {
-			if err := m.violation(row, "deleted row %s differs from the stored row %s", row, old); err != nil {
+			if err := m.violation(ctx, row, "deleted row %s differs from the stored row %s", row, old); err != nil {
 				return nil, err
 			}
 			clean = false
@@ -255,7 +255,7 @@ func (m *Materialize) insert(ctx context.Context, row types.Row, out *types.Chun
 	}
 	m.store(row)
 	if found {
-		if err := m.violation(row, "insert of a key that is already in the view (stored row %s)", old); err != nil {
+		if err := m.violation(ctx, row, "insert of a key that is already in the view (stored row %s)", old); err != nil {
 			return err
 		}
 		*clean = false

@@ -727,7 +727,7 @@ func (w *OverWindow) flushPartition(ctx context.Context, pkey string, p *owPendi
 		_, ok := present[op.key]
 		if op.insert {
 			if ok {
-				if err := w.violation(p.prefix, op.row, "insert of a row key the partition already holds"); err != nil {
+				if err := w.violation(ctx, p.prefix, op.row, "insert of a row key the partition already holds"); err != nil {
 					return err
 				}
 				// non-strict: the new row replaces the old one
@@ -736,7 +736,7 @@ func (w *OverWindow) flushPartition(ctx context.Context, pkey string, p *owPendi
 			continue
 		}
 		if !ok {
-			if err := w.violation(p.prefix, op.row, "delete of a row the partition does not hold"); err != nil {
+			if err := w.violation(ctx, p.prefix, op.row, "delete of a row the partition does not hold"); err != nil {
 				return err
 			}
 			continue
@@ -776,14 +776,14 @@ func (w *OverWindow) flushPartition(ctx context.Context, pkey string, p *owPendi
 	return nil
 }
 
-func (w *OverWindow) violation(partition, row types.Row, what string) error {
+func (w *OverWindow) violation(ctx context.Context, partition, row types.Row, what string) error {
 	key := project(w.stored(row), w.table.Schema().PK)
 	err := inconsistent(w.Identity(), w.table, key, "partition %s: %s", partition.String(), what)
 	if w.opts.Strict {
 		return err
 	}
 	w.opts.Stats.Inconsistencies.Add(1)
-	w.log.Warn("tolerating inconsistent input (non-strict mode)", "executor", w.Identity(), "error", err)
+	recordJobError(ctx, "", w.log, true, w.Identity(), err) // counted per view, rate-limited log
 	return nil
 }
 

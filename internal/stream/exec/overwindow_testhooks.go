@@ -28,3 +28,26 @@ func (w *OverWindow) inputHook(c *types.Chunk) *types.Chunk {
 	}
 	return c
 }
+
+// statefulInputHook is SetOverWindowInputHook's counterpart for HashAgg,
+// HashJoin (the identity then ends with "side 0" or "side 1"), Distinct
+// and TopN: a server test plays an inconsistent upstream (I6) through them.
+var statefulInputHook atomic.Pointer[func(executor string, c *types.Chunk) *types.Chunk]
+
+// SetStatefulInputHook installs fn, called by every HashAgg, HashJoin,
+// Distinct and TopN executor with its identity and each input chunk before
+// the chunk is applied; the chunk fn returns is used instead. It returns a
+// function that removes fn.
+func SetStatefulInputHook(fn func(executor string, c *types.Chunk) *types.Chunk) (remove func()) {
+	statefulInputHook.Store(&fn)
+	return func() { statefulInputHook.CompareAndSwap(&fn, nil) }
+}
+
+// stateInputHook calls the hook, if any, with e's identity and suffix;
+// unset, it costs one atomic load per chunk.
+func stateInputHook(e interface{ Identity() string }, suffix string, c *types.Chunk) *types.Chunk {
+	if h := statefulInputHook.Load(); h != nil {
+		return (*h)(e.Identity()+suffix, c)
+	}
+	return c
+}

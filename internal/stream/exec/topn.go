@@ -51,6 +51,7 @@ type TopN struct {
 	out    output
 	q      queue
 	wm     keyWatermarks
+	consistency
 }
 
 type topGroup struct {
@@ -172,7 +173,7 @@ func (t *TopN) Next(ctx context.Context) (stream.Message, error) {
 			t.q.push(msg)
 			continue
 		}
-		if err := t.apply(ctx, msg.Chunk); err != nil {
+		if err := t.apply(ctx, stateInputHook(t, "", msg.Chunk)); err != nil {
 			return stream.Message{}, err
 		}
 		if len(t.dirty) >= maxDirtyGroups {
@@ -254,7 +255,13 @@ func (t *TopN) apply(ctx context.Context, c *types.Chunk) error {
 			return fmt.Errorf("%s: %w", t.Identity(), err)
 		}
 		if !found {
-			return inconsistent(t.Identity(), t.table, project(s, t.table.Schema().PK), "delete of a row that was never inserted")
+			// I6. Non-strict: the delete is dropped; the group's output
+			// is recomputed from the table at the barrier as usual.
+			err := inconsistent(t.Identity(), t.table, project(s, t.table.Schema().PK), "delete of a row that was never inserted (row %s)", row)
+			if err := t.violation(ctx, t.Identity(), err); err != nil {
+				return err
+			}
+			continue
 		}
 		t.table.Delete(s)
 	}
