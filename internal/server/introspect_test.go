@@ -101,7 +101,6 @@ func TestUnsupportedViewQueries(t *testing.T) {
 	cases := []struct{ query, construct string }{
 		{"SELECT a FROM t WHERE a NOT IN (SELECT a FROM u)", "NOT IN"},
 		{"SELECT a, (SELECT max(d) FROM u WHERE u.a = t.a) FROM t", "subqueries"},
-		{"SELECT a FROM t WHERE b > (SELECT avg(d) FROM u)", "subqueries"},
 		{"SELECT (SELECT count(*) FROM u) AS n", "subqueries"},
 		{"SELECT a, now() FROM t", "now()"},
 		{"SELECT a FROM t WHERE b > extract(epoch from now())", "now()"},
@@ -111,17 +110,13 @@ func TestUnsupportedViewQueries(t *testing.T) {
 		{"SELECT current_date AS d", "current_date()"},
 		{"SELECT b, max(a) FILTER (WHERE random() > 0.5) FROM t GROUP BY b", "random()"},
 		{"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT * FROM r", "WITH RECURSIVE"},
-		{"SELECT a FROM t EXCEPT SELECT a FROM u", "EXCEPT"},
-		{"SELECT a FROM t INTERSECT SELECT a FROM u", "INTERSECT"},
-		{"SELECT DISTINCT ON (b) a, b FROM t", "DISTINCT ON"},
-		{"SELECT t.a FROM t, u WHERE t.a < u.a", "join without an equality condition"},
-		{"SELECT string_agg(c, ',' ORDER BY c) FROM t", "ORDER BY inside aggregate string_agg"},
 		{"SELECT * FROM t FOR UPDATE", "FOR UPDATE"},
 		{"SELECT a, b FROM t GROUP BY ROLLUP (a, b)", "ROLLUP"},
 		{"SELECT * FROM t TABLESAMPLE SYSTEM (10)", "TABLESAMPLE"},
 		{"SELECT * FROM t, LATERAL (SELECT d FROM u WHERE u.a = t.a) x", "LATERAL"},
 		{"SELECT a, generate_series(1, a) FROM t", "generate_series()"},
 		{"SELECT * FROM generate_series(1, 1000000)", "constant relation"},
+		{"SELECT a FROM t INTERSECT ALL SELECT a FROM u", "INTERSECT ALL"},
 	}
 	for _, c := range cases {
 		for _, prefix := range []string{"CREATE", "EXPLAIN CREATE"} {
