@@ -79,3 +79,49 @@ func TestGCLoopSurvivesPanic(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // polling a counter, not ordering a race
 	}
 }
+
+// I5: an iterator whose reader was cancelled stops within a few hundred
+// entries even inside a long run of tombstones (one Next call), forward
+// and reverse, with the context's error.
+func TestIterHonoursCancellation(t *testing.T) {
+	ctx := context.Background()
+	e := openEngine(t, objstore.NewMem(), openMeta(t), nil)
+	if err := e.RegisterTables(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	var kvs []KV
+	for i := range 20000 {
+		kvs = append(kvs, KV{Key: k(i), Value: []byte("v")})
+	}
+	if err := e.Ingest(1, 1, kvs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Commit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	kvs = kvs[:0]
+	for i := 1; i < 19999; i++ { // keep the first and the last key
+		kvs = append(kvs, KV{Key: k(i), Delete: true})
+	}
+	if err := e.Ingest(2, 1, kvs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Commit(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, reverse := range []bool{false, true} {
+		cctx, cancel := context.WithCancel(ctx)
+		it, err := e.Iter(cctx, 1, nil, nil, 2, ReadOptions{Reverse: reverse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !it.Next() {
+			t.Fatalf("reverse=%v: first key: %v", reverse, it.Err())
+		}
+		cancel()
+		if it.Next() || !errors.Is(it.Err(), context.Canceled) {
+			t.Fatalf("reverse=%v: Next across 19,998 tombstones after cancel: key %q, err %v; want context.Canceled", reverse, it.Key(), it.Err())
+		}
+		it.Close()
+	}
+}

@@ -114,7 +114,7 @@ func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table 
 			srcs = append(srcs, &levelSource{ctx: ctx, e: e, files: files, lo: loK, hi: hiK, reverse: reverse})
 		}
 	}
-	t := &tableIter{e: e, v: v, table: table, epoch: epoch, reverse: reverse}
+	t := &tableIter{ctx: ctx, e: e, v: v, table: table, epoch: epoch, reverse: reverse}
 	t.m = newMergeIter(srcs, reverse)
 	return t, nil
 }
@@ -227,6 +227,7 @@ func (s *levelSource) close() error {
 // tableIter resolves versions: for each key, the newest version <= epoch
 // (tombstones hide the key).
 type tableIter struct {
+	ctx     context.Context
 	e       *Engine
 	v       *Version
 	snap    *Snapshot
@@ -241,6 +242,7 @@ type tableIter struct {
 	grp     []byte
 	err     error
 	n       int
+	steps   int // entries visited (cancellation checks)
 	unpin   bool
 	closed  bool
 }
@@ -285,6 +287,11 @@ func (t *tableIter) Next() bool {
 		return t.finish()
 	}
 	for {
+		// I5: a run of tombstones or old versions can be long; a
+		// cancelled reader stops within a few hundred entries.
+		if t.steps++; t.steps%256 == 0 && t.ctx.Err() != nil {
+			return t.fail(t.ctx.Err())
+		}
 		s := t.m.top()
 		if s.epoch() <= t.epoch {
 			del, v, err := s.value()
@@ -329,6 +336,9 @@ func (t *tableIter) nextReverse() bool {
 		return t.finish()
 	}
 	for {
+		if t.steps++; t.steps%256 == 0 && t.ctx.Err() != nil { // I5, as in Next
+			return t.fail(t.ctx.Err())
+		}
 		t.grp = append(t.grp[:0], t.m.top().rest()...)
 		have, put := false, false
 		exhausted := false
