@@ -10,19 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/runneldb/runnel/internal/storage"
 )
-
-// sqlstateOf is the SQLSTATE of a server error, or "".
-func sqlstateOf(err error) string {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code
-	}
-	return ""
-}
 
 // I7: a FLUSH that times out keeps the session's pending epochs. Here the
 // epoch commit is held, FLUSH times out (57014), then the commit fails and
@@ -50,14 +39,14 @@ func TestFlushTimeoutKeepsPendingWrites(t *testing.T) {
 	<-blocked
 	mustExec(t, conn, "SET statement_timeout = 300")
 	_, err := conn.Exec(context.Background(), "FLUSH")
-	if sqlstateOf(err) != "57014" {
+	if sqlState(err) != "57014" {
 		t.Fatalf("FLUSH while the commit is held: %v; want 57014", err)
 	}
 	armed.Store(false)
 	close(release)
 	mustExec(t, conn, "SET statement_timeout = 0")
 	_, err = conn.Exec(context.Background(), "FLUSH")
-	if sqlstateOf(err) != "40001" {
+	if sqlState(err) != "40001" {
 		t.Fatalf("FLUSH after the write was rolled back: %v; want 40001", err)
 	}
 	if got := queryStrings(t, conn, "SELECT count(*) FROM t"); fmt.Sprint(got) != "[0]" {
