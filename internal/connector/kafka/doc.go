@@ -19,7 +19,7 @@
 //   - Reads are read_committed with the transaction markers kept, so the
 //     offset moves past a marker; "caught up" compares the next offset
 //     with the broker's last stable offset, never the last record's offset
-//     + 1, so a partition ending in a marker does not look unfinished.
+//   - 1, so a partition ending in a marker does not look unfinished.
 //   - A split never read starts where scan.startup.* says, resolved at
 //     open to a concrete offset that is checkpointed at once.
 //   - Malformed records (bad JSON/CSV, over 16 MiB, an upsert delete

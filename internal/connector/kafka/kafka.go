@@ -283,5 +283,3 @@ func (st *stream) Close() error {
 	st.cl.Close()
 	return nil
 }
-
-
