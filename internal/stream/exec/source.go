@@ -228,18 +228,12 @@ func (s *Source) nextExternal(ctx context.Context) (stream.Message, error) {
 				continue
 			}
 			s.Rows.Add(int64(out.Len()))
-			if s.wm != nil {
-				f, w, err := s.wm.Filter(out)
+			out, err := s.filterLate(out)
+			if err != nil || out == nil {
 				if err != nil {
-					return stream.Message{}, fmt.Errorf("%s: watermark: %w", s.Identity(), err)
+					return stream.Message{}, err
 				}
-				if w != nil {
-					s.pending = append(s.pending, stream.Message{Watermark: w})
-				}
-				if f.Len() == 0 {
-					continue
-				}
-				out = f
+				continue
 			}
 			return stream.Message{Chunk: out}, nil
 		case <-ctx.Done():
@@ -315,19 +309,32 @@ func (s *Source) Next(ctx context.Context) (stream.Message, error) {
 			continue
 		}
 		s.Rows.Add(int64(k))
-		if s.wm != nil {
-			out, w, err := s.wm.Filter(c)
-			if err != nil {
-				return stream.Message{}, fmt.Errorf("%s: watermark: %w", s.Identity(), err)
-			}
-			if w != nil {
-				s.pending = append(s.pending, stream.Message{Watermark: w})
-			}
-			if out.Len() == 0 {
-				continue
-			}
-			c = out
+		c, err := s.filterLate(c)
+		if err != nil {
+			return stream.Message{}, err
+		}
+		if c == nil {
+			continue
 		}
 		return stream.Message{Chunk: c}, nil
 	}
+}
+
+// filterLate drops the rows late by the split's watermark (WATERMARK FOR)
+// and queues the watermark it advances to; nil when no row is left.
+func (s *Source) filterLate(c *types.Chunk) (*types.Chunk, error) {
+	if s.wm == nil {
+		return c, nil
+	}
+	out, w, err := s.wm.Filter(c)
+	if err != nil {
+		return nil, fmt.Errorf("%s: watermark: %w", s.Identity(), err)
+	}
+	if w != nil {
+		s.pending = append(s.pending, stream.Message{Watermark: w})
+	}
+	if out.Len() == 0 {
+		return nil, nil
+	}
+	return out, nil
 }

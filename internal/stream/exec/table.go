@@ -549,26 +549,5 @@ func (e *TableExecutor) store(ctx context.Context, c *types.Chunk) (*types.Chunk
 		}
 		return c, nil
 	}
-	out := &types.Chunk{}
-	var tk ticker
-	for _, row := range c.Rows {
-		if err := tk.tick(ctx); err != nil {
-			return nil, err
-		}
-		old, found, err := e.state.GetRow(ctx, row)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", e.Identity(), err)
-		}
-		if found {
-			if sameRow(old, row, e.state.Schema().Types) {
-				continue
-			}
-			out.Append(types.OpUpdateDelete, old)
-			out.Append(types.OpUpdateInsert, row)
-		} else {
-			out.Append(types.OpInsert, row)
-		}
-		e.state.Insert(row)
-	}
-	return out, nil
+	return e.storeChanges(ctx, c) // see tableingest.go
 }

@@ -209,23 +209,14 @@ func (e *TableExecutor) ingestExternal(ctx context.Context) (msg stream.Message,
 	}
 }
 
-// storeChanges applies a connector's changes to the table: an insert (or
+// storeChanges applies a connector's changes to the table (store, for
+// generators, is the insert-only case): an insert (or
 // the new row of an update) replaces the stored row with its key (upsert),
 // a delete (or the old row of an update) removes the stored row with its
 // key, if any. The emitted changes are what the table really changed.
 // Without a declared key every insert is new and deletes cannot be
 // matched (DDL only allows append-only formats then).
 func (e *TableExecutor) storeChanges(ctx context.Context, c *types.Chunk) (*types.Chunk, error) {
-	insertsOnly := true
-	for _, op := range c.Ops {
-		if op != types.OpInsert {
-			insertsOnly = false
-			break
-		}
-	}
-	if insertsOnly {
-		return e.store(ctx, c)
-	}
 	out := &types.Chunk{}
 	var tk ticker
 	for j, row := range c.Rows {
