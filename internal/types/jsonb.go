@@ -320,7 +320,7 @@ func (p *jsonParser) isPunct(c byte) bool { return p.tok == tokPunct && p.text[0
 // value parses the value starting at the current token and advances past it.
 func (p *jsonParser) value(depth int) (jsonValue, error) {
 	if depth > maxJSONDepth {
-		return jsonValue{}, sqlerr.New(sqlerr.ProgramLimitExceeded, "stack depth limit exceeded")
+		return jsonValue{}, sqlerr.New(sqlerr.StatementTooComplex, "stack depth limit exceeded")
 	}
 	var v jsonValue
 	switch p.tok {

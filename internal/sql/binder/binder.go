@@ -41,9 +41,12 @@ type Binder struct {
 	params []types.Type
 	// ctes is the stack of WITH scopes, innermost last.
 	ctes []map[string]*cteDef
+	// views are the plain views being expanded around this binder,
+	// outermost first (see expandView).
+	views []catalog.ObjectID
 	// viewDepth guards against views that (through a bug elsewhere) refer
 	// to themselves.
-	viewDepth int
+	viewDepth int // len(views)
 	// srcText, when set, is the text the AST's locations refer to instead
 	// of stmt.Text (CREATE SOURCE: parsed with its RisingWave clauses cut).
 	srcText string

@@ -492,6 +492,11 @@ func (b *Binder) bindCreateView(name *pg.RangeVar, aliases []*pg.Node, query *pg
 	if err != nil {
 		return nil, err
 	}
+	if !mat {
+		// A plain view is expanded where it is used: one more level of
+		// view nesting than its query has (see maxViewNesting).
+		b.viewDepth++
+	}
 	q, err := b.BindQuery(sel)
 	if err != nil {
 		return nil, err
