@@ -122,7 +122,7 @@ func TestInputCannotKillServer(t *testing.T) {
 // may kill the process (that would kill this test binary) or the session,
 // and every error must carry a SQLSTATE.
 func TestRandomSQL(t *testing.T) {
-	n := envInt("RUNNEL_SQLFUZZ_STATEMENTS", 400)
+	n := envInt("RUNNEL_SQLFUZZ_STATEMENTS", 300)
 	srv := servertest.Start(t)
 	conn := session(t, srv.URL())
 	for _, s := range Setup {

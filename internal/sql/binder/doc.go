@@ -36,5 +36,14 @@
 //     (fold.go); ORDER BY + LIMIT becomes TopN.
 //
 // The binder reads the catalog only through the Catalog interface.
-// Invariants: none of ARCHITECTURE.md §3 are guarded here.
+//
+// Invariants: I9 (no input ends the process), in two ways. Stored
+// definitions (a view's query, DEFAULT and WATERMARK expressions) are
+// slices of the user's text checked to parse to the same tree, never a
+// tree printed back by pg_query's Deparse (C code that trusts its input,
+// ddl.go: definitionText); the binder never changes the user's AST. And
+// its recursion is bounded: a statement's depth by the parser (54001 past
+// parser.MaxNesting), view expansion by maxViewNesting and a view met
+// again inside its own expansion (42P17); expressions of different views
+// do not nest into each other.
 package binder

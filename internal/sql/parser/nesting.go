@@ -1,6 +1,8 @@
 package parser
 
 import (
+	"strings"
+
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -37,12 +39,17 @@ const MaxNesting = 1000
 // about 300 MB. (Bulk loads belong in COPY or batches of INSERTs.)
 const MaxTokens = 1 << 20
 
+// tooManyTokens is checkNesting's 54000.
+func tooManyTokens() error {
+	return sqlerr.Errorf(sqlerr.ProgramLimitExceeded, "statement is too large: more than %d tokens", MaxTokens).
+		WithHint("Load large amounts of data with COPY or with several INSERT statements.")
+}
+
 // checkNesting returns 54001 when the tokens nest deeper than MaxNesting
 // and 54000 when there are more than MaxTokens.
 func checkNesting(toks []*pg_query.ScanToken) error {
 	if len(toks) > MaxTokens {
-		return sqlerr.Errorf(sqlerr.ProgramLimitExceeded, "statement is too large: more than %d tokens", MaxTokens).
-			WithHint("Load large amounts of data with COPY or with several INSERT statements.")
+		return tooManyTokens()
 	}
 	type level struct {
 		ops     int // chained operators since the last separator
@@ -100,4 +107,104 @@ func checkNesting(toks []*pg_query.ScanToken) error {
 func StackDepthError() error {
 	return sqlerr.New(sqlerr.StatementTooComplex, "stack depth limit exceeded").
 		WithHint("The statement nests expressions, subqueries or set operations more than %d levels deep.", MaxNesting)
+}
+
+// roughTokens over-estimates the number of tokens in text without the C
+// scanner: pg_query.Scan itself allocates some 80 bytes per token, so a
+// 64 MB message of "1," would cost gigabytes before checkNesting could
+// count. Each run of identifier or number characters, each other
+// character, each quoted string, quoted identifier or dollar-quoted string
+// counts one; comments count nothing. Where it could read the text
+// differently from PostgreSQL's scanner it errs towards more tokens (a
+// run of operator characters is one token there), except for a string it
+// closes early, which cannot happen: E'' strings skip backslash escapes,
+// and dollar quotes open only where a token starts, as in the scanner.
+func roughTokens(text string) int {
+	n := 0
+	for i := 0; i < len(text); {
+		c := text[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
+			i++
+			continue
+		case c == '-' && i+1 < len(text) && text[i+1] == '-':
+			for i < len(text) && text[i] != '\n' {
+				i++
+			}
+			continue
+		case c == '/' && i+1 < len(text) && text[i+1] == '*':
+			depth := 0
+			for i < len(text) {
+				if strings.HasPrefix(text[i:], "/*") {
+					depth++
+					i += 2
+				} else if strings.HasPrefix(text[i:], "*/") {
+					depth--
+					i += 2
+					if depth == 0 {
+						break
+					}
+				} else {
+					i++
+				}
+			}
+			continue
+		case c == '\'' || c == '"':
+			i = skipQuoted(text, i, c, false)
+		case (c == 'e' || c == 'E') && i+1 < len(text) && text[i+1] == '\'':
+			i = skipQuoted(text, i+1, '\'', true)
+		case c == '$' && dollarTag(text[i:]) != "":
+			tag := dollarTag(text[i:])
+			end := strings.Index(text[i+len(tag):], tag)
+			if end < 0 {
+				i = len(text)
+			} else {
+				i += 2*len(tag) + end
+			}
+		case isWordByte(c):
+			for i < len(text) && isWordByte(text[i]) {
+				i++
+			}
+		default:
+			i++
+		}
+		n++
+	}
+	return n
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c >= 0x80
+}
+
+// skipQuoted returns the offset after the quoted item opening at text[i]
+// (doubled quotes stay inside; with backslash, so do escaped characters).
+func skipQuoted(text string, i int, q byte, backslash bool) int {
+	for i++; i < len(text); i++ {
+		switch {
+		case backslash && text[i] == '\\':
+			i++
+		case text[i] == q:
+			if i+1 < len(text) && text[i+1] == q {
+				i++
+				continue
+			}
+			return i + 1
+		}
+	}
+	return len(text)
+}
+
+// dollarTag returns the $tag$ opening text, "" if it does not open with one.
+func dollarTag(text string) string {
+	for j := 1; j < len(text); j++ {
+		c := text[j]
+		if c == '$' {
+			return text[:j+1]
+		}
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c >= 0x80 || j > 1 && c >= '0' && c <= '9') {
+			return ""
+		}
+	}
+	return ""
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+
 	"github.com/runneldb/runnel/internal/sqlerr"
 )
 
@@ -62,5 +64,33 @@ func TestTooManyTokens(t *testing.T) {
 	_, err := Parse("SELECT " + strings.Repeat("1, ", MaxTokens/2) + "1")
 	if e := sqlerr.From(err); e == nil || e.Code != sqlerr.ProgramLimitExceeded {
 		t.Fatalf("got %v; want 54000", err)
+	}
+}
+
+// roughTokens must not under-estimate the scanner by more than the factor
+// split allows, whatever the quoting.
+func TestRoughTokens(t *testing.T) {
+	for _, s := range []string{
+		"SELECT a, b::int, 1.5e3, x'ff', $1 FROM t WHERE c <= 'it''s' -- comment 'x\n AND d = E'\\'' || $$a'b$$ || $q$ $$ $q$",
+		`SELECT "a""b", /* c /* nested */ 'd' */ e FROM f$1$ WHERE g$$ = 1`,
+		"SELECT 0x1F, 1_000, U&'\\0041', n'x', b'01', E'\\\\' , 'a' 'b'",
+		"SELECT a+-b, c!=d, e->>'f', g::text[], h[1:2]",
+	} {
+		res, err := pg_query.Scan(s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if got := roughTokens(s); 2*got < len(res.Tokens) {
+			t.Errorf("%s: roughTokens %d, scanner %d", s, got, len(res.Tokens))
+		}
+	}
+	// A literal of many megabytes is one token; a list of as many bytes is
+	// refused before the scanner allocates for each of its tokens.
+	if _, err := Parse("SELECT length('" + strings.Repeat("1,", 4*MaxTokens) + "')"); err != nil {
+		t.Fatalf("big literal: %v", err)
+	}
+	_, err := Parse("SELECT " + strings.Repeat("1,", 4*MaxTokens) + "1")
+	if e := sqlerr.From(err); e == nil || e.Code != sqlerr.ProgramLimitExceeded {
+		t.Fatalf("big list: got %v; want 54000", err)
 	}
 }

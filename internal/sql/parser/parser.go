@@ -82,6 +82,12 @@ type span struct {
 // is one piece, so that the parser reports the error with its position
 // (the parser stops at the same scanner error before building a tree).
 func split(text string) ([]span, error) {
+	// Text too large to scan cheaply is refused before the scanner's
+	// per-token allocations (see roughTokens; several statements share
+	// the bound).
+	if len(text) > MaxTokens && roughTokens(text) > 2*MaxTokens {
+		return nil, tooManyTokens()
+	}
 	res, err := pg_query.Scan(text)
 	if err != nil {
 		return []span{{0, len(text), nil}}, nil
