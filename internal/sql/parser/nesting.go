@@ -117,7 +117,7 @@ func StackDepthError() error {
 // counts one; comments count nothing. Where it could read the text
 // differently from PostgreSQL's scanner it errs towards more tokens (a
 // run of operator characters is one token there), except for a string it
-// closes early, which cannot happen: E” strings skip backslash escapes,
+// closes early, which cannot happen: E'...' strings skip backslash escapes,
 // and dollar quotes open only where a token starts, as in the scanner.
 func roughTokens(text string) int {
 	n := 0
