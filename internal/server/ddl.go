@@ -212,7 +212,7 @@ func (s *Server) dropRelation(ctx context.Context, rel *catalog.Relation) error 
 	case catalog.KindMaterializedView:
 		return s.dropView(ctx, rel)
 	case catalog.KindSink:
-		return s.dropSink(ctx, rel)
+		return s.dropView(ctx, rel) // stops its worker too (I3)
 	case catalog.KindView, catalog.KindSource:
 		return s.catalog.DropObject(ctx, rel.ID)
 	}

@@ -358,10 +358,18 @@ func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr ui
 	if err != nil {
 		return nil, fmt.Errorf("rebuild materialized view %s: %w", rel.Name, err)
 	}
+	return s.rebuildJob(rel, root, rel.Name, s.viewEnv(rel, false, curr))
+}
+
+// rebuildJob gives a re-planned job (a view's or a sink's) the state
+// tables it was created with, instantiates it, connects it to its running
+// upstreams and registers it.
+func (s *Server) rebuildJob(rel *catalog.Relation, root *streamplan.Node, label string, env *streamplan.Env) (*streamplan.Job, error) {
+	what := rel.Kind.String() + " " + rel.Name
 	next := 0
-	err = streamplan.AssignStateTables(root, rel.Name, func() (catalog.TableID, error) {
+	err := streamplan.AssignStateTables(root, label, func() (catalog.TableID, error) {
 		if next >= len(rel.StateTables) {
-			return 0, fmt.Errorf("rebuild materialized view %s: its plan needs more state tables than it has (%d)", rel.Name, len(rel.StateTables))
+			return 0, fmt.Errorf("rebuild %s: its plan needs more state tables than it has (%d)", what, len(rel.StateTables))
 		}
 		next++
 		return rel.StateTables[next-1], nil
@@ -369,15 +377,15 @@ func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr ui
 	if err != nil {
 		return nil, err
 	}
-	job, err := streamplan.Instantiate(root, s.viewEnv(rel, false, curr))
+	job, err := streamplan.Instantiate(root, env)
 	if err != nil {
-		return nil, fmt.Errorf("rebuild materialized view %s: %w", rel.Name, err)
+		return nil, fmt.Errorf("rebuild %s: %w", what, err)
 	}
-	// Check every upstream first: a half-connected view that never starts
+	// Check every upstream first: a half-connected job that never starts
 	// would block its upstreams once their channels to it fill.
 	for up := range job.Connect {
 		if s.dispatcherOf(up) == nil {
-			return nil, fmt.Errorf("rebuild materialized view %s: upstream actor %d is not running", rel.Name, up)
+			return nil, fmt.Errorf("rebuild %s: upstream actor %d is not running", what, up)
 		}
 	}
 	for up, outs := range job.Connect {
@@ -390,8 +398,9 @@ func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr ui
 	return job, nil
 }
 
-// dropView stops a view's actors at a barrier, joins them, and only then
-// removes it from the catalog and unregisters its state tables (I3). It
+// dropView stops a view's (or a sink's) actors at a barrier, joins them,
+// stops a sink's worker, and only then removes it from the catalog and
+// unregisters its state tables (I3: a sink's worker reads its log). It
 // works while the view's database is recovering or crash-looping: once
 // the drop is registered no rebuild brings the view back, and actors torn
 // down by a recovery were joined by it.
@@ -403,14 +412,15 @@ func (s *Server) dropView(ctx context.Context, rel *catalog.Relation) error {
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("drop materialized view %s: %w", rel.Name, err)
+		return fmt.Errorf("drop %s %s: %w", rel.Kind, rel.Name, err)
 	}
-	exec.ForgetJobErrors(uint64(rel.DatabaseID), "materialized view "+rel.Name) // a new view of the same name starts at zero
+	exec.ForgetJobErrors(uint64(rel.DatabaseID), rel.Kind.String()+" "+rel.Name) // a new job of the same name starts at zero
+	s.stopSinkWorker(rel.ID)                                                     // sink.go; no-op for a view
 	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
 		return err
 	}
 	if err := s.store.UnregisterTables(ctx, relationStateTables(rel)...); err != nil {
-		return fmt.Errorf("drop materialized view %s: unregister state tables: %w", rel.Name, err)
+		return fmt.Errorf("drop %s %s: unregister state tables: %w", rel.Kind, rel.Name, err)
 	}
 	return nil
 }

@@ -269,7 +269,7 @@ func (s *Server) createSinkJob(ctx context.Context, rel *catalog.Relation, root 
 		return err
 	}
 	fail := func(err error) error {
-		if derr := s.dropSink(context.Background(), rel); derr != nil {
+		if derr := s.dropView(context.Background(), rel); derr != nil {
 			s.log.Error("drop sink whose creation failed", "sink", rel.Name, "err", derr)
 		}
 		return err
@@ -397,66 +397,19 @@ func (s *Server) rebuildSink(ctx context.Context, rel *catalog.Relation, curr ui
 	if err != nil {
 		return nil, fmt.Errorf("rebuild sink %s: %w", rel.Name, err)
 	}
-	next := 0
-	err = streamplan.AssignStateTables(root, "sink "+rel.Name, func() (catalog.TableID, error) {
-		if next >= len(rel.StateTables) {
-			return 0, fmt.Errorf("rebuild sink %s: its plan needs more state tables than it has (%d)", rel.Name, len(rel.StateTables))
-		}
-		next++
-		return rel.StateTables[next-1], nil
-	})
-	if err != nil {
-		return nil, err
-	}
 	w, err := s.startSinkWorker(rel, root)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild sink %s: %w", rel.Name, err)
 	}
 	env := s.viewEnv(rel, false, curr)
 	env.Name, env.SinkLog = "sink "+rel.Name, w
-	job, err := streamplan.Instantiate(root, env)
+	job, err := s.rebuildJob(rel, root, "sink "+rel.Name, env)
 	if err != nil {
-		return nil, fmt.Errorf("rebuild sink %s: %w", rel.Name, err)
+		return nil, err
 	}
-	for up := range job.Connect {
-		if s.dispatcherOf(up) == nil {
-			return nil, fmt.Errorf("rebuild sink %s: upstream actor %d is not running", rel.Name, up)
-		}
-	}
-	for up, outs := range job.Connect {
-		d := s.dispatcherOf(up)
-		for _, o := range outs {
-			d.AddOutput(o)
-		}
-	}
-	s.registerView(rel, job, false)
 	// The recovery may have lost the epoch carrying truncations.
 	w.Rebuilt()
 	return job, nil
-}
-
-// dropSink stops the sink's actors at a barrier and joins them, then stops
-// its worker, and only then removes it from the catalog and unregisters
-// its log store and state tables (I3: nothing reads or writes them any
-// more).
-func (s *Server) dropSink(ctx context.Context, rel *catalog.Relation) error {
-	defer s.markDropping(rel.ID)()
-	if err := s.stopJob(ctx, rel, func() []stream.ActorID {
-		if vj := s.jobs.views[rel.ID]; vj != nil {
-			return vj.actors
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("drop sink %s: %w", rel.Name, err)
-	}
-	s.stopSinkWorker(rel.ID)
-	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
-		return err
-	}
-	if err := s.store.UnregisterTables(ctx, relationStateTables(rel)...); err != nil {
-		return fmt.Errorf("drop sink %s: unregister state tables: %w", rel.Name, err)
-	}
-	return nil
 }
 
 // dropSinkStmt runs DROP SINK [IF EXISTS] name.
@@ -477,7 +430,7 @@ func (ss *session) dropSinkStmt(ctx context.Context, d *parser.DropSink) (pgwire
 	if !ss.user.Superuser && rel.Owner != ss.user.Name {
 		return pgwire.Result{}, sqlerr.Errorf(sqlerr.InsufficientPrivilege, "must be owner of sink %s", rel.Name)
 	}
-	if err := ss.s.dropSink(ctx, rel); err != nil {
+	if err := ss.s.dropView(ctx, rel); err != nil {
 		return pgwire.Result{}, err
 	}
 	return pgwire.Result{Tag: tag}, nil

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/runneldb/runnel/internal/server"
-	"github.com/runneldb/runnel/internal/testutil/pgtest"
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
@@ -29,13 +28,8 @@ func TestSinkThroughput(t *testing.T) {
 	if v := os.Getenv("RUNNEL_SINK_BENCH_ROWS"); v != "" {
 		n, _ = strconv.Atoi(v)
 	}
-	target := pgtest.NewDatabase(t)
+	target, pg := targetDB(t)
 	ctx := context.Background()
-	pg, err := pgx.Connect(ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close(ctx)
 	for _, tbl := range []string{"by_copy", "by_upsert", "by_append", "by_backfill"} {
 		mustExec(t, pg, fmt.Sprintf("CREATE TABLE %s (k bigint PRIMARY KEY, v bigint, s text)", tbl))
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/runneldb/runnel/internal/testutil/pgtest"
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
@@ -34,13 +33,8 @@ func TestExactlyOnceAcrossCrashes(t *testing.T) {
 	}
 	sd := seed(t)
 	r := rand.New(rand.NewPCG(sd, 3))
-	target := pgtest.NewDatabase(t)
+	target, pg := targetDB(t)
 	ctx := context.Background()
-	pg, err := pgx.Connect(ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close(ctx)
 	mustExec(t, pg, "CREATE TABLE ev (id int, g int, v int)")
 	mustExec(t, pg, "CREATE TABLE agg (g int PRIMARY KEY, n bigint, s bigint)")
 

@@ -7,10 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/runneldb/runnel/internal/testutil/pgtest"
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
@@ -18,13 +16,8 @@ import (
 // SQLSTATE and a message naming the sink; SHOW CREATE SINK, DESCRIBE and
 // dependencies behave like a view's.
 func TestSinkErrors(t *testing.T) {
-	target := pgtest.NewDatabase(t)
+	target, pg := targetDB(t)
 	ctx := context.Background()
-	pg, err := pgx.Connect(ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close(ctx)
 	mustExec(t, pg, "CREATE TABLE tgt (k int PRIMARY KEY, v int)")
 	mustExec(t, pg, "CREATE TABLE nokey (k int, v int)")
 	url := jdbcURL(t, target)

@@ -1,7 +1,6 @@
 package sinktest
 
 import (
-	"context"
 	"os"
 	"regexp"
 	"slices"
@@ -9,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/runneldb/runnel/internal/testutil/pgtest"
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
@@ -33,13 +29,7 @@ func readmeBlock(t *testing.T, marker string) string {
 // table" as written, with the jdbc.url pointed at the test's PostgreSQL,
 // and checks the rows it promises.
 func TestREADMESinkExample(t *testing.T) {
-	target := pgtest.NewDatabase(t)
-	ctx := context.Background()
-	pg, err := pgx.Connect(ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close(ctx)
+	target, pg := targetDB(t)
 	mustExec(t, pg, readmeBlock(t, "sink-example-target"))
 
 	srv := servertest.Start(t)

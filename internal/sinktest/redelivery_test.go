@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/runneldb/runnel/internal/sink"
-	"github.com/runneldb/runnel/internal/testutil/pgtest"
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
@@ -21,13 +18,7 @@ import (
 // transaction as the rows, makes it skip them. The target has no key: a
 // second delivery would show as duplicate rows.
 func TestRedeliveryIsSkipped(t *testing.T) {
-	target := pgtest.NewDatabase(t)
-	ctx := context.Background()
-	pg, err := pgx.Connect(ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close(ctx)
+	target, pg := targetDB(t)
 	mustExec(t, pg, "CREATE TABLE ev (id int, v int)")
 
 	srv := servertest.Start(t)

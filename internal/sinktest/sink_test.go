@@ -31,6 +31,19 @@ func seed(t *testing.T) uint64 {
 	return s
 }
 
+// targetDB creates a fresh database in the shared PostgreSQL cluster and
+// returns its URL and a connection to it (closed when the test ends).
+func targetDB(t *testing.T) (string, *pgx.Conn) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	pg, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Close(context.Background()) })
+	return url, pg
+}
+
 // jdbcURL turns a pgtest URL (postgres://user@host:port/db?...) into
 // RisingWave's jdbc.url form.
 func jdbcURL(t *testing.T, pgURL string) string {
@@ -130,13 +143,8 @@ func randomDML(t *testing.T, conn *pgx.Conn, r *rand.Rand, n, keys int) {
 // last delivered epoch, and rw_sinks shows the sinks with no backlog.
 func TestPostgresSinkUpsertMatchesView(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed(t), 1))
-	target := pgtest.NewDatabase(t)
+	target, pg := targetDB(t)
 	ctx := context.Background()
-	pg, err := pgx.Connect(ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close(ctx)
 	mustExec(t, pg, "CREATE TABLE agg (g int PRIMARY KEY, n bigint, s bigint)")
 	mustExec(t, pg, "CREATE TABLE log (k int, v int)")
 

@@ -126,7 +126,7 @@ func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"
 
 func (t *target) qualified() string { return quote(t.schema) + "." + quote(t.table) }
 
-// Open implements sink.Target: connect, read the target columns' types,
+// Open implements sink.Target: connect (with synchronous_commit on), read the target columns' types,
 // check the statements, and read (creating it if needed) the progress row.
 // PostgreSQL's errors keep their SQLSTATE.
 func (t *target) Open(ctx context.Context) (uint64, error) {
@@ -151,6 +151,13 @@ func (t *target) open(ctx context.Context) (uint64, error) {
 			conn.Close(context.Background())
 		}
 	}()
+	// I8: an epoch's commit is what lets the worker truncate it from the
+	// log, so it must be durable when acknowledged, whatever the target's
+	// default (with synchronous_commit = off a target crash loses recent
+	// acknowledged commits: TestTargetDown lost a row that way).
+	if _, err := conn.Exec(ctx, "SET synchronous_commit = on"); err != nil {
+		return 0, fmt.Errorf("sink %s: %w", t.cfg.Name, err)
+	}
 	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
 		WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped`, t.qualified())
 	if err != nil {
