@@ -38,6 +38,10 @@ type Cluster struct {
 	Dir  string
 	Port int
 
+	// settings are extra server settings (-c name=value), beyond the
+	// defaults start sets.
+	settings map[string]string
+
 	cmd      *exec.Cmd
 	exited   chan struct{} // closed when the postmaster process has been reaped
 	waitErr  error
@@ -105,7 +109,7 @@ func isFile(p string) bool {
 // and waits for it; the server also shuts down by itself when this process
 // exits.
 func StartStandalone(dir string) (url string, stop func() error, err error) {
-	c, err := startCluster(dir)
+	c, err := startCluster(dir, nil)
 	if err != nil {
 		return "", nil, err
 	}
@@ -113,9 +117,22 @@ func StartStandalone(dir string) (url string, stop func() error, err error) {
 }
 
 // StartCluster is StartStandalone returning the Cluster itself.
-func StartCluster(dir string) (*Cluster, error) { return startCluster(dir) }
+func StartCluster(dir string) (*Cluster, error) { return startCluster(dir, nil) }
 
-func startCluster(dir string) (*Cluster, error) {
+// LogicalSettings are the server settings logical replication (CDC) needs.
+var LogicalSettings = map[string]string{
+	"wal_level":             "logical",
+	"max_replication_slots": "40",
+	"max_wal_senders":       "40",
+}
+
+// StartClusterWith is StartCluster with extra server settings (name →
+// value, passed as -c name=value after the defaults), e.g. LogicalSettings.
+func StartClusterWith(dir string, settings map[string]string) (*Cluster, error) {
+	return startCluster(dir, settings)
+}
+
+func startCluster(dir string, settings map[string]string) (*Cluster, error) {
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -124,7 +141,7 @@ func startCluster(dir string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Dir: dir}
+	c := &Cluster{Dir: dir, settings: settings}
 	if dir == "" {
 		sweepStale()
 		d, err := os.MkdirTemp(tempRoot(), fmt.Sprintf("%s%d-", stalePrefix, os.Getpid()))
@@ -212,6 +229,14 @@ func (c *Cluster) start(bin, data string, cred *syscall.Credential) error {
 		"-c", "log_min_messages=warning",
 		"-c", "logging_collector=off",
 	)
+	names := make([]string, 0, len(c.settings))
+	for k := range c.settings {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		cmd.Args = append(cmd.Args, "-c", k+"="+c.settings[k])
+	}
 	cmd.Env = serverEnv()
 	cmd.Dir = c.Dir
 	cmd.Stdout, cmd.Stderr = logf, logf

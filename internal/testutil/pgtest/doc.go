@@ -20,6 +20,11 @@
 //   - Missing binaries: with CI=true the test fails naming
 //     scripts/install-deps.sh; elsewhere it is skipped.
 //
+//   - SharedLogical / NewLogicalDatabase: a second shared cluster started
+//     with LogicalSettings (wal_level=logical, replication slots and WAL
+//     senders) for change-data-capture tests; the plain cluster keeps its
+//     settings. StartClusterWith passes any extra server settings.
+//
 // StartStandalone gives the same cluster to code that is not a test
 // (benchmarks, differential commands).
 //

@@ -232,3 +232,19 @@ func TestDatabaseName(t *testing.T) {
 		t.Fatalf("databaseName = %q", got)
 	}
 }
+
+func TestSharedLogicalHasLogicalWAL(t *testing.T) {
+	ctx := context.Background()
+	plain := connect(t, NewDatabase(t))
+	logicalDB := connect(t, NewLogicalDatabase(t))
+	var a, b string
+	if err := plain.QueryRow(ctx, "SHOW wal_level").Scan(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := logicalDB.QueryRow(ctx, "SHOW wal_level").Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	if a == "logical" || b != "logical" {
+		t.Fatalf("wal_level: Shared %s, SharedLogical %s; want replica, logical", a, b)
+	}
+}

@@ -19,7 +19,11 @@ var (
 	sharedMu  sync.Mutex
 	shared    *Cluster
 	sharedErr error
-	dbSeq     atomic.Int64
+	// logical is the second shared cluster, with LogicalSettings (CDC
+	// tests); the plain one keeps the defaults its other users expect.
+	logical    *Cluster
+	logicalErr error
+	dbSeq      atomic.Int64
 )
 
 // Shared returns the test binary's shared cluster, starting it on first use.
@@ -30,16 +34,30 @@ func Shared(t testing.TB) *Cluster {
 	t.Helper()
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
-	if shared == nil && sharedErr == nil {
-		shared, sharedErr = startCluster("")
+	return sharedCluster(t, &shared, &sharedErr, nil)
+}
+
+// SharedLogical is Shared for a cluster started with LogicalSettings
+// (wal_level=logical), for change-data-capture tests.
+func SharedLogical(t testing.TB) *Cluster {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	return sharedCluster(t, &logical, &logicalErr, LogicalSettings)
+}
+
+func sharedCluster(t testing.TB, c **Cluster, cerr *error, settings map[string]string) *Cluster {
+	t.Helper()
+	if *c == nil && *cerr == nil {
+		*c, *cerr = startCluster("", settings)
 	}
-	if sharedErr != nil {
-		if errors.Is(sharedErr, ErrNoBinaries) && os.Getenv("CI") != "true" {
-			t.Skipf("pgtest: %v", sharedErr)
+	if *cerr != nil {
+		if errors.Is(*cerr, ErrNoBinaries) && os.Getenv("CI") != "true" {
+			t.Skipf("pgtest: %v", *cerr)
 		}
-		t.Fatalf("pgtest: %v", sharedErr)
+		t.Fatalf("pgtest: %v", *cerr)
 	}
-	return shared
+	return *c
 }
 
 // Start returns a URL for the shared cluster's "postgres" database. Tests that
@@ -54,7 +72,18 @@ func Start(t testing.TB) string {
 // test ends.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
-	c := Shared(t)
+	return NewDatabaseIn(t, Shared(t))
+}
+
+// NewLogicalDatabase is NewDatabase in the SharedLogical cluster.
+func NewLogicalDatabase(t testing.TB) string {
+	t.Helper()
+	return NewDatabaseIn(t, SharedLogical(t))
+}
+
+// NewDatabaseIn is NewDatabase in cluster c.
+func NewDatabaseIn(t testing.TB, c *Cluster) string {
+	t.Helper()
 	name := databaseName(t.Name(), dbSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -105,11 +134,17 @@ func databaseName(testName string, seq int64) string {
 func StopShared() error {
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
-	if shared == nil {
-		return nil
+	var err error
+	if shared != nil {
+		err = shared.Stop()
+		shared, sharedErr = nil, errors.New("pgtest: shared cluster already stopped")
 	}
-	err := shared.Stop()
-	shared, sharedErr = nil, errors.New("pgtest: shared cluster already stopped")
+	if logical != nil {
+		if lerr := logical.Stop(); err == nil {
+			err = lerr
+		}
+		logical, logicalErr = nil, errors.New("pgtest: shared cluster already stopped")
+	}
 	return err
 }
 
