@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -443,7 +442,6 @@ func (r *Reader) stream(ctx context.Context, repl *pgconn.PgConn, st State) (Sta
 			switch m.Data[0] {
 			case pglogrepl.PrimaryKeepaliveMessageByteID:
 				ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(m.Data[1:])
-				if os.Getenv("RUNNEL_CDC_DEBUG") != "" { fmt.Fprintf(os.Stderr, "ka %+v state %s\n", ka, st) }
 				if err != nil {
 					continue
 				}
@@ -467,7 +465,6 @@ func (r *Reader) stream(ctx context.Context, repl *pgconn.PgConn, st State) (Sta
 					r.opt.Logger.Warn("postgres-cdc: malformed replication message skipped", "table", r.opt.Name, "lsn", xld.WALStart, "error", err)
 					continue
 				}
-				if os.Getenv("RUNNEL_CDC_DEBUG") != "" { fmt.Fprintf(os.Stderr, "msg %T %+v state %s\n", lm, lm, st) }
 				switch lm := lm.(type) {
 				case *pglogrepl.BeginMessage:
 					inTxn = true

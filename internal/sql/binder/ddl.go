@@ -46,6 +46,9 @@ type CreateTable struct {
 	// upper-cased, "" when absent.
 	Format, Encode string
 	EncodeOptions  map[string]string
+	// FromSource and FromTable are CREATE TABLE ... FROM source TABLE
+	// 'upstream' (a CDC table of a shared source), "" when absent.
+	FromSource, FromTable string
 }
 
 // WatermarkDef is a bound WATERMARK FOR clause.
@@ -353,6 +356,7 @@ func (b *Binder) bindCreateSource(cs *parser.CreateSource) (Statement, error) {
 	if err := bindIncludes(ct, cs.Includes); err != nil {
 		return nil, err
 	}
+	ct.FromSource, ct.FromTable = cs.FromSource, cs.FromTable
 	if wm := cs.Watermark; wm != nil {
 		col := -1
 		sch := make(plan.Schema, len(ct.Columns))

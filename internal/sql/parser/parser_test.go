@@ -154,3 +154,28 @@ func TestCreateSource(t *testing.T) {
 		t.Fatal("plain CREATE TABLE was taken by the Runnel front")
 	}
 }
+
+func TestCreateCDCSourceAndTable(t *testing.T) {
+	sts, err := Parse(`CREATE SOURCE pg WITH (connector = 'postgres-cdc', hostname = 'localhost', port = '5432',
+		username = 'u', password = 'p', database.name = 'db', slot.name = 's', publication.create.enable = 'true')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, ok := sts[0].Runnel.(*CreateSource)
+	if !ok || !cs.IsSource || cs.Create.Relation.Relname != "pg" || len(cs.Create.TableElts) != 0 || len(cs.Create.Options) != 8 {
+		t.Fatalf("got %T %+v", sts[0].Runnel, cs)
+	}
+	sts, err = Parse(`CREATE TABLE t (id int, v varchar, PRIMARY KEY (id)) FROM "Pg" TABLE 'public.t''s'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, ok = sts[0].Runnel.(*CreateSource)
+	if !ok || cs.IsSource || cs.FromSource != "Pg" || cs.FromTable != "public.t's" || len(cs.Create.TableElts) != 3 {
+		t.Fatalf("got %T %+v", sts[0].Runnel, cs)
+	}
+	// CREATE TABLE ... AS SELECT ... FROM stays PostgreSQL's.
+	sts, err = Parse("create table x as select * from y")
+	if err != nil || sts[0].AST.GetCreateTableAsStmt() == nil {
+		t.Fatalf("CREATE TABLE AS: %v", err)
+	}
+}

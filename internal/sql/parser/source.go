@@ -29,6 +29,10 @@ type CreateSource struct {
 	// in order: INCLUDE key | partition | offset | timestamp | header
 	// ['name'] [AS col].
 	Includes []Include
+	// FromSource and FromTable are CREATE TABLE ... FROM source TABLE
+	// 'upstream' (a CDC table fed by a shared source); "" when absent.
+	// FromSource may be schema-qualified.
+	FromSource, FromTable string
 }
 
 // Include is one INCLUDE clause: Kind is key, partition, offset,
@@ -81,6 +85,11 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 	withDepth := -1 // depth of the WITH (...) option list being read
 	depth := 0
 	var wmText string
+	// A CDC source has no column list (CREATE SOURCE pg WITH (...)); give
+	// pg_query an empty one.
+	if n := nameEnd(toks); cs.IsSource && n > 0 && n+1 < len(toks) && toks[n+1].text != "(" {
+		cuts = append(cuts, cut{toks[n].end, toks[n].end, " ()"})
+	}
 	for i := 2; i < len(toks); i++ {
 		t := toks[i]
 		switch t.text {
@@ -141,6 +150,21 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 			}
 			cuts = append(cuts, cut{start, end, ""})
 			i = j - 1
+			continue
+		}
+		if depth == 0 && !cs.IsSource && t.text == "from" {
+			// FROM source TABLE 'schema.table'
+			j := i + 1
+			for j+2 < len(toks) && toks[j+1].text == "." {
+				j += 2
+			}
+			if j+2 >= len(toks) || toks[j+1].text != "table" || !strings.HasPrefix(toks[j+2].text, "'") {
+				return nil, false, nil
+			}
+			cs.FromSource = identText(text, toks[i+1:j+1])
+			cs.FromTable = strings.ReplaceAll(strings.Trim(text[toks[j+2].start:toks[j+2].end], "'"), "''", "'")
+			cuts = append(cuts, cut{t.start, toks[j+2].end, ""})
+			i = j + 2
 			continue
 		}
 		if depth == 0 && t.text == "append" && i+1 < len(toks) && toks[i+1].text == "only" {
@@ -218,6 +242,37 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 		cs.Watermark = wm
 	}
 	return cs, true, nil
+}
+
+// nameEnd is the index of the last token of the relation name of CREATE
+// TABLE|SOURCE [IF NOT EXISTS] name, or -1.
+func nameEnd(toks []tok) int {
+	i := 2
+	if i+2 < len(toks) && toks[i].text == "if" && toks[i+1].text == "not" && toks[i+2].text == "exists" {
+		i += 3
+	}
+	if i >= len(toks) {
+		return -1
+	}
+	for i+2 < len(toks) && toks[i+1].text == "." {
+		i += 2
+	}
+	return i
+}
+
+// identText is a possibly qualified name's text: quoted parts keep their
+// case, others are lower-cased.
+func identText(text string, toks []tok) string {
+	var b strings.Builder
+	for _, t := range toks {
+		raw := text[t.start:t.end]
+		if strings.HasPrefix(raw, `"`) {
+			b.WriteString(strings.ReplaceAll(strings.Trim(raw, `"`), `""`, `"`))
+		} else {
+			b.WriteString(t.text)
+		}
+	}
+	return b.String()
 }
 
 // encodeOptions reads ( k = 'v', ... ) from toks; n is the number of

@@ -2,14 +2,17 @@
 // differential checks.
 //
 // Design:
+//
 //   - One cluster per test binary, started lazily by the first caller of
 //     Shared / Start / NewDatabase and reused by every later test. initdb
 //     costs seconds; a database costs milliseconds, so isolation comes from
 //     NewDatabase (a fresh database per test, dropped in t.Cleanup).
+//
 //   - The cluster runs as the `postgres` OS user when the test runs as root
 //     (initdb refuses root), listens on 127.0.0.1 on a free port, keeps its
 //     unix socket inside its own temp directory and runs with fsync=off: a
 //     test cluster needs no durability.
+//
 //   - No orphans: the postmaster is our direct child and is started from an
 //     OS thread that is locked for the life of the process with
 //     Pdeathsig=SIGINT, so the kernel asks it for a fast shutdown the moment
@@ -17,6 +20,7 @@
 //     SIGKILL). Main (for TestMain) additionally stops it synchronously and
 //     removes its directory; directories left behind by binaries that died
 //     are swept by the next start.
+//
 //   - Missing binaries: with CI=true the test fails naming
 //     scripts/install-deps.sh; elsewhere it is skipped.
 //
