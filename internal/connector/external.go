@@ -84,6 +84,16 @@ type Batch struct {
 	// Batch was assembled (Kafka: the high watermark / last stable offset
 	// was reached).
 	CaughtUp bool
+	// Truncate deletes every row the table stores before Changes are
+	// applied (postgres-cdc: an upstream TRUNCATE, and a snapshot that
+	// starts over after an interrupted one). Tables only.
+	Truncate bool
+	// Unchanged, when not nil, has one entry per row of Changes: for an
+	// OpUpdateInsert, the columns (true) that keep their value from the row
+	// the OpUpdateDelete before it removed (postgres-cdc: TOASTed values
+	// PostgreSQL did not send because they did not change); NULL when that
+	// row was not stored. Other entries are nil. Tables only.
+	Unchanged [][]bool
 }
 
 // Skipped describes one malformed record.

@@ -61,6 +61,16 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		Options:    connector.FormatOptions(ct.Options, ct.Format, ct.Encode, ct.EncodeOptions),
 		Watermark:  catalogWatermark(ct), // see watermark.go
 	}
+	if ct.FromSource != "" || isCDC(ct.Options) { // see cdc.go
+		opts, src, err := ss.cdcTableOptions(ct)
+		if err != nil {
+			return pgwire.Result{}, err
+		}
+		rel.Options = opts
+		if src != nil {
+			rel.DependsOn = []catalog.ObjectID{src.ID}
+		}
+	}
 	seen := map[string]bool{}
 	for _, c := range ct.Columns {
 		if seen[c.Name] {
@@ -78,7 +88,7 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 	}
 	rel.DistKey = append([]int(nil), rel.PK...)
 	nTables := 1
-	if _, ok := ct.Options["connector"]; ok {
+	if _, ok := rel.Options["connector"]; ok {
 		// A table with a connector stores what the connector delivers
 		// (and accepts DML); its second state table holds the split
 		// positions. Bad options fail the CREATE.
@@ -87,6 +97,11 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		}
 		if err := connector.Validate(streamplan.ExternalSpec(rel, s.log)); err != nil {
 			return pgwire.Result{}, err
+		}
+		if isCDC(rel.Options) {
+			if err := s.checkCDCTable(ctx, rel); err != nil {
+				return pgwire.Result{}, err
+			}
 		}
 		nTables = 2
 	}
@@ -238,6 +253,7 @@ func (s *Server) dropTable(ctx context.Context, rel *catalog.Relation) error {
 	if err := s.store.UnregisterTables(ctx, relationStateTables(rel)...); err != nil {
 		return fmt.Errorf("drop table %s: unregister state tables: %w", rel.Name, err)
 	}
+	s.dropCDCSlot(rel) // the actor is stopped: nothing reads the slot any more
 	return nil
 }
 
@@ -399,7 +415,14 @@ func (ss *session) createSource(ctx context.Context, sc *catalog.Schema, ct *bin
 		// (re)starts reading it.
 		rel.Options = datagen.PinOptions(cols, ct.Options, time.Now())
 	}
-	if err := connector.Validate(connector.Spec{Name: rel.Name, Columns: cols, Options: rel.Options, Log: s.log}); err != nil {
+	if isCDC(rel.Options) {
+		if len(cols) > 0 {
+			return pgwire.Result{}, sqlerr.New(sqlerr.FeatureNotSupported, "a postgres-cdc source has no columns: declare them on CREATE TABLE ... FROM source TABLE 'schema.table'")
+		}
+		if err := checkCDCSource(ctx, rel.Options); err != nil {
+			return pgwire.Result{}, err
+		}
+	} else if err := connector.Validate(connector.Spec{Name: rel.Name, Columns: cols, Options: rel.Options, Log: s.log}); err != nil {
 		return pgwire.Result{}, err
 	}
 	rel.Columns = append(rel.Columns, catalog.Column{Name: RowIDColumn, Type: types.Int64, NotNull: true, Hidden: true})

@@ -110,6 +110,27 @@ func describe(ctx context.Context, conn *pgconn.PgConn, c Config) (*UpstreamTabl
 	return t, nil
 }
 
+// Ping connects and checks that the server has logical WAL (CREATE SOURCE).
+func Ping(ctx context.Context, c Config) error {
+	conn, err := connect(ctx, c, false)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return checkWalLevel(ctx, conn, c)
+}
+
+func checkWalLevel(ctx context.Context, conn *pgconn.PgConn, c Config) error {
+	rows, err := exec(ctx, conn, "SHOW wal_level")
+	if err != nil {
+		return err
+	}
+	if len(rows) == 1 && rows[0][0] != "logical" {
+		return sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "postgres-cdc: %s has wal_level = %s; logical replication needs wal_level = logical", c.Redacted(), rows[0][0])
+	}
+	return nil
+}
+
 // Check verifies, at CREATE time, that the upstream can feed a Runnel table
 // with these columns and primary key: logical WAL, the table exists, every
 // Runnel column exists upstream, and deletes carry the primary key (the
@@ -121,12 +142,8 @@ func Check(ctx context.Context, c Config, cols []Column, pk []int) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	rows, err := exec(ctx, conn, "SHOW wal_level")
-	if err != nil {
+	if err := checkWalLevel(ctx, conn, c); err != nil {
 		return err
-	}
-	if len(rows) == 1 && rows[0][0] != "logical" {
-		return sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "postgres-cdc: %s has wal_level = %s; logical replication needs wal_level = logical", c.Redacted(), rows[0][0])
 	}
 	up, err := describe(ctx, conn, c)
 	if err != nil {

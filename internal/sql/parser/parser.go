@@ -133,7 +133,7 @@ func parseOne(full string, start, end int) (*Statement, error) {
 		st.Runnel = rs
 		return st, nil
 	}
-	tree, err := pg_query.Parse(text) // split bounded its nesting
+	tree, err := pg_query.Parse(dropSourceAsForeignTable(text)) // split bounded its nesting
 	if err != nil {
 		return nil, syntaxError(err, st)
 	}

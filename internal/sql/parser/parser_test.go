@@ -179,3 +179,14 @@ func TestCreateCDCSourceAndTable(t *testing.T) {
 		t.Fatalf("CREATE TABLE AS: %v", err)
 	}
 }
+
+func TestDropSource(t *testing.T) {
+	sts, err := Parse("drop source if exists s.pg cascade")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sts[0].AST.GetDropStmt()
+	if d == nil || d.RemoveType.String() != "OBJECT_FOREIGN_TABLE" || !d.MissingOk {
+		t.Fatalf("got %v", sts[0].AST)
+	}
+}

@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"regexp"
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -242,6 +243,18 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 		cs.Watermark = wm
 	}
 	return cs, true, nil
+}
+
+var dropSourceRE = regexp.MustCompile(`(?is)^drop\s+source\b`)
+
+// dropSourceAsForeignTable turns DROP SOURCE into pg_query's DROP FOREIGN
+// TABLE (a source is PostgreSQL's closest object; the binder maps it back
+// to a source).
+func dropSourceAsForeignTable(text string) string {
+	if loc := dropSourceRE.FindStringIndex(text); loc != nil {
+		return "DROP FOREIGN TABLE" + text[loc[1]:]
+	}
+	return text
 }
 
 // nameEnd is the index of the last token of the relation name of CREATE

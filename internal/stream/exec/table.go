@@ -549,5 +549,5 @@ func (e *TableExecutor) store(ctx context.Context, c *types.Chunk) (*types.Chunk
 		}
 		return c, nil
 	}
-	return e.storeChanges(ctx, c) // see tableingest.go
+	return e.storeChanges(ctx, c, nil) // see tableingest.go
 }

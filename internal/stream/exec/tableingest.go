@@ -185,8 +185,21 @@ func (e *TableExecutor) ingestExternal(ctx context.Context) (msg stream.Message,
 	case sb := <-ti.ext.out:
 		stream.ReportState(ctx, &stream.StateProcessing)
 		c := ti.ext.consume(sb)
+		var truncated *types.Chunk
+		if sb.b.Truncate {
+			if truncated, err = e.truncate(ctx); err != nil {
+				return stream.Message{}, false, err
+			}
+		}
 		if c == nil {
-			return stream.Message{}, false, nil
+			if truncated == nil || truncated.Len() == 0 {
+				return stream.Message{}, false, nil
+			}
+			return stream.Message{Chunk: truncated}, true, nil
+		}
+		unchanged := sb.b.Unchanged
+		if len(unchanged) != c.Len() {
+			unchanged = nil
 		}
 		if ti.rowID {
 			for j, row := range c.Rows {
@@ -194,13 +207,22 @@ func (e *TableExecutor) ingestExternal(ctx context.Context) (msg stream.Message,
 			}
 		}
 		if e.wm != nil {
+			n := c.Len()
 			if c, err = e.wm.filterIngest(c); err != nil {
 				return stream.Message{}, false, fmt.Errorf("%s: watermark: %w", e.Identity(), err)
 			}
+			if c.Len() != n {
+				unchanged = nil // late rows dropped: the masks no longer line up
+			}
 		}
-		out, err := e.storeChanges(ctx, c)
+		out, err := e.storeChanges(ctx, c, unchanged)
 		if err != nil {
 			return stream.Message{}, false, err
+		}
+		if truncated != nil {
+			truncated.Ops = append(truncated.Ops, out.Ops...)
+			truncated.Rows = append(truncated.Rows, out.Rows...)
+			out = truncated
 		}
 		ti.Rows.Add(int64(c.Len()))
 		return stream.Message{Chunk: out}, out.Len() > 0, nil
@@ -216,9 +238,14 @@ func (e *TableExecutor) ingestExternal(ctx context.Context) (msg stream.Message,
 // key, if any. The emitted changes are what the table really changed.
 // Without a declared key every insert is new and deletes cannot be
 // matched (DDL only allows append-only formats then).
-func (e *TableExecutor) storeChanges(ctx context.Context, c *types.Chunk) (*types.Chunk, error) {
+//
+// unchanged (nil, or one entry per row) marks columns of an update's new
+// row that keep the value of the row its delete half removed
+// (connector.Batch.Unchanged).
+func (e *TableExecutor) storeChanges(ctx context.Context, c *types.Chunk, unchanged [][]bool) (*types.Chunk, error) {
 	out := &types.Chunk{}
 	var tk ticker
+	var removed types.Row // the row the last delete removed
 	for j, row := range c.Rows {
 		if err := tk.tick(ctx); err != nil {
 			return nil, err
@@ -230,6 +257,18 @@ func (e *TableExecutor) storeChanges(ctx context.Context, c *types.Chunk) (*type
 			}
 			continue
 		}
+		if unchanged != nil && unchanged[j] != nil && c.Ops[j] == types.OpUpdateInsert {
+			row = append(types.Row(nil), row...)
+			for k, keep := range unchanged[j] {
+				if keep && k < len(row) {
+					row[k] = types.NullDatum
+					if removed != nil {
+						row[k] = removed[k]
+					}
+				}
+			}
+		}
+		removed = nil
 		old, found, err := e.state.GetRow(ctx, row)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", e.Identity(), err)
@@ -238,6 +277,7 @@ func (e *TableExecutor) storeChanges(ctx context.Context, c *types.Chunk) (*type
 			if found {
 				e.state.Delete(old)
 				out.Append(types.OpDelete, old)
+				removed = old
 			}
 			continue
 		}
@@ -251,6 +291,33 @@ func (e *TableExecutor) storeChanges(ctx context.Context, c *types.Chunk) (*type
 			out.Append(types.OpInsert, row)
 		}
 		e.state.Insert(row)
+	}
+	return out, nil
+}
+
+// truncate deletes every stored row (connector.Batch.Truncate) and returns
+// the deletes to emit.
+func (e *TableExecutor) truncate(ctx context.Context) (*types.Chunk, error) {
+	it, err := e.state.Iter(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: truncate: %w", e.Identity(), err)
+	}
+	out := &types.Chunk{}
+	var tk ticker
+	for it.Next() {
+		if err := tk.tick(ctx); err != nil { // I5
+			it.Close()
+			return nil, err
+		}
+		out.Append(types.OpDelete, append(types.Row(nil), it.Row()...))
+	}
+	err = it.Err()
+	it.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: truncate: %w", e.Identity(), err)
+	}
+	for _, row := range out.Rows {
+		e.state.Delete(row)
 	}
 	return out, nil
 }
