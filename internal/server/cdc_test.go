@@ -278,7 +278,7 @@ func TestCDCDDLErrors(t *testing.T) {
 		{"CREATE TABLE a (id int, v varchar, PRIMARY KEY (id)) FROM pg TABLE 'public.nokey'", "42P16", "replica identity"},
 	} {
 		_, err := conn.Exec(context.Background(), c.sql)
-		if sqlstateOf(err) != c.code || !strings.Contains(err.Error(), c.text) {
+		if sqlState(err) != c.code || !strings.Contains(err.Error(), c.text) {
 			t.Errorf("%s: %v; want %s naming %s", c.sql, err, c.code, c.text)
 		}
 	}
