@@ -117,6 +117,8 @@ func TestUnsupportedViewQueries(t *testing.T) {
 		{"SELECT a, generate_series(1, a) FROM t", "generate_series()"},
 		{"SELECT * FROM generate_series(1, 1000000)", "constant relation"},
 		{"SELECT a FROM t INTERSECT ALL SELECT a FROM u", "INTERSECT ALL"},
+		{"SELECT a FROM t EXCEPT ALL SELECT a FROM u", "EXCEPT ALL"},
+		{"SELECT a FROM t WHERE b > (SELECT d FROM u)", "at most one row"},
 	}
 	for _, c := range cases {
 		for _, prefix := range []string{"CREATE", "EXPLAIN CREATE"} {
