@@ -13,6 +13,9 @@
 #      time; its posix backend keeps objects as plain files with xattrs.
 #   3. kcat (Debian package), an independent Kafka producer/consumer
 #      (librdkafka) used by internal/connector/kafka tests against kfake.
+#   4. sqlsmith (Debian's package), a random query generator that builds its
+#      queries from the server's own catalog; internal/sqlsmithtest points
+#      it at a running Runnel.
 set -euo pipefail
 
 VERSITYGW_VERSION="v1.8.0"
@@ -67,5 +70,14 @@ else
 fi
 if ! command -v versitygw >/dev/null 2>&1; then
 	log "note: $GOBIN_DIR is not on PATH; s3test also looks there and in \$VERSITYGW"
+fi
+# --- sqlsmith --------------------------------------------------------------
+if command -v sqlsmith >/dev/null 2>&1; then
+	log "sqlsmith: found $(command -v sqlsmith)"
+else
+	log "sqlsmith: not found; running apt-get update && apt-get install -y sqlsmith"
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update
+	as_root apt-get install -y --no-install-recommends sqlsmith
 fi
 log "done"

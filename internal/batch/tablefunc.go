@@ -2,6 +2,8 @@ package batch
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
@@ -192,7 +194,9 @@ func (p *projectSetExec) Next(ctx context.Context) (types.Row, error) {
 			if err != nil {
 				return nil, err
 			}
-			if p.gens[i], err = generateSeries(args, c.Type, ec.Location); err != nil {
+			if c.Name == "unnest" {
+				p.gens[i] = unnestVector(args[0])
+			} else if p.gens[i], err = generateSeries(args, c.Type, ec.Location); err != nil {
 				return nil, err
 			}
 		}
@@ -201,3 +205,23 @@ func (p *projectSetExec) Next(ctx context.Context) (types.Row, error) {
 }
 
 func (p *projectSetExec) Close() { p.in.Close() }
+
+// unnestVector yields the elements of an oidvector (types.OIDVector:
+// space-separated oids, PostgreSQL's output form); NULL yields nothing.
+func unnestVector(v types.Datum) func() (types.Datum, bool, error) {
+	var elems []string
+	if !v.IsNull() {
+		elems = strings.Fields(v.Str())
+	}
+	return func() (types.Datum, bool, error) {
+		if len(elems) == 0 {
+			return types.NullDatum, false, nil
+		}
+		n, err := strconv.ParseInt(elems[0], 10, 32)
+		if err != nil {
+			return types.NullDatum, false, sqlerr.Errorf(sqlerr.InvalidTextRepresentation, "invalid input syntax for type oid: %q", elems[0])
+		}
+		elems = elems[1:]
+		return types.DInt32(int32(n)), true, nil
+	}
+}

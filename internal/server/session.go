@@ -75,6 +75,7 @@ var settingDefaults = map[string]string{
 	"max_identifier_length":         "63",
 	"lc_collate":                    "C",
 	"lc_ctype":                      "C",
+	"client_min_messages":           "notice",
 }
 
 // settingAliases maps accepted alternative names to canonical ones.
@@ -92,7 +93,8 @@ var reportedSettings = map[string]string{
 }
 
 func newSession(s *Server, db *catalog.Database, u *catalog.User, params pgwire.StartupParams, client pgwire.ClientConn) *session {
-	sess := &session{s: s, client: client, db: db, user: u, settings: map[string]string{}}
+	sess := &session{s: s, db: db, user: u, settings: map[string]string{}}
+	sess.client = &minMessagesFilter{ClientConn: client, ss: sess}
 	for k, v := range settingDefaults {
 		sess.settings[k] = v
 	}
@@ -116,6 +118,12 @@ func (sess *session) startupSetting(k, v string) {
 	}
 	if _, ok := settingDefaults[name]; !ok {
 		return
+	}
+	if name == "client_min_messages" {
+		if _, ok := messageLevels[strings.ToLower(v)]; !ok {
+			return
+		}
+		v = strings.ToLower(v)
 	}
 	if name == "implicit_flush" {
 		b, ok := parseBoolSetting(v)
@@ -400,6 +408,13 @@ func (ss *session) set(n *pg_query.VariableSetStmt) (pgwire.Result, error) {
 		}
 		value = formatTimeoutSetting(d)
 	}
+	if name == "client_min_messages" {
+		value = strings.ToLower(value)
+		if _, ok := messageLevels[value]; !ok {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid value for parameter \"client_min_messages\": %q", value).
+				WithHint("Available values: debug5, debug4, debug3, debug2, debug1, log, notice, warning, error.")
+		}
+	}
 	if name == "implicit_flush" {
 		// Stored canonically, so SHOW prints on/off as PostgreSQL does for
 		// a Boolean parameter whatever spelling SET used.
@@ -671,4 +686,33 @@ func (ss *session) waitWritten(ctx context.Context, epochs []uint64) error {
 		return fmt.Errorf("flush: %w", err)
 	}
 	return nil
+}
+
+// messageLevels orders client_min_messages' values as PostgreSQL does for
+// a client (LOG sits between DEBUG1 and NOTICE).
+var messageLevels = map[string]int{
+	"debug5": 0, "debug4": 0, "debug3": 0, "debug2": 0, "debug1": 0, "debug": 0,
+	"log": 1, "info": 2, "notice": 2, "warning": 3, "error": 4,
+}
+
+// minMessagesFilter drops the notices below the session's
+// client_min_messages (sqlsmith sets it to ERROR).
+type minMessagesFilter struct {
+	pgwire.ClientConn
+	ss *session
+}
+
+func (f *minMessagesFilter) Notice(n pgwire.Notice) {
+	sev := strings.ToLower(n.Severity)
+	if sev == "" {
+		sev = "notice"
+	}
+	f.ss.mu.Lock()
+	min := f.ss.settings["client_min_messages"]
+	f.ss.mu.Unlock()
+	// INFO is always sent, as in PostgreSQL.
+	if sev != "info" && messageLevels[sev] < messageLevels[min] {
+		return
+	}
+	f.ClientConn.Notice(n)
 }

@@ -71,6 +71,8 @@ func (c sysCol) sqlType() types.Type {
 		return types.Timestamptz
 	case "interval":
 		return types.Interval
+	case "oidvector":
+		return types.OIDVector
 	}
 	return types.Text
 }
@@ -196,29 +198,43 @@ type sysType struct {
 	byval    bool
 	category string
 	input    string
+	// typtype is 'b' (base) when empty; pseudo-types are 'p'.
+	typtype string
+	// elem is the element type of a vector type.
+	elem int
 }
 
 var sysTypes = []sysType{
-	{16, "bool", 1, true, "B", "boolin"},
-	{17, "bytea", -1, false, "U", "byteain"},
-	{18, "char", 1, true, "Z", "charin"},
-	{19, "name", 64, false, "S", "namein"},
-	{20, "int8", 8, true, "N", "int8in"},
-	{21, "int2", 2, true, "N", "int2in"},
-	{23, "int4", 4, true, "N", "int4in"},
-	{25, "text", -1, false, "S", "textin"},
-	{26, "oid", 4, true, "N", "oidin"},
-	{700, "float4", 4, true, "N", "float4in"},
-	{701, "float8", 8, true, "N", "float8in"},
-	{1043, "varchar", -1, false, "S", "varcharin"},
-	{1082, "date", 4, true, "D", "date_in"},
-	{1083, "time", 8, true, "D", "time_in"},
-	{1114, "timestamp", 8, true, "D", "timestamp_in"},
-	{1184, "timestamptz", 8, true, "D", "timestamptz_in"},
-	{1186, "interval", 16, false, "T", "interval_in"},
-	{1700, "numeric", -1, false, "N", "numeric_in"},
-	{2950, "uuid", 16, false, "U", "uuid_in"},
-	{3802, "jsonb", -1, false, "U", "jsonb_in"},
+	{16, "bool", 1, true, "B", "boolin", "", 0},
+	{17, "bytea", -1, false, "U", "byteain", "", 0},
+	{18, "char", 1, true, "Z", "charin", "", 0},
+	{19, "name", 64, false, "S", "namein", "", 18},
+	{20, "int8", 8, true, "N", "int8in", "", 0},
+	{21, "int2", 2, true, "N", "int2in", "", 0},
+	{23, "int4", 4, true, "N", "int4in", "", 0},
+	{25, "text", -1, false, "S", "textin", "", 0},
+	{26, "oid", 4, true, "N", "oidin", "", 0},
+	{700, "float4", 4, true, "N", "float4in", "", 0},
+	{701, "float8", 8, true, "N", "float8in", "", 0},
+	{1043, "varchar", -1, false, "S", "varcharin", "", 0},
+	{1082, "date", 4, true, "D", "date_in", "", 0},
+	{1083, "time", 8, true, "D", "time_in", "", 0},
+	{1114, "timestamp", 8, true, "D", "timestamp_in", "", 0},
+	{1184, "timestamptz", 8, true, "D", "timestamptz_in", "", 0},
+	{1186, "interval", 16, false, "T", "interval_in", "", 0},
+	{1700, "numeric", -1, false, "N", "numeric_in", "", 0},
+	{2950, "uuid", 16, false, "U", "uuid_in", "", 0},
+	{3802, "jsonb", -1, false, "U", "jsonb_in", "", 0},
+	// The types of pg_proc's signatures that are not types of values.
+	{30, "oidvector", -1, false, "A", "oidvectorin", "", 26},
+	{2276, "any", 4, true, "P", "any_in", "p", 0},
+	{2278, "void", 4, true, "P", "void_in", "p", 0},
+	{2283, "anyelement", 4, true, "P", "anyelement_in", "p", 0},
+	{5077, "anycompatible", 4, true, "P", "anycompatible_in", "p", 0},
+	// No signature uses these; clients that read pg_type expect them
+	// (sqlsmith asserts that both exist).
+	{2277, "anyarray", -1, false, "P", "anyarray_in", "p", 0},
+	{2281, "internal", 8, true, "P", "internal_in", "p", 0},
 }
 
 func typeLen(oid uint32) int {
@@ -239,6 +255,20 @@ func formatType(oid uint32, mod int32, hasMod bool) string {
 		return "name"
 	case 18:
 		return `"char"`
+	case types.OIDOIDVector:
+		return "oidvector"
+	case 2276:
+		return `"any"`
+	case 2283:
+		return "anyelement"
+	case 5077:
+		return "anycompatible"
+	case types.OIDVoid:
+		return "void"
+	case 2277:
+		return "anyarray"
+	case 2281:
+		return "internal"
 	}
 	t, ok := types.FromOID(oid)
 	if !ok {

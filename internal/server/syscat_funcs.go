@@ -143,10 +143,25 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 		// Runnel has no logical-replication publications.
 		return mk(types.Bool, 1, 1, true, func([]types.Datum) (types.Datum, error) { return types.DBool(false), nil })
 	case "pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments", "pg_get_functiondef":
-		// pg_proc is empty: no function oid is valid, and PostgreSQL returns
-		// NULL for an unknown one.
-		return mk(types.Text, 1, 1, false, func([]types.Datum) (types.Datum, error) { return types.Datum{}, nil })
-	case "pg_type_is_visible", "pg_function_is_visible":
+		// PostgreSQL returns NULL for an unknown function oid.
+		return mk(types.Text, 1, 1, true, func(a []types.Datum) (types.Datum, error) {
+			n, _ := datumInt(a[0])
+			b, ok := procByOID(n)
+			if !ok {
+				return types.Datum{}, nil
+			}
+			switch name {
+			case "pg_get_function_result":
+				return textDatum(formatType(uint32(typeOID(b.Result)), -1, false)), nil
+			case "pg_get_functiondef":
+				// Built-ins have no SQL definition; PostgreSQL prints a
+				// CREATE FUNCTION ... LANGUAGE internal.
+				return textDatum("CREATE OR REPLACE FUNCTION pg_catalog." + b.Name + "(" + functionArguments(b) +
+					")\n RETURNS " + formatType(uint32(typeOID(b.Result)), -1, false) + "\n LANGUAGE internal\n"), nil
+			}
+			return textDatum(functionArguments(b)), nil
+		})
+	case "pg_type_is_visible", "pg_function_is_visible", "pg_operator_is_visible":
 		return mk(types.Bool, 1, 1, true, func([]types.Datum) (types.Datum, error) { return types.DBool(true), nil })
 	case "format_type":
 		return mk(types.Text, 2, 2, false, func(a []types.Datum) (types.Datum, error) {

@@ -59,13 +59,22 @@ func buildSysTables() []*sysTable {
 		pg("pg_user", `usename name, usesysid oid, usecreatedb bool, usesuper bool, userepl bool,
 			usebypassrls bool, passwd text, valuntil text, useconfig arr`, userRows),
 		pg("pg_auth_members", "oid oid, roleid oid, member oid, grantor oid, admin_option bool", emptyRows),
-		// Runnel has no user-defined functions; built-ins are not listed.
+		// Runnel has no user-defined functions; the built-ins are listed
+		// (syscat_procs.go).
 		pg("pg_proc", `oid oid, proname name, pronamespace oid, proowner oid, prolang oid, procost float4,
 			prorows float4, provariadic oid, prosupport text, prokind char, prosecdef bool, proleakproof bool,
 			proisstrict bool, proretset bool, provolatile char, proparallel char, pronargs int2,
-			pronargdefaults int2, prorettype oid, proargtypes text, proallargtypes arr, proargmodes arr,
+			pronargdefaults int2, prorettype oid, proargtypes oidvector, proallargtypes arr, proargmodes arr,
 			proargnames arr, proargdefaults text, protrftypes arr, prosrc text, probin text,
-			prosqlbody text, proconfig arr, proacl arr`, emptyRows),
+			prosqlbody text, proconfig arr, proacl arr`, procRows),
+		pg("pg_operator", `oid oid, oprname name, oprnamespace oid, oprowner oid, oprkind char,
+			oprcanmerge bool, oprcanhash bool, oprleft oid, oprright oid, oprresult oid, oprcom oid,
+			oprnegate oid, oprcode oid, oprrest oid, oprjoin oid`, operatorRows),
+		pg("pg_aggregate", `aggfnoid oid, aggkind char, aggnumdirectargs int2, aggtransfn text,
+			aggfinalfn text, aggcombinefn text, aggserialfn text, aggdeserialfn text, aggmtransfn text,
+			aggminvtransfn text, aggmfinalfn text, aggfinalextra bool, aggmfinalextra bool,
+			aggfinalmodify char, aggmfinalmodify char, aggsortop oid, aggtranstype oid, aggtransspace int4,
+			aggmtranstype oid, aggmtransspace int4, agginitval text, aggminitval text`, aggregateRows),
 		pg("pg_am", "oid oid, amname name, amhandler text, amtype char", func(*sysCtx) [][]any {
 			return [][]any{{2, "heap", "heap_tableam_handler", "t"}, {403, "btree", "bthandler", "i"}}
 		}),
@@ -222,8 +231,12 @@ func attrdefRows(sc *sysCtx) [][]any {
 func typeRows(*sysCtx) [][]any {
 	var out [][]any
 	for _, t := range sysTypes {
-		out = append(out, []any{t.oid, t.name, oidPgCatalog, oidBootstrapUser, t.len, t.byval, "b", t.category,
-			false, true, ",", 0, nil, 0, 0, t.input, nil, nil, nil, nil, nil, nil, "i", "p", false, 0, -1, 0,
+		typtype := t.typtype
+		if typtype == "" {
+			typtype = "b"
+		}
+		out = append(out, []any{t.oid, t.name, oidPgCatalog, oidBootstrapUser, t.len, t.byval, typtype, t.category,
+			false, true, ",", 0, nil, t.elem, 0, t.input, nil, nil, nil, nil, nil, nil, "i", "p", false, 0, -1, 0,
 			0, nil, nil, nil})
 	}
 	return out

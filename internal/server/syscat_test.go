@@ -2,12 +2,19 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/runneldb/runnel/internal/testutil/pgtest"
+	"github.com/runneldb/runnel/internal/testutil/wiretest"
 )
 
 const psqlPath = "/usr/bin/psql"
@@ -130,6 +137,14 @@ func TestPsqlMetaCommands(t *testing.T) {
 
 	out = runPsql(t, ts, `\di`)
 	wantLines(t, `\di`, out, " public | comp_pkey | index | root  | comp", " public | t_pkey    | index | root  | t")
+
+	// Built-in functions and operators (pg_proc, pg_operator) are listed.
+	out = runPsql(t, ts, `\df abs`)
+	wantLines(t, `\df abs`, out, " pg_catalog | abs  | integer          | integer             | func")
+	out = runPsql(t, ts, `\df lag`)
+	wantLines(t, `\df lag`, out, " pg_catalog | lag  | anyelement       | anyelement, integer                   | window")
+	out = runPsql(t, ts, `\do ||`)
+	wantLines(t, `\do ||`, out, " pg_catalog | ||   | text          | text           | text        |")
 
 	out = runPsql(t, ts, `\du`)
 	wantLines(t, `\du`, out, " Role name |                  Attributes                   | Member of")
@@ -259,5 +274,100 @@ func TestSizePretty(t *testing.T) {
 				t.Errorf("sizePretty(%d) = %q, want %q", -n, got, "-"+want)
 			}
 		}
+	}
+}
+
+// TestBuiltinCatalogMatchesPostgres checks pg_proc, pg_operator,
+// pg_aggregate and pg_type against a real PostgreSQL: every signature
+// Runnel lists (generated from internal/expr's registries) must be listed
+// the same way by PostgreSQL — same name, kind, argument and result type
+// oids — unless it is one of the documented Runnel-only entries below.
+// VARIADIC signatures are compared with the array PostgreSQL declares.
+func TestBuiltinCatalogMatchesPostgres(t *testing.T) {
+	pgConn := wiretest.Connect(t, pgtest.Start(t))
+	ts := startTestServer(t, "")
+	conn := ts.connect(t)
+
+	set := func(c *pgx.Conn, q string) map[string]bool {
+		out := map[string]bool{}
+		for _, r := range queryStrings(t, c, q) {
+			out[r] = true
+		}
+		return out
+	}
+	// Variadic parameters: PostgreSQL declares the array type; Runnel,
+	// which has no arrays, the element type.
+	const procQ = `SELECT concat_ws('|', proname, prokind, prorettype, %s, proisstrict) FROM pg_proc WHERE pronamespace = 11 AND %s`
+	pgProcs := set(pgConn, fmt.Sprintf(procQ, "proargtypes::text", "provariadic = 0 AND NOT proretset"))
+	rnProcs := set(conn, fmt.Sprintf(procQ, "proargtypes", "provariadic = 0"))
+	// Runnel-only signatures, each with its reason.
+	const noArrays = "PostgreSQL's right operand is text[]; Runnel has no arrays and reads the array literal as text"
+	const anyComparable = "Runnel's min/max accept every type with an ordering"
+	runnelOnly := map[string]string{
+		"#>|b|3802|25|3802": noArrays, "#>>|b|3802|25|25": noArrays, "?&|b|3802|25|16": noArrays, "?||b|3802|25|16": noArrays,
+		"+|l|0|1186|1186": "Runnel accepts a unary plus on intervals, like on numbers",
+		"max|a|16|16|f": anyComparable, "min|a|16|16|f": anyComparable, "max|a|17|17|f": anyComparable, "min|a|17|17|f": anyComparable,
+		"max|16|n|>": anyComparable, "min|16|n|<": anyComparable, "max|17|n|>": anyComparable, "min|17|n|<": anyComparable,
+	}
+	var missing []string
+	for sig := range rnProcs {
+		if !pgProcs[sig] && runnelOnly[sig] == "" {
+			missing = append(missing, sig)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("pg_proc rows of Runnel that PostgreSQL lists differently or not at all (name|kind|result|args|strict):\n%s",
+			strings.Join(missing, "\n"))
+	}
+	if len(rnProcs) < 200 {
+		t.Errorf("Runnel's pg_proc lists %d non-variadic signatures; the registries hold more", len(rnProcs))
+	}
+
+	const operQ = `SELECT concat_ws('|', oprname, oprkind, oprleft, oprright, oprresult) FROM pg_operator`
+	pgOpers, rnOpers := set(pgConn, operQ), set(conn, operQ)
+	missing = nil
+	for sig := range rnOpers {
+		if !pgOpers[sig] && runnelOnly[sig] == "" {
+			missing = append(missing, sig)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("pg_operator rows of Runnel that PostgreSQL lacks (name|kind|left|right|result):\n%s", strings.Join(missing, "\n"))
+	}
+
+	// Aggregates: the plain ones, and min/max's sort operators.
+	const aggQ = `SELECT concat_ws('|', p.proname, p.proargtypes, a.aggkind,
+		coalesce((SELECT o.oprname FROM pg_operator o WHERE o.oid = a.aggsortop), '-')) FROM pg_aggregate a JOIN pg_proc p ON p.oid = a.aggfnoid WHERE p.provariadic = 0`
+	pgAggs, rnAggs := set(pgConn, strings.Replace(aggQ, "p.proargtypes", "p.proargtypes::text", 1)), set(conn, aggQ)
+	missing = nil
+	for sig := range rnAggs {
+		if !pgAggs[sig] && runnelOnly[sig] == "" {
+			missing = append(missing, sig)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("pg_aggregate rows of Runnel that PostgreSQL lacks (name|args|kind|sortop):\n%s", strings.Join(missing, "\n"))
+	}
+
+	const typeQ = `SELECT concat_ws('|', oid, typname, typtype, typlen, typcategory, typelem) FROM pg_type`
+	pgTypes, rnTypes := set(pgConn, typeQ), set(conn, typeQ)
+	missing = nil
+	for sig := range rnTypes {
+		if !pgTypes[sig] {
+			missing = append(missing, sig)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("pg_type rows of Runnel that PostgreSQL lists differently (oid|name|typtype|len|category|elem):\n%s", strings.Join(missing, "\n"))
+	}
+
+	// sqlsmith reads a function's argument types with unnest(proargtypes).
+	q := `SELECT unnest(proargtypes) FROM pg_proc WHERE proname = 'split_part'`
+	if got, want := queryStrings(t, conn, q), queryStrings(t, pgConn, q); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("%s: got %q, PostgreSQL %q", q, got, want)
 	}
 }

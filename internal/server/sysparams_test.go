@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runneldb/runnel/internal/catalog"
 )
@@ -64,5 +66,51 @@ func TestAlterSystemStrictConsistency(t *testing.T) {
 	mustExec(t, conn2, "ALTER SYSTEM RESET streaming_strict_consistency")
 	if got := queryStrings(t, conn2, "SHOW streaming_strict_consistency"); fmt.Sprint(got) != "[true]" {
 		t.Fatalf("after RESET = %v", got)
+	}
+}
+
+// client_min_messages hides the notices below it (sqlsmith sets it to
+// ERROR when it connects) and refuses unknown levels with 22023.
+func TestClientMinMessages(t *testing.T) {
+	ts := startTestServer(t, "")
+	var (
+		mu      sync.Mutex
+		notices []string
+	)
+	cfg, err := pgx.ParseConfig(ts.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		notices = append(notices, n.Severity+" "+n.Message)
+		mu.Unlock()
+	}
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := len(notices)
+		notices = nil
+		return n
+	}
+	mustExec(t, conn, "DROP TABLE IF EXISTS nope")
+	if n := count(); n != 1 {
+		t.Fatalf("notices at the default level: %d, want 1", n)
+	}
+	mustExec(t, conn, "SET client_min_messages TO 'ERROR'")
+	mustExec(t, conn, "DROP TABLE IF EXISTS nope")
+	if n := count(); n != 0 {
+		t.Fatalf("notices with client_min_messages = error: %d, want 0", n)
+	}
+	if got := queryStrings(t, conn, "SHOW client_min_messages"); len(got) != 1 || got[0] != "error" {
+		t.Fatalf("SHOW client_min_messages = %q", got)
+	}
+	if _, err := conn.Exec(context.Background(), "SET client_min_messages = loud"); err == nil || !strings.Contains(err.Error(), "22023") {
+		t.Fatalf("SET client_min_messages = loud: %v, want 22023", err)
 	}
 }

@@ -53,6 +53,7 @@ const (
 	OIDJsonb       uint32 = 3802
 	OIDVoid        uint32 = 2278
 	OIDUUID        uint32 = 2950
+	OIDOIDVector   uint32 = 30
 )
 
 // Type is a SQL type: a Kind plus a type modifier. The zero Type is the type
@@ -89,7 +90,16 @@ var (
 	Unknown     = Type{Kind: KindUnknown, Mod: -1}
 	Void        = Type{Kind: KindVoid, Mod: -1}
 	UUID        = Type{Kind: KindUUID, Mod: -1}
+	// OIDVector is PostgreSQL's oidvector, the type of pg_proc.proargtypes;
+	// only system catalogs have it. Runnel has no arrays: its values are
+	// text in PostgreSQL's output form ("23 25"), and it behaves as text
+	// except that unnest() at the top of a select list returns its
+	// elements. Any coercion drops the marker modifier (the result is text).
+	OIDVector = Type{Kind: KindVarchar, Text: true, Mod: modOIDVector}
 )
+
+// modOIDVector marks OIDVector; no text type has a modifier otherwise.
+const modOIDVector = -30
 
 // OID returns the PostgreSQL type OID.
 func (t Type) OID() uint32 {
@@ -109,6 +119,9 @@ func (t Type) OID() uint32 {
 	case KindNumeric:
 		return OIDNumeric
 	case KindVarchar:
+		if t == OIDVector {
+			return OIDOIDVector
+		}
 		if t.Text {
 			return OIDText
 		}
@@ -159,6 +172,8 @@ func FromOID(oid uint32) (Type, bool) {
 		return Varchar, true
 	case OIDText:
 		return Text, true
+	case OIDOIDVector:
+		return OIDVector, true
 	case OIDBytea:
 		return Bytea, true
 	case OIDDate:
@@ -205,6 +220,9 @@ func (t Type) Name() string {
 		}
 		return "numeric"
 	case KindVarchar:
+		if t == OIDVector {
+			return "oidvector"
+		}
 		if t.Text {
 			return "text"
 		}

@@ -746,7 +746,7 @@ func (b *Binder) bindGroupBy(sel *pg.SelectStmt, targets []selItem, ac *aggCtx) 
 
 func isSRFName(fc *pg.FuncCall) bool {
 	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
-	return name == "generate_series"
+	return name == "generate_series" || name == "unnest"
 }
 
 // bindSRF binds a set-returning function at the top of a select item; its
@@ -759,11 +759,18 @@ func (b *Binder) bindSRF(fc *pg.FuncCall, ec *exprCtx, hasAgg bool, srfs *[]*pla
 	if err != nil {
 		return nil, err
 	}
-	typ, args, err := seriesSignature(args)
-	if err != nil {
+	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
+	var typ types.Type
+	if name == "unnest" {
+		// Runnel has no arrays; the one vector it has is the oidvector of
+		// the system catalogs (pg_proc.proargtypes), whose elements are oids.
+		if len(args) != 1 || args[0].Type() != types.OIDVector {
+			return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "unnest in a select list is only supported for oidvector columns of the system catalogs")
+		}
+		typ = types.Int32
+	} else if typ, args, err = seriesSignature(args); err != nil {
 		return nil, b.errAt(err, fc.Location)
 	}
-	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
 	idx := base + len(*srfs)
 	*srfs = append(*srfs, &plan.SRFCall{Name: name, Args: args, Type: typ})
 	return &expr.ColumnRef{Index: idx, Typ: typ, Name: name + "(...)"}, nil
