@@ -24,6 +24,15 @@ func (st *statement) executeDML(ctx context.Context, p *sql.Prepared, params []t
 		err   error
 		rel   *catalog.Relation
 	)
+	if returningReads(p.Bound) && len(st.sess.written) > 0 {
+		// RETURNING reads other relations after the statement has applied
+		// its changes, too late to run it again: make the session's
+		// earlier writes visible first, as the loop below does for the
+		// statement's own reads.
+		if err := st.sess.flush(ctx); err != nil {
+			return pgwire.Result{}, err
+		}
+	}
 	for {
 		switch b := p.Bound.(type) {
 		case *binder.Insert:
@@ -92,23 +101,50 @@ func (st *statement) snapshotEnv(ctx context.Context, params []types.Datum) (*ba
 	return &batch.Env{Data: src, Eval: st.evalContext(ctx), Params: params}, release, nil
 }
 
-// returning evaluates RETURNING over the affected rows, or returns the tag.
-func (st *statement) returning(ctx context.Context, exprs []expr.Expr, sch plan.Schema, rows []types.Row, tag string) (pgwire.Result, error) {
+func returningReads(b any) bool {
+	switch b := b.(type) {
+	case *binder.Insert:
+		return b.ReturningReads
+	case *binder.Update:
+		return b.ReturningReads
+	case *binder.Delete:
+		return b.ReturningReads
+	}
+	return false
+}
+
+// returning evaluates RETURNING over the affected rows of rel, or returns
+// the tag. It runs as a batch plan (Project over the rows), so that its
+// subqueries have the batch engine's subquery runner; they read the last
+// committed snapshot, which holds the session's earlier writes
+// (executeDML flushed them). The statement has been applied: a read here
+// must never ask for it to run again (ownWritesPending is false).
+func (st *statement) returning(ctx context.Context, params []types.Datum, rel *catalog.Relation, exprs []expr.Expr,
+	sch plan.Schema, rows []types.Row, tag string) (pgwire.Result, error) {
 	if exprs == nil {
 		return pgwire.Result{Tag: tag}, nil
 	}
-	ec := st.evalContext(ctx)
-	out := make([]types.Row, 0, len(rows))
-	for _, r := range rows {
-		o := make(types.Row, len(exprs))
-		for i, e := range exprs {
-			d, err := e.Eval(&ec, r)
-			if err != nil {
-				return pgwire.Result{}, err
-			}
-			o[i] = d
+	in := make(plan.Schema, len(rel.Columns))
+	for i, c := range rel.Columns {
+		in[i] = plan.Column{Name: c.Name, Type: c.Type}
+	}
+	vals := &plan.Values{Rows: make([][]expr.Expr, len(rows)), Out: in}
+	for i, r := range rows {
+		if len(r) != len(in) {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InternalError, "RETURNING: affected row of %s has %d columns, want %d", rel.Name, len(r), len(in))
 		}
-		out = append(out, o)
+		row := make([]expr.Expr, len(in))
+		for j := range in {
+			row[j] = &expr.Const{Value: r[j], Typ: in[j].Type}
+		}
+		vals.Rows[i] = row
+	}
+	snap := st.sess.s.store.Snapshot()
+	defer snap.Close()
+	env := &batch.Env{Data: &snapshotSource{snap: snap, sess: st.sess}, Eval: st.evalContext(ctx), Params: params}
+	out, err := st.collect(ctx, env, &plan.Project{Input: vals, Exprs: exprs, Out: sch})
+	if err != nil {
+		return pgwire.Result{}, err
 	}
 	res := pgwire.Result{Tag: tag, Rows: pgwire.SliceRows(out)}
 	for _, c := range sch {
@@ -159,7 +195,7 @@ func (st *statement) insert(ctx context.Context, b *binder.Insert, params []type
 	if err != nil {
 		return pgwire.Result{}, 0, err
 	}
-	res, err := st.returning(ctx, b.Returning, b.ReturningSchema, affected, fmt.Sprintf("INSERT 0 %d", len(affected)))
+	res, err := st.returning(ctx, params, b.Table, b.Returning, b.ReturningSchema, affected, fmt.Sprintf("INSERT 0 %d", len(affected)))
 	return res, epoch, err
 }
 
@@ -186,7 +222,7 @@ func (st *statement) update(ctx context.Context, b *binder.Update, params []type
 	if err != nil {
 		return pgwire.Result{}, 0, err
 	}
-	res, err := st.returning(ctx, b.Returning, b.ReturningSchema, changed, fmt.Sprintf("UPDATE %d", len(changed)))
+	res, err := st.returning(ctx, params, b.Table, b.Returning, b.ReturningSchema, changed, fmt.Sprintf("UPDATE %d", len(changed)))
 	return res, epoch, err
 }
 
@@ -212,6 +248,6 @@ func (st *statement) delete(ctx context.Context, b *binder.Delete, params []type
 	if err != nil {
 		return pgwire.Result{}, 0, err
 	}
-	res, err := st.returning(ctx, b.Returning, b.ReturningSchema, changed, fmt.Sprintf("DELETE %d", len(changed)))
+	res, err := st.returning(ctx, params, b.Table, b.Returning, b.ReturningSchema, changed, fmt.Sprintf("DELETE %d", len(changed)))
 	return res, epoch, err
 }

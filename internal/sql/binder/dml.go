@@ -26,6 +26,8 @@ type Insert struct {
 	// Returning is bound against a full stored row of Table.
 	Returning       []expr.Expr
 	ReturningSchema plan.Schema
+	// ReturningReads: RETURNING holds a subquery (it reads relations).
+	ReturningReads bool
 }
 
 // ConflictAction is ON CONFLICT's action.
@@ -56,6 +58,7 @@ type Update struct {
 	Plan            plan.Node
 	Returning       []expr.Expr // bound against the new row
 	ReturningSchema plan.Schema
+	ReturningReads  bool // RETURNING holds a subquery
 }
 
 // Delete is DELETE FROM table [USING ...] [WHERE ...]. Plan yields the old
@@ -65,6 +68,7 @@ type Delete struct {
 	Plan            plan.Node
 	Returning       []expr.Expr // bound against the old row
 	ReturningSchema plan.Schema
+	ReturningReads  bool // RETURNING holds a subquery
 }
 
 // Copy is COPY table [(cols)] FROM STDIN / TO STDOUT, or COPY (query) TO.
@@ -91,6 +95,20 @@ func (*Copy) boundStmt()   {}
 func (s *Insert) ReturningColumns() plan.Schema { return s.ReturningSchema }
 func (s *Update) ReturningColumns() plan.Schema { return s.ReturningSchema }
 func (s *Delete) ReturningColumns() plan.Schema { return s.ReturningSchema }
+
+// returningReads reports whether a RETURNING list holds a subquery.
+func returningReads(list []*pg.Node) bool {
+	found := false
+	for _, n := range list {
+		walkAST(n, func(x *pg.Node) bool {
+			if x.GetSubLink() != nil {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
+}
 
 // notNullCheck fails with 23502 when its input is NULL.
 type notNullCheck struct {
@@ -316,6 +334,7 @@ func (b *Binder) bindInsert(is *pg.InsertStmt) (Statement, error) {
 			return nil, err
 		}
 	}
+	ins.ReturningReads = returningReads(is.ReturningList)
 	if ins.Returning, ins.ReturningSchema, err = b.bindReturning(rel, is.ReturningList); err != nil {
 		return nil, err
 	}
@@ -560,6 +579,7 @@ func (b *Binder) bindUpdate(us *pg.UpdateStmt) (Statement, error) {
 		out = &plan.Distinct{Input: out, On: exprs[:n]}
 	}
 	up := &Update{Table: rel, Plan: out}
+	up.ReturningReads = returningReads(us.ReturningList)
 	if up.Returning, up.ReturningSchema, err = b.bindReturning(rel, us.ReturningList); err != nil {
 		return nil, err
 	}
@@ -584,6 +604,7 @@ func (b *Binder) bindDelete(ds *pg.DeleteStmt) (Statement, error) {
 		out = &plan.Distinct{Input: &plan.Project{Input: node, Exprs: exprs, Out: relSchema(rel, "")}}
 	}
 	del := &Delete{Table: rel, Plan: out}
+	del.ReturningReads = returningReads(ds.ReturningList)
 	if del.Returning, del.ReturningSchema, err = b.bindReturning(rel, ds.ReturningList); err != nil {
 		return nil, err
 	}
