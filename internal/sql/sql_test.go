@@ -51,6 +51,12 @@ func TestQueries(t *testing.T) {
 		{"select a from t where a not in (select a from u) order by a", "2"},
 		{"select a from t where a not in (select a from t) order by a", ""},
 		{"select a from t where exists (select 1 from u where u.a = t.a) order by a", "1;3"},
+		// An ON condition naming the enclosing query's column (found by
+		// sqlsmith: the semi-join rewrite left it an outer reference
+		// without an outer row, XX000).
+		{"select a from t where exists (select 1 from u join u v on v.a > t.a and u.a = v.a) order by a", "1;2;3"},
+		{"select a from t where not exists (select 1 from u right join u v on u.a = t.a) order by a", ""},
+		{"select a from t where exists (select 1 from u join u v on u.a = v.a where u.a = t.a) order by a", "1;3"},
 		{"select a, (select d from u where u.a = t.a) from t order by a", "1|one;2|NULL;3|three;NULL|NULL"},
 		{"select a from t union select a from u order by 1", "1;2;3;5;NULL"},
 		{"select a from t intersect select a from u order by 1", "1;3"},

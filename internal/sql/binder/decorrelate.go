@@ -67,6 +67,15 @@ func (b *Binder) trySemiJoin(c *pg.Node, r *rel) (*semiJoin, error) {
 	if err != nil || correlated {
 		return nil, nil // let the general path report errors
 	}
+	// JOIN ... ON conditions are bound later, against the subquery's FROM
+	// alone: one that names an enclosing query's column would be left with
+	// an outer reference no row of the semi join supplies (XX000 "outer
+	// reference without an outer row"; found by sqlsmith).
+	for _, item := range sub.FromClause {
+		if !joinQualsLocal(item, sr.sc) {
+			return nil, nil
+		}
+	}
 	var keysL, keysR []expr.Expr
 	var residual []*pg.Node
 	if sub.WhereClause != nil {
@@ -248,4 +257,38 @@ func hasSubLink(n *pg.Node) bool {
 func isStar(n *pg.Node) bool {
 	cr := n.GetColumnRef()
 	return cr != nil && cr.Fields[len(cr.Fields)-1].GetAStar() != nil
+}
+
+// joinQualsLocal reports whether every column the ON conditions of the
+// joins in FROM item n name resolves among the FROM clause's own columns
+// (sc); a subquery inside an ON condition counts as not local.
+func joinQualsLocal(n *pg.Node, sc *scope) bool {
+	j := n.GetJoinExpr()
+	if j == nil {
+		return true
+	}
+	local := true
+	walkAST(j.Quals, func(x *pg.Node) bool {
+		if x.GetSubLink() != nil {
+			local = false
+		}
+		if cr := x.GetColumnRef(); cr != nil && local {
+			var names []string
+			for _, f := range cr.Fields {
+				if f.GetAStar() != nil {
+					return false
+				}
+				names = append(names, f.GetString_().GetSval())
+			}
+			table, name := "", names[len(names)-1]
+			if len(names) > 1 {
+				table = names[len(names)-2]
+			}
+			if _, ok, err := sc.lookup(table, name); !ok || err != nil {
+				local = false
+			}
+		}
+		return local
+	})
+	return local && joinQualsLocal(j.Larg, sc) && joinQualsLocal(j.Rarg, sc)
 }
