@@ -308,6 +308,7 @@ func TestBuiltinCatalogMatchesPostgres(t *testing.T) {
 		"+|l|0|1186|1186": "Runnel accepts a unary plus on intervals, like on numbers",
 		"max|a|16|16|f":   anyComparable, "min|a|16|16|f": anyComparable, "max|a|17|17|f": anyComparable, "min|a|17|17|f": anyComparable,
 		"max|16|n|>": anyComparable, "min|16|n|<": anyComparable, "max|17|n|>": anyComparable, "min|17|n|<": anyComparable,
+		"max|a|2950|2950|f": anyComparable, "min|a|2950|2950|f": anyComparable, "max|2950|n|>": anyComparable, "min|2950|n|<": anyComparable,
 	}
 	var missing []string
 	for sig := range rnProcs {
