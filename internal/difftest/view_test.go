@@ -567,16 +567,10 @@ func (c *viewCase) joinView(name string, src []*relation) (string, string, *rela
 // the chosen rows are determined) and keeps a LIMIT.
 func (c *viewCase) topNView(name string, src []*relation) (string, string, *relation) {
 	g := c.g
-	var cands []*relation
-	for _, r := range src {
-		if len(r.unique) > 0 {
-			cands = append(cands, r)
-		}
-	}
-	if len(cands) == 0 {
+	r := pickUnique(g, src)
+	if r == nil {
 		return "", "", nil
 	}
-	r := pick(g, cands)
 	s := scopeFor("a", r)
 	var o out
 	for _, u := range r.unique {
@@ -754,16 +748,10 @@ func (c *viewCase) scalarAgg(t typ) (string, bool) {
 // kept is determined (PostgreSQL leaves ties unspecified).
 func (c *viewCase) distinctOnView(name string, src []*relation) (string, string, *relation) {
 	g := c.g
-	var cands []*relation
-	for _, r := range src {
-		if len(r.unique) > 0 {
-			cands = append(cands, r)
-		}
-	}
-	if len(cands) == 0 {
+	r := pickUnique(g, src)
+	if r == nil {
 		return "", "", nil
 	}
-	r := pick(g, cands)
 	s := scopeFor("a", r)
 	var on []string
 	var o out
@@ -795,4 +783,18 @@ func (c *viewCase) distinctOnView(name string, src []*relation) (string, string,
 		rel.unique = append(rel.unique, o.cols[len(on)+i].name)
 	}
 	return "distinct on", body, rel
+}
+
+// pickUnique picks a relation with unique columns (nil when none has).
+func pickUnique(g *gen, src []*relation) *relation {
+	var cands []*relation
+	for _, r := range src {
+		if len(r.unique) > 0 {
+			cands = append(cands, r)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	return pick(g, cands)
 }
