@@ -8,6 +8,7 @@ import (
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/sql/plan"
+	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -143,7 +144,11 @@ func checkStreamable(es ...expr.Expr) error {
 			return unsupported("subqueries in expressions of a materialized view are not supported yet (write them as joins)")
 		}
 	}
-	if name := volatileCall(es...); name != "" {
+	name, tooDeep := volatileCall(es...)
+	if tooDeep {
+		return sqlerr.New(sqlerr.StatementTooComplex, "expression too deeply nested for a materialized view")
+	}
+	if name != "" {
 		return unsupported("volatile function %s() in a materialized view is not supported: a view row keeps the value it had when it was computed", name)
 	}
 	return nil
@@ -475,14 +480,25 @@ func (b *builder) topN(input plan.Node, keys []plan.SortKey, limitE, offsetE exp
 	if err != nil {
 		return nil, err
 	}
-	// Order columns: the sort expressions, then the stream key (a total
-	// order, so ties break the same way on every recomputation).
+	pre, order := orderedInput(in, keys, nil)
+	ex := exchange(pre, Dist{Kind: DistSingle})
+	return &Node{Op: OpTopN, Inputs: []*Node{ex}, Schema: pre.Schema, Key: pre.Key, Dist: Dist{Kind: DistSingle},
+		Order: order, Limit: limit, Offset: offset, InputKey: pre.Key}, nil
+}
+
+// orderedInput prepares in for a top-N: sort keys that are not plain
+// columns become hidden computed columns, and the order is the keys
+// (leaving out the columns in skip) then in's stream key, a total order, so
+// ties break the same way at every recomputation.
+func orderedInput(in *Node, keys []plan.SortKey, skip []int) (*Node, []OrderCol) {
 	exprs := colRefs(in, seq(0, len(in.Schema)))
 	out := slices.Clone(in.Schema)
 	var order []OrderCol
 	for i, k := range keys {
 		if c, ok := k.Expr.(*expr.ColumnRef); ok {
-			order = append(order, OrderCol{Col: c.Index, Desc: k.Desc, NullsFirst: k.NullsFirst})
+			if !slices.Contains(skip, c.Index) {
+				order = append(order, OrderCol{Col: c.Index, Desc: k.Desc, NullsFirst: k.NullsFirst})
+			}
 			continue
 		}
 		exprs = append(exprs, k.Expr)
@@ -492,13 +508,10 @@ func (b *builder) topN(input plan.Node, keys []plan.SortKey, limitE, offsetE exp
 	for _, k := range in.Key {
 		order = append(order, OrderCol{Col: k})
 	}
-	pre := in
-	if len(exprs) > len(in.Schema) {
-		pre = &Node{Op: OpProject, Inputs: []*Node{in}, Schema: out, Key: in.Key, Dist: in.Dist, Exprs: exprs}
+	if len(exprs) == len(in.Schema) {
+		return in, order
 	}
-	ex := exchange(pre, Dist{Kind: DistSingle})
-	return &Node{Op: OpTopN, Inputs: []*Node{ex}, Schema: pre.Schema, Key: pre.Key, Dist: Dist{Kind: DistSingle},
-		Order: order, Limit: limit, Offset: offset, InputKey: pre.Key}, nil
+	return &Node{Op: OpProject, Inputs: []*Node{in}, Schema: out, Key: in.Key, Dist: in.Dist, Exprs: exprs}, order
 }
 
 // distinctOn plans DISTINCT ON (on) ... ORDER BY keys as a top-1 per group
@@ -523,27 +536,8 @@ func (b *builder) distinctOn(n *plan.Distinct) (*Node, error) {
 		}
 		group = append(group, c.Index)
 	}
-	exprs := colRefs(in, seq(0, len(in.Schema)))
-	out := slices.Clone(in.Schema)
-	var order []OrderCol
-	for i, k := range srt.Keys {
-		if c, ok := k.Expr.(*expr.ColumnRef); ok {
-			if !slices.Contains(group, c.Index) { // constant within a group
-				order = append(order, OrderCol{Col: c.Index, Desc: k.Desc, NullsFirst: k.NullsFirst})
-			}
-			continue
-		}
-		exprs = append(exprs, k.Expr)
-		out = append(out, plan.Column{Name: fmt.Sprintf("order_%d", i), Type: k.Expr.Type(), Hidden: true})
-		order = append(order, OrderCol{Col: len(exprs) - 1, Desc: k.Desc, NullsFirst: k.NullsFirst})
-	}
-	for _, k := range in.Key {
-		order = append(order, OrderCol{Col: k})
-	}
-	pre := in
-	if len(exprs) > len(in.Schema) {
-		pre = &Node{Op: OpProject, Inputs: []*Node{in}, Schema: out, Key: in.Key, Dist: in.Dist, Exprs: exprs}
-	}
+	// The group columns are constant within a group: not order keys.
+	pre, order := orderedInput(in, srt.Keys, group)
 	// One row per group: the group columns are a stream key of the output;
 	// the input key keeps rows of a group that changes its first row apart.
 	key := slices.Clone(group)

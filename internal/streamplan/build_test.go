@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/sql"
 	"github.com/runneldb/runnel/internal/sql/parser"
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -91,5 +92,32 @@ func TestBuildRejectsUnsupported(t *testing.T) {
 		if sqlerr.Code(err) != sqlerr.FeatureNotSupported {
 			t.Errorf("%s: err = %v; want 0A000", q, err)
 		}
+	}
+}
+
+// A volatile call or a subquery deep inside an expression is found: the
+// walk over bound expressions once stopped at 64 reflection levels, so
+// now() at the end of a 40-term sum slipped into a view. A walk cut at its
+// bound refuses the view (54001) rather than miss what it did not see.
+func TestBuildSeesDeepExpressions(t *testing.T) {
+	// Sums associate to the left: the first term is the deepest.
+	sum := strings.Repeat(" + id", 300)
+	_, err := planFor(t, "SELECT extract(epoch from now())::int"+sum+" AS x FROM t")
+	if sqlerr.Code(err) != sqlerr.FeatureNotSupported || !strings.Contains(err.Error(), "now()") {
+		t.Errorf("now() under a 300-term sum: err = %v; want 0A000 naming now()", err)
+	}
+	_, err = planFor(t, "SELECT id FROM t WHERE (SELECT max(tid) FROM u)"+sum+" > 0")
+	if err != nil {
+		t.Errorf("scalar subquery under a 300-term sum: %v; want it planned as a join", err)
+	}
+	deep := expr.Expr(&expr.ColumnRef{Index: 0, Typ: types.Int32})
+	for range 5000 {
+		var berr error
+		if deep, berr = expr.NewBinaryOp("+", deep, &expr.Const{Value: types.DInt32(1), Typ: types.Int32}); berr != nil {
+			t.Fatal(berr)
+		}
+	}
+	if _, tooDeep := volatileCall(deep); !tooDeep {
+		t.Errorf("a 5,000-level expression walked completely; want the walk cut and reported")
 	}
 }

@@ -15,64 +15,75 @@ import (
 // now() in a view would not be "now" a second later, and two rows
 // computed in different epochs would disagree. PostgreSQL's plain view
 // evaluates it at every read; no incremental result can match that.
-//
-// Bound expressions come from several packages (expr, the binder's
-// subquery and array helpers) and keep their operands in unexported
-// fields, so the search walks them by reflection rather than knowing
-// every node type.
-func volatileCall(es ...expr.Expr) string {
-	w := &volatileWalker{seen: map[uintptr]bool{}}
+func volatileCall(es ...expr.Expr) (name string, tooDeep bool) {
 	for _, e := range es {
-		if e == nil {
-			continue
-		}
-		if name := w.walk(reflect.ValueOf(e), 0); name != "" {
-			return name
+		tooDeep = !walkBound(e, func(x any) bool {
+			if f, ok := x.(*expr.FuncExpr); ok && f.Volatile() {
+				name = f.Name
+			}
+			return name == ""
+		}) || tooDeep
+		if name != "" {
+			return name, false
 		}
 	}
-	return ""
+	return "", tooDeep
 }
 
-type volatileWalker struct {
-	seen map[uintptr]bool
-}
+// maxWalkDepth bounds walkBound's recursion (I9). The parser refuses
+// statements nested more than 1000 levels (54001), and one level of an
+// expression is a few reflection levels, so a statement that got through
+// stays well below it; past it the walk stops and reports so, and the
+// planner refuses the view rather than miss what the walk did not see.
+const maxWalkDepth = 8192
 
-// maxExprDepth bounds the walk; bound expressions are shallow trees.
-const maxExprDepth = 64
-
-func (w *volatileWalker) walk(v reflect.Value, depth int) string {
-	if depth > maxExprDepth || !v.IsValid() {
-		return ""
+// walkBound calls visit on every pointer reachable from the bound
+// expression e, depth first; visit returns false to not look inside that
+// pointer (and false ends nothing else). Bound expressions come from
+// several packages (expr, the binder's subquery and array helpers) and keep
+// their operands in unexported fields, so the walk uses reflection rather
+// than knowing every node type. It returns false if the walk was cut at
+// maxWalkDepth.
+func walkBound(e expr.Expr, visit func(x any) bool) bool {
+	if e == nil {
+		return true
 	}
-	switch v.Kind() {
-	case reflect.Interface:
-		if v.IsNil() {
-			return ""
+	seen := map[uintptr]bool{}
+	complete := true
+	var walk func(v reflect.Value, depth int)
+	walk = func(v reflect.Value, depth int) {
+		if !v.IsValid() {
+			return
 		}
-		return w.walk(v.Elem(), depth+1)
-	case reflect.Pointer:
-		if v.IsNil() || w.seen[v.Pointer()] {
-			return ""
+		if depth > maxWalkDepth {
+			complete = false
+			return
 		}
-		w.seen[v.Pointer()] = true
-		if f, ok := exported(v).Interface().(*expr.FuncExpr); ok && f.Volatile() {
-			return f.Name
-		}
-		return w.walk(v.Elem(), depth+1)
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			if name := w.walk(v.Field(i), depth+1); name != "" {
-				return name
+		switch v.Kind() {
+		case reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem(), depth+1)
+			}
+		case reflect.Pointer:
+			if v.IsNil() || seen[v.Pointer()] {
+				return
+			}
+			seen[v.Pointer()] = true
+			if visit(exported(v).Interface()) {
+				walk(v.Elem(), depth+1)
+			}
+		case reflect.Struct:
+			for i := 0; i < v.NumField(); i++ {
+				walk(v.Field(i), depth+1)
+			}
+		case reflect.Slice, reflect.Array:
+			for i := 0; i < v.Len(); i++ {
+				walk(v.Index(i), depth+1)
 			}
 		}
-	case reflect.Slice, reflect.Array:
-		for i := 0; i < v.Len(); i++ {
-			if name := w.walk(v.Index(i), depth+1); name != "" {
-				return name
-			}
-		}
 	}
-	return ""
+	walk(reflect.ValueOf(e), 0)
+	return complete
 }
 
 // exported makes a value read from an unexported field usable with

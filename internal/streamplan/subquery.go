@@ -2,7 +2,6 @@ package streamplan
 
 import (
 	"context"
-	"reflect"
 	"slices"
 
 	"github.com/runneldb/runnel/internal/expr"
@@ -199,47 +198,19 @@ func (s *subqueryColumns) EvalSubquery(_ *expr.EvalContext, q *plan.Subquery, ro
 }
 
 // findSubqueries lists the subquery expressions inside e (not looking
-// into their plans). Bound expressions are opaque; like volatileCall, it
-// walks them by reflection.
+// into their plans, nor into expressions already hoisted). A walk cut at
+// its depth bound finds nothing more; checkStreamable then refuses e.
 func findSubqueries(e expr.Expr) []*plan.Subquery {
-	if e == nil {
-		return nil
-	}
 	var out []*plan.Subquery
-	seen := map[uintptr]bool{}
-	var walk func(v reflect.Value, depth int)
-	walk = func(v reflect.Value, depth int) {
-		if depth > maxExprDepth || !v.IsValid() {
-			return
+	walkBound(e, func(x any) bool {
+		switch x := x.(type) {
+		case *plan.Subquery:
+			out = append(out, x)
+			return false
+		case *subqueryColumns:
+			return false
 		}
-		switch v.Kind() {
-		case reflect.Interface:
-			if !v.IsNil() {
-				walk(v.Elem(), depth+1)
-			}
-		case reflect.Pointer:
-			if v.IsNil() || seen[v.Pointer()] {
-				return
-			}
-			seen[v.Pointer()] = true
-			switch x := exported(v).Interface().(type) {
-			case *plan.Subquery:
-				out = append(out, x)
-				return
-			case *subqueryColumns:
-				return // already hoisted
-			}
-			walk(v.Elem(), depth+1)
-		case reflect.Struct:
-			for i := 0; i < v.NumField(); i++ {
-				walk(v.Field(i), depth+1)
-			}
-		case reflect.Slice, reflect.Array:
-			for i := 0; i < v.Len(); i++ {
-				walk(v.Index(i), depth+1)
-			}
-		}
-	}
-	walk(reflect.ValueOf(e), 0)
+		return true
+	})
 	return out
 }
