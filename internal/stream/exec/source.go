@@ -182,24 +182,34 @@ func (s *Source) onExternalBarrier(b *stream.Barrier) (stream.Message, error) {
 	return stream.Message{Barrier: b}, nil
 }
 
+// ready returns what goes out before anything new is read (ok): the end
+// of a stopped actor, a queued message, or a waiting barrier (barriers
+// first: a waiting barrier must not starve behind data).
+func (s *Source) ready() (m stream.Message, ok bool, err error) {
+	if s.stopped {
+		return stream.Message{}, true, stream.ErrStopped
+	}
+	if len(s.pending) > 0 {
+		m = s.pending[0]
+		s.pending = s.pending[1:]
+		return m, true, nil
+	}
+	select {
+	case b := <-s.barriers:
+		m, err = s.onBarrier(b)
+		return m, true, err
+	default:
+		return stream.Message{}, false, nil
+	}
+}
+
 // nextExternal is Next for an external connector: it waits for a barrier
 // or a batch from the split goroutines, never for the network itself.
 func (s *Source) nextExternal(ctx context.Context) (stream.Message, error) {
 	s.ext.start(ctx)
 	for {
-		if s.stopped {
-			return stream.Message{}, stream.ErrStopped
-		}
-		if len(s.pending) > 0 {
-			m := s.pending[0]
-			s.pending = s.pending[1:]
-			return m, nil
-		}
-		// Barriers first: a waiting barrier must not starve behind data.
-		select {
-		case b := <-s.barriers:
-			return s.onBarrier(b)
-		default:
+		if m, ok, err := s.ready(); ok {
+			return m, err
 		}
 		stream.ReportState(ctx, &stream.StateWaitingInput)
 		select {
@@ -252,18 +262,8 @@ func (s *Source) Next(ctx context.Context) (stream.Message, error) {
 		return s.nextExternal(ctx)
 	}
 	for {
-		if s.stopped {
-			return stream.Message{}, stream.ErrStopped
-		}
-		if len(s.pending) > 0 {
-			m := s.pending[0]
-			s.pending = s.pending[1:]
-			return m, nil
-		}
-		select {
-		case b := <-s.barriers:
-			return s.onBarrier(b)
-		default:
+		if m, ok, err := s.ready(); ok {
+			return m, err
 		}
 		if s.reader.Done() {
 			s.once.Do(func() { close(s.finished) })
