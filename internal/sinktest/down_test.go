@@ -75,17 +75,30 @@ func TestTargetDown(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// Past copy_sink's bound (300 rows) its job stops reading: the
-	// barrier after the big insert cannot complete.
-	mustExec(t, rw, "INSERT INTO t SELECT i, i % 5, i FROM generate_series(1000, 1500) g(i)")
-	mustExec(t, rw, "FLUSH")
-	mustExec(t, rw, "INSERT INTO t VALUES (2000, 1, 1)")
-	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	_, err = rw.Exec(fctx, "FLUSH")
-	cancel()
-	if err == nil {
-		t.Fatalf("FLUSH completed although copy_sink's backlog is past its bound")
+	// barrier after the epoch in which the backlog passed the bound cannot
+	// complete. The changes made while the target was down may have passed
+	// it already, so no statement here waits without a deadline (a FLUSH
+	// here once hung CI for 25 minutes); once the big insert (501 rows,
+	// more than the bound by itself) is in the log, a later FLUSH must not
+	// complete.
+	flushWithin := func(sql string) error {
+		fctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		_, err := rw.Exec(fctx, sql)
+		if err != nil {
+			rw = srv.Connect(t) // a cancelled session may be unusable
+		}
+		return err
 	}
-	rw = srv.Connect(t) // the cancelled session may be unusable
+	if err := flushWithin("INSERT INTO t SELECT i, i % 5, i FROM generate_series(1000, 1500) g(i)"); err == nil {
+		if err := flushWithin("FLUSH"); err == nil {
+			if err := flushWithin("INSERT INTO t VALUES (2000, 1, 1)"); err == nil {
+				if flushWithin("FLUSH") == nil {
+					t.Fatalf("FLUSH completed although copy_sink's backlog is past its bound")
+				}
+			}
+		}
+	}
 	if err := cluster.Restart(); err != nil {
 		t.Fatal(err)
 	}
