@@ -29,6 +29,14 @@
 // round every acknowledged statement must be there and every view must
 // equal its query.
 //
+// TestKafkaSourceSIGKILL and TestPostgresCDCSIGKILL do the same to
+// sources (I7, I8): the upstream (a kfake broker in the test process, the
+// wal_level=logical PostgreSQL cluster) keeps producing while Runnel is
+// SIGKILLed at seeded moments and restarted; in the end a table without a
+// key fed by Kafka holds every produced id exactly once (views over the
+// source and the table agree), and a CDC table and its view equal the
+// upstream table and its query (RUNNEL_SOURCE_CRASH_KILLS=N, default 3).
+//
 // Knobs: RUNNEL_CRASH_ITERS=N SIGKILL iterations (default 20, about a
 // minute), RUNNEL_RECOVER_ROUNDS=N (default 6), RUNNEL_CRASH_SEED=S,
 // RUNNEL_CRASH_BIN=path to test a prebuilt binary instead of building
