@@ -33,6 +33,9 @@ func (b *builder) build(n plan.Node) (*Node, error) {
 	} else if h != nil {
 		n = h // see subquery.go
 	}
+	if out, ok, err := b.temporalFilters(n); ok || err != nil {
+		return out, err // see temporal.go
+	}
 	if err := checkNode(n); err != nil {
 		return nil, err
 	}
@@ -149,7 +152,7 @@ func checkStreamable(es ...expr.Expr) error {
 		return sqlerr.New(sqlerr.StatementTooComplex, "expression too deeply nested for a materialized view")
 	}
 	if name != "" {
-		return unsupported("volatile function %s() in a materialized view is not supported: a view row keeps the value it had when it was computed", name)
+		return unsupported("volatile function %s() in a materialized view is not supported: a view row keeps the value it had when it was computed (now() is supported in a WHERE comparison with a column, a temporal filter: WHERE ts > now() - INTERVAL '1 hour')", name)
 	}
 	return nil
 }

@@ -178,6 +178,13 @@ func attributes(n *Node) []string {
 		}
 	case OpFilter:
 		add("predicate: %s", n.Cond)
+	case OpTemporalFilter:
+		add("predicate: %s", n.Cond)
+		if n.Temporal.Expiring {
+			add("expires rows as now() passes: %s", n.Temporal.Key)
+		} else {
+			add("delays rows until now() reaches: %s", n.Temporal.Key)
+		}
 	case OpProject:
 		parts := make([]string, len(n.Exprs))
 		for i, x := range n.Exprs {
@@ -335,6 +342,11 @@ func stateColumnNames(owner *Node, idx int, s *state.Schema) []string {
 		}
 		if owner.Op == OpHashJoin {
 			set(len(in.Schema), "_degree")
+		}
+	case OpTemporalFilter:
+		set(0, "_temporal_key")
+		for i := range in.Schema {
+			set(1+i, colName(in, i))
 		}
 	case OpDistinct:
 		for i, c := range owner.GroupKey {

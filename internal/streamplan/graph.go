@@ -176,6 +176,12 @@ func stateSchemas(n *Node, job string) ([]state.Schema, error) {
 		return []state.Schema{exec.TopNStateSchema(label, n.Inputs[0].Types(), n.GroupKey, columnOrders(n.Order), n.InputKey)}, nil
 	case OpDistinct:
 		return []state.Schema{exec.DistinctStateSchema(label, n.Inputs[0].Types(), n.GroupKey)}, nil
+	case OpTemporalFilter:
+		var dist []int
+		if n.Dist.Kind == DistHash {
+			dist = n.Dist.Keys
+		}
+		return []state.Schema{exec.TemporalFilterStateSchema(label, n.Temporal.Key.Type(), n.Inputs[0].Types(), n.InputKey, dist)}, nil
 	case OpOverWindow:
 		return overWindowStateSchemas(n, label)
 	case OpSource:
@@ -629,6 +635,20 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		owners := f.owners
 		d.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
 		return d, nil
+	case OpTemporalFilter:
+		in, err := input(0)
+		if err != nil {
+			return nil, err
+		}
+		t := n.Temporal
+		tf, err := exec.NewTemporalFilter(in, t.Cond, t.Key, t.Expiring, g.newState(n, 0), env.Location)
+		if err != nil {
+			return nil, err
+		}
+		tf.SetStrict(env.Strict, env.Log) // I6
+		owners := f.owners
+		tf.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
+		return tf, nil
 	case OpOverWindow:
 		in, err := input(0)
 		if err != nil {

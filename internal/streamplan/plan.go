@@ -57,12 +57,13 @@ const (
 	OpMaterialize
 	OpSource // a connector (nexmark, datagen) read by this job
 	OpOverWindow
-	OpHopWindow // HOP in FROM (timewindow.go)
-	OpValues    // a constant relation, emitted once (constant.go)
-	OpSink      // a sink's log store writer, the root of a sink job (sink.go)
+	OpHopWindow      // HOP in FROM (timewindow.go)
+	OpValues         // a constant relation, emitted once (constant.go)
+	OpSink           // a sink's log store writer, the root of a sink job (sink.go)
+	OpTemporalFilter // a comparison with now() (temporal.go)
 )
 
-var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink"}
+var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink", "TemporalFilter"}
 
 func (o Op) String() string { return opNames[o] }
 
@@ -109,9 +110,10 @@ type Node struct {
 	Order     []OrderCol
 	Limit     int64 // OpTopN; -1: no limit
 	Offset    int64
-	Window    *WindowSpec // OpOverWindow
-	Rows      []types.Row // OpValues: the constant rows, stream key included
-	Hop       *HopSpec    // OpHopWindow
+	Window    *WindowSpec   // OpOverWindow
+	Rows      []types.Row   // OpValues: the constant rows, stream key included
+	Hop       *HopSpec      // OpHopWindow
+	Temporal  *TemporalSpec // OpTemporalFilter
 	// SinkAppendOnly: the sink keeps only inserts (OpSink).
 	SinkAppendOnly bool
 
@@ -131,7 +133,7 @@ func (n *Node) Describe() string {
 	switch n.Op {
 	case OpScan, OpSource:
 		fmt.Fprintf(&b, " %s", n.Rel.Name)
-	case OpFilter:
+	case OpFilter, OpTemporalFilter:
 		fmt.Fprintf(&b, " %s", n.Cond)
 	case OpProject:
 		parts := make([]string, len(n.Exprs))
