@@ -22,6 +22,11 @@
 //   - 1, so a partition ending in a marker does not look unfinished.
 //   - A split never read starts where scan.startup.* says, resolved at
 //     open to a concrete offset that is checkpointed at once.
+//   - JSON is parsed with valyala/fastjson (a parser reused per split;
+//     each split stream has its own decoder) and converted field by field
+//     straight into the column's datum; fetches ask for up to 8 MiB per
+//     partition (fetchPartitionBytes: smaller ones made reads
+//     latency-bound, docs/benchmarks.md).
 //   - Malformed records (bad JSON/CSV, over 16 MiB, an upsert delete
 //     without a key) are skipped and reported (connector.Skipped with
 //     partition and offset); a field of the wrong type is NULL.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/valyala/fastjson"
 
 	"github.com/runneldb/runnel/internal/connector"
 	"github.com/runneldb/runnel/internal/types"
@@ -27,7 +28,9 @@ type decoder interface {
 // records are skipped as malformed rather than parsed.
 const maxRecordBytes = 16 << 20
 
-// newDecoder builds the decoder of cfg's format for spec's columns.
+// newDecoder builds the decoder of cfg's format for spec's columns. A
+// decoder keeps parser state (buffers reused from record to record, a CSV
+// partition's header): each split stream has its own.
 func newDecoder(cfg *Config, spec connector.Spec) (decoder, error) {
 	rb := &rowBuilder{cols: spec.Columns, include: cfg.Include, byName: map[string]int{}}
 	for i, c := range spec.Columns {
@@ -37,11 +40,11 @@ func newDecoder(cfg *Config, spec connector.Spec) (decoder, error) {
 	}
 	switch cfg.Format + " " + cfg.Encode {
 	case "plain json":
-		return &plainJSON{rb}, nil
+		return &plainJSON{rb: rb}, nil
 	case "upsert json":
 		return &upsertJSON{rb: rb, pk: spec.PK}, nil
 	case "debezium json":
-		return &debeziumJSON{rb}, nil
+		return &debeziumJSON{rb: rb}, nil
 	case "plain csv":
 		return &plainCSV{rb: rb, delim: cfg.Delimiter, withoutHeader: cfg.WithoutHeader, headers: map[int32][]int{}}, nil
 	case "plain protobuf":
@@ -57,6 +60,8 @@ type rowBuilder struct {
 	include map[string]int
 	// byName maps lower-cased payload column names to indices.
 	byName map[string]int
+	// scratch holds a JSON value's text while it is converted.
+	scratch []byte
 }
 
 func (rb *rowBuilder) isInclude(i int) bool {
@@ -70,7 +75,9 @@ func (rb *rowBuilder) isInclude(i int) bool {
 
 // newRow returns an all-NULL row with the record's INCLUDE columns set.
 func (rb *rowBuilder) newRow(r *kgo.Record) types.Row {
-	row := make(types.Row, len(rb.cols))
+	// One spare slot: the source executor appends the hidden row id
+	// without copying the row.
+	row := make(types.Row, len(rb.cols), len(rb.cols)+1)
 	for i := range row {
 		row[i] = types.NullDatum
 	}
@@ -118,77 +125,57 @@ func headersJSON(hs []kgo.RecordHeader) types.Datum {
 }
 
 // setJSON sets row's payload columns from a JSON object's fields (by
-// name, exact or case-insensitive). Absent fields stay NULL.
-func (rb *rowBuilder) setJSON(row types.Row, obj map[string]json.RawMessage) {
-	for k, raw := range obj {
-		i, ok := rb.byName[k]
+// name, exact or case-insensitive). Absent fields stay NULL; of a field
+// given twice the last counts.
+func (rb *rowBuilder) setJSON(row types.Row, obj *fastjson.Object) {
+	obj.Visit(func(k []byte, v *fastjson.Value) {
+		i, ok := rb.byName[string(k)] // no allocation: a map lookup by a converted []byte
 		if !ok {
-			i, ok = rb.byName[strings.ToLower(k)]
-			if !ok {
-				continue
+			if i, ok = rb.byName[strings.ToLower(string(k))]; !ok {
+				return
 			}
 		}
-		row[i] = jsonDatum(raw, rb.cols[i].Type)
-	}
+		row[i] = rb.jsonDatum(v, rb.cols[i].Type)
+	})
 }
 
-// jsonDatum converts one JSON value to t; a value that does not fit is
-// NULL. Strings are parsed as the type's text form (timestamps, numerics
-// in strings); numbers fit numeric types; objects and arrays fit jsonb.
-func jsonDatum(raw json.RawMessage, t types.Type) types.Datum {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] == 'n' {
+// jsonDatum converts one JSON value to t straight from the parsed bytes;
+// a value that does not fit is NULL (RisingWave's rule). Strings are
+// parsed as the type's text form (timestamps, numerics in strings);
+// numbers fit numeric types (integers exactly: 3.0 and 1e3 fit, 3.5 does
+// not) and timestamps (epoch milliseconds, as RisingWave reads them);
+// true/false fit boolean; objects and arrays fit jsonb only.
+func (rb *rowBuilder) jsonDatum(v *fastjson.Value, t types.Type) types.Datum {
+	kind := v.Type()
+	if kind == fastjson.TypeNull {
 		return types.NullDatum
 	}
 	if t.Kind == types.KindJsonb {
-		s, err := types.ParseJsonb(string(raw))
+		rb.scratch = v.MarshalTo(rb.scratch[:0])
+		s, err := types.ParseJsonb(string(rb.scratch))
 		if err != nil {
 			return types.NullDatum
 		}
 		return types.DJsonb(s)
 	}
 	var text string
-	switch raw[0] {
-	case '"':
-		if err := json.Unmarshal(raw, &text); err != nil {
-			return types.NullDatum
-		}
+	switch kind {
+	case fastjson.TypeString:
+		b := v.GetStringBytes()
 		if t.Kind == types.KindBytea {
-			return types.DBytea([]byte(text))
+			return types.DBytea(b)
 		}
-	case 't', 'f':
+		text = string(b)
+	case fastjson.TypeTrue, fastjson.TypeFalse:
 		if t.Kind != types.KindBool {
 			return types.NullDatum
 		}
-		text = string(raw)
-	case '{', '[':
+		return types.DBool(kind == fastjson.TypeTrue)
+	case fastjson.TypeNumber:
+		rb.scratch = v.MarshalTo(rb.scratch[:0]) // the number's text as sent
+		return numberDatum(rb.scratch, t)
+	default: // an object or an array
 		return types.NullDatum
-	default: // a number
-		switch t.Kind {
-		case types.KindInt16, types.KindInt32, types.KindInt64, types.KindFloat32, types.KindFloat64, types.KindNumeric:
-			text = string(raw)
-			isInt := t.Kind == types.KindInt16 || t.Kind == types.KindInt32 || t.Kind == types.KindInt64
-			if isInt && strings.ContainsAny(text, ".eE") {
-				// 3.0 or 1e3 for an integer column: exact values only.
-				f, err := strconv.ParseFloat(text, 64)
-				if err != nil || f != float64(int64(f)) {
-					return types.NullDatum
-				}
-				text = strconv.FormatInt(int64(f), 10)
-			}
-		case types.KindTimestamp, types.KindTimestamptz:
-			// An epoch number: milliseconds, as RisingWave reads them.
-			ms, err := strconv.ParseInt(string(raw), 10, 64)
-			if err != nil {
-				return types.NullDatum
-			}
-			if t.Kind == types.KindTimestamp {
-				return types.DTimestamp(ms * 1000)
-			}
-			return types.DTimestamptz(ms * 1000)
-		default:
-			return types.NullDatum
-		}
 	}
 	d, err := types.ParseText(text, t, nil)
 	if err != nil {
@@ -197,16 +184,70 @@ func jsonDatum(raw json.RawMessage, t types.Type) types.Datum {
 	return d
 }
 
-// decodeObject parses a JSON object; errMalformed when it is not one.
-func decodeObject(b []byte) (map[string]json.RawMessage, error) {
+// numberDatum converts a JSON number's text to t (see jsonDatum).
+func numberDatum(raw []byte, t types.Type) types.Datum {
+	switch t.Kind {
+	case types.KindInt16, types.KindInt32, types.KindInt64:
+		var n int64
+		if bytes.ContainsAny(raw, ".eE") {
+			// 3.0 or 1e3 for an integer column: exact values only.
+			f, err := strconv.ParseFloat(string(raw), 64)
+			if err != nil || f != float64(int64(f)) {
+				return types.NullDatum
+			}
+			n = int64(f)
+		} else {
+			var err error
+			if n, err = strconv.ParseInt(string(raw), 10, 64); err != nil {
+				return types.NullDatum
+			}
+		}
+		switch {
+		case t.Kind == types.KindInt64:
+			return types.DInt64(n)
+		case t.Kind == types.KindInt32 && n == int64(int32(n)):
+			return types.DInt32(int32(n))
+		case t.Kind == types.KindInt16 && n == int64(int16(n)):
+			return types.DInt16(int16(n))
+		}
+		return types.NullDatum
+	case types.KindFloat64:
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return types.NullDatum
+		}
+		return types.DFloat64(f)
+	case types.KindFloat32, types.KindNumeric:
+		d, err := types.ParseText(string(raw), t, nil)
+		if err != nil {
+			return types.NullDatum
+		}
+		return d
+	case types.KindTimestamp, types.KindTimestamptz:
+		ms, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil {
+			return types.NullDatum
+		}
+		if t.Kind == types.KindTimestamp {
+			return types.DTimestamp(ms * 1000)
+		}
+		return types.DTimestamptz(ms * 1000)
+	}
+	return types.NullDatum
+}
+
+// parseObject parses a JSON object with p (valid until p's next parse);
+// an error when the record is too large, not JSON, or not an object.
+func parseObject(p *fastjson.Parser, b []byte) (*fastjson.Object, error) {
 	if len(b) > maxRecordBytes {
 		return nil, fmt.Errorf("record of %d bytes exceeds %d", len(b), maxRecordBytes)
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(b, &obj); err != nil {
+	v, err := p.ParseBytes(b)
+	if err != nil {
 		return nil, fmt.Errorf("invalid JSON: %v", err)
 	}
-	if obj == nil {
+	obj, err := v.Object()
+	if err != nil {
 		return nil, errors.New("not a JSON object")
 	}
 	return obj, nil
@@ -214,10 +255,13 @@ func decodeObject(b []byte) (map[string]json.RawMessage, error) {
 
 // plainJSON: FORMAT PLAIN ENCODE JSON — each value is a JSON object, one
 // inserted row.
-type plainJSON struct{ rb *rowBuilder }
+type plainJSON struct {
+	rb *rowBuilder
+	p  fastjson.Parser
+}
 
 func (d *plainJSON) decode(r *kgo.Record, out *types.Chunk) error {
-	obj, err := decodeObject(r.Value)
+	obj, err := parseObject(&d.p, r.Value)
 	if err != nil {
 		return err
 	}
@@ -234,11 +278,13 @@ func (d *plainJSON) decode(r *kgo.Record, out *types.Chunk) error {
 type upsertJSON struct {
 	rb *rowBuilder
 	pk []int
+	p  fastjson.Parser // the value
+	kp fastjson.Parser // the key
 }
 
 func (d *upsertJSON) decode(r *kgo.Record, out *types.Chunk) error {
 	if r.Value != nil {
-		obj, err := decodeObject(r.Value)
+		obj, err := parseObject(&d.p, r.Value)
 		if err != nil {
 			return err
 		}
@@ -252,9 +298,7 @@ func (d *upsertJSON) decode(r *kgo.Record, out *types.Chunk) error {
 		return errors.New("upsert delete (null value) without a key")
 	}
 	row := d.rb.newRow(r)
-	if err := d.keyFromRecord(r, row); err != nil {
-		return err
-	}
+	d.keyFromRecord(r, row)
 	for _, k := range d.pk {
 		if row[k].IsNull() {
 			return fmt.Errorf("upsert delete: key %q lacks column %s", r.Key, d.rb.cols[k].Name)
@@ -265,9 +309,9 @@ func (d *upsertJSON) decode(r *kgo.Record, out *types.Chunk) error {
 }
 
 // keyFromRecord fills key columns missing from row from the record key.
-func (d *upsertJSON) keyFromRecord(r *kgo.Record, row types.Row) error {
+func (d *upsertJSON) keyFromRecord(r *kgo.Record, row types.Row) {
 	if r.Key == nil {
-		return nil
+		return
 	}
 	missing := false
 	for _, k := range d.pk {
@@ -275,60 +319,66 @@ func (d *upsertJSON) keyFromRecord(r *kgo.Record, row types.Row) error {
 			missing = true
 		}
 	}
-	if !missing {
-		return nil
+	if !missing || len(r.Key) > maxRecordBytes {
+		return
 	}
-	if obj, err := decodeObject(r.Key); err == nil {
+	v, err := d.kp.ParseBytes(r.Key)
+	if err == nil && v.Type() == fastjson.TypeObject {
 		for _, k := range d.pk {
-			if raw, ok := obj[d.rb.cols[k].Name]; ok && row[k].IsNull() {
-				row[k] = jsonDatum(raw, d.rb.cols[k].Type)
+			if f := v.Get(d.rb.cols[k].Name); f != nil && row[k].IsNull() {
+				row[k] = d.rb.jsonDatum(f, d.rb.cols[k].Type)
 			}
 		}
-		return nil
+		return
 	}
 	if len(d.pk) == 1 && row[d.pk[0]].IsNull() {
 		k := d.pk[0]
-		row[k] = jsonDatum(json.RawMessage(r.Key), d.rb.cols[k].Type)
+		if err == nil {
+			row[k] = d.rb.jsonDatum(v, d.rb.cols[k].Type)
+		}
 		if row[k].IsNull() {
 			if v, err := types.ParseText(string(r.Key), d.rb.cols[k].Type, nil); err == nil {
 				row[k] = v
 			}
 		}
 	}
-	return nil
 }
 
 // debeziumJSON: FORMAT DEBEZIUM ENCODE JSON — Debezium change events,
 // with or without the schema envelope ({"payload": {...}}): op c/r
 // inserts after, u replaces before by after, d deletes before. A null
 // value (Kafka tombstone after a delete) is ignored.
-type debeziumJSON struct{ rb *rowBuilder }
+type debeziumJSON struct {
+	rb *rowBuilder
+	p  fastjson.Parser
+}
 
 func (d *debeziumJSON) decode(r *kgo.Record, out *types.Chunk) error {
 	if r.Value == nil {
 		return nil
 	}
-	obj, err := decodeObject(r.Value)
+	obj, err := parseObject(&d.p, r.Value)
 	if err != nil {
 		return err
 	}
-	if p, ok := obj["payload"]; ok {
-		if obj, err = decodeObject(p); err != nil {
-			return fmt.Errorf("debezium payload: %v", err)
+	if p := obj.Get("payload"); p != nil {
+		if obj, err = p.Object(); err != nil {
+			return errors.New("debezium payload: not a JSON object")
 		}
 	}
-	var op string
-	if err := json.Unmarshal(obj["op"], &op); err != nil {
+	opv := obj.Get("op")
+	if opv == nil || opv.Type() != fastjson.TypeString {
 		return errors.New("debezium event without op")
 	}
+	op := string(opv.GetStringBytes())
 	image := func(field string) (types.Row, error) {
-		raw := bytes.TrimSpace(obj[field])
-		if len(raw) == 0 || raw[0] == 'n' {
+		v := obj.Get(field)
+		if v == nil || v.Type() == fastjson.TypeNull {
 			return nil, nil
 		}
-		o, err := decodeObject(raw)
+		o, err := v.Object()
 		if err != nil {
-			return nil, fmt.Errorf("debezium %s: %v", field, err)
+			return nil, fmt.Errorf("debezium %s: not a JSON object", field)
 		}
 		row := d.rb.newRow(r)
 		d.rb.setJSON(row, o)
