@@ -686,16 +686,18 @@ func mentionsScope(e string, s scope) bool {
 	return false
 }
 
-// subqueryView filters or extends a relation with an uncorrelated scalar
-// subquery over another (a global aggregate or ORDER BY ... LIMIT 1),
-// which a view maintains as a join with the subquery's one row.
+// subqueryView filters or extends a relation with a scalar subquery over
+// another: uncorrelated (a global aggregate or ORDER BY ... LIMIT 1),
+// which a view maintains as a join with the subquery's one row, or an
+// aggregate correlated by equalities with the outer row, which a view
+// maintains grouped by the correlation and LEFT-joined back.
 func (c *viewCase) subqueryView(name string, src *relation) (string, string, *relation) {
 	g := c.g
 	s := scopeFor("a", src)
 	var o out
 	uniq := keepUnique(g, src, "a", &o)
 	t := g.someType(s)
-	sub, ok := c.scalarAgg(t)
+	sub, ok := c.scalarAgg(t, s)
 	if !ok {
 		return "", "", nil
 	}
@@ -718,27 +720,53 @@ func (c *viewCase) subqueryView(name string, src *relation) (string, string, *re
 	return "scalar subquery", body, r
 }
 
-// scalarAgg returns an uncorrelated subquery of type t that returns one
-// row by its form, over a random source.
-func (c *viewCase) scalarAgg(t typ) (string, bool) {
+// scalarAgg returns a subquery of type t that returns one row by its
+// form, over a random source; sometimes an aggregate correlated with the
+// enclosing scope outer by one or two equalities.
+func (c *viewCase) scalarAgg(t typ, outer scope) (string, bool) {
 	g := c.g
 	tb := pick(g, c.sources())
 	a := g.alias()
 	inner := scopeFor(a, tb)
-	where := ""
+	var conds []string
 	if g.chance(0.4) {
-		where = " WHERE " + g.pred(inner, 1)
+		conds = append(conds, g.pred(inner, 1))
+	}
+	correlated := g.chance(0.5)
+	if correlated {
+		for range 1 + g.intn(2) {
+			o := pick(g, outer)
+			same := inner.of(o.typ)
+			if len(same) == 0 {
+				return "", false
+			}
+			eq := fmt.Sprintf("%s = %s", pick(g, same).ref, o.ref)
+			if g.chance(0.5) {
+				eq = fmt.Sprintf("%s = %s", o.ref, pick(g, same).ref)
+			}
+			conds = append(conds, eq)
+		}
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
 	}
 	if t == tBig && g.chance(0.4) {
-		return fmt.Sprintf("(SELECT count(*) FROM %s %s%s)", tb.name, a, where), true
+		if g.chance(0.5) {
+			return fmt.Sprintf("(SELECT count(*) FROM %s %s%s)", tb.name, a, where), true
+		}
+		return fmt.Sprintf("(SELECT count(*) * 2 + 1 FROM %s %s%s)", tb.name, a, where), true
 	}
 	cols := inner.of(t)
 	if len(cols) == 0 {
 		return "", false
 	}
 	col := pick(g, cols).ref
-	if g.chance(0.7) && t != tBool { // PostgreSQL has no min/max(boolean)
+	if (correlated || g.chance(0.7)) && t != tBool { // PostgreSQL has no min/max(boolean)
 		return fmt.Sprintf("(SELECT %s(%s) FROM %s %s%s)", pick(g, []string{"min", "max"}), col, tb.name, a, where), true
+	}
+	if correlated {
+		return "", false // LIMIT 1 under a correlation is not maintained
 	}
 	return fmt.Sprintf("(SELECT %s FROM %s %s%s ORDER BY 1 LIMIT 1)", col, tb.name, a, where), true
 }

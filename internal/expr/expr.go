@@ -61,6 +61,10 @@ func (c *Const) String() string {
 	if c.Value.IsNull() {
 		return "NULL"
 	}
+	if c.Value.Kind() == types.KindInterval {
+		// As PostgreSQL's EXPLAIN shows it: '01:00:00'::interval.
+		return "'" + types.FormatText(c.Value, c.Typ, nil) + "'::" + c.Typ.Name()
+	}
 	return c.Value.String() + "::" + c.Typ.Name()
 }
 

@@ -58,6 +58,12 @@ func TestBuildKeysAndExchanges(t *testing.T) {
 		{"SELECT v FROM t ORDER BY v DESC LIMIT 3", []string{"StreamMaterialize", "StreamTopN", "limit 3", "StreamExchange dist single"}},
 		{"SELECT g FROM t UNION ALL SELECT tid FROM u", []string{"StreamMaterialize", "StreamUnionAll"}},
 		{"SELECT DISTINCT g FROM t", []string{"StreamMaterialize", "StreamDistinct", "StreamExchange dist hash[0]"}},
+		// A correlated aggregate subquery: grouped by the correlation and
+		// LEFT-joined on it (correlated.go).
+		{"SELECT id, (SELECT max(tid) FROM u WHERE u.tid = t.g) FROM t", []string{"StreamMaterialize", "StreamProject", "StreamHashJoin Left", "StreamScan t", "StreamHashAgg group key [0]", "StreamScan u"}},
+		{"SELECT id FROM t WHERE v > (SELECT count(*) FROM u WHERE t.g = u.tid AND u.w <> 'x')", []string{"StreamFilter", "StreamHashJoin Left", "StreamHashAgg", "StreamFilter", "StreamScan u"}},
+		// A temporal filter (temporal.go).
+		{"SELECT id FROM t WHERE v > 0 AND now() - INTERVAL '1 hour' < to_timestamp(v)", []string{"StreamTemporalFilter", "StreamExchange dist hash[0]", "StreamFilter", "StreamScan t"}},
 	}
 	for _, c := range cases {
 		n, err := planFor(t, c.query)
@@ -85,8 +91,12 @@ func TestBuildKeysAndExchanges(t *testing.T) {
 func TestBuildRejectsUnsupported(t *testing.T) {
 	for _, q := range []string{
 		"SELECT * FROM t WHERE id NOT IN (SELECT tid FROM u)",
-		"SELECT id, (SELECT max(tid) FROM u WHERE u.tid = t.g) FROM t",
+		"SELECT id, (SELECT max(tid) FROM u WHERE u.tid > t.g) FROM t",                     // correlated by a non-equality
+		"SELECT id, (SELECT max(tid + t.v) FROM u WHERE u.tid = t.g) FROM t",               // the outer row in an aggregate
+		"SELECT id, (SELECT tid FROM u WHERE u.tid = t.g LIMIT 1) FROM t",                  // not an aggregate
+		"SELECT id, (SELECT max(tid) FROM u WHERE u.tid = t.g HAVING count(*) > 1) FROM t", // HAVING
 		"SELECT g FROM t INTERSECT ALL SELECT tid FROM u",
+		"SELECT id FROM t WHERE to_timestamp(v) > now() OR v > 1", // now() outside a conjunct
 	} {
 		_, err := planFor(t, q)
 		if sqlerr.Code(err) != sqlerr.FeatureNotSupported {

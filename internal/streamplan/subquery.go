@@ -37,7 +37,8 @@ import (
 // aggregate (possibly under Project/Filter), a LIMIT 0 or 1, or a one-row
 // VALUES. Another scalar subquery could fail at run time with 21000 in
 // PostgreSQL; a view cannot fail later for data it accepted, so it is
-// refused when created. Correlated subqueries are refused as before.
+// refused when created. Correlated aggregate subqueries become a grouped
+// join (correlated.go); other correlated ones are refused.
 
 // hoistScalarSubqueries rewrites a Filter or Project node whose
 // expressions hold uncorrelated scalar subqueries as described above; it
@@ -83,15 +84,16 @@ func hoistScalarSubqueries(n plan.Node) (plan.Node, error) {
 	return nil, nil
 }
 
-// joinSubqueries LEFT-joins in with every distinct uncorrelated scalar
-// subquery found in es, one column each after in's columns. It returns a
-// nil plan when es holds none (or only ones the planner refuses later:
-// correlated or non-scalar).
-func joinSubqueries(in plan.Node, es []expr.Expr) (plan.Node, map[*plan.Subquery]int, error) {
+// joinSubqueries LEFT-joins in with every distinct scalar subquery found
+// in es, uncorrelated ones (one column each after in's columns) and
+// correlated ones that decorrelate (correlated.go: their keys, value and
+// match marker). It returns a nil plan when es holds none (or only ones
+// the planner refuses later: other correlated or non-scalar ones).
+func joinSubqueries(in plan.Node, es []expr.Expr) (plan.Node, map[*plan.Subquery]subquerySlot, error) {
 	var subs []*plan.Subquery
 	for _, e := range es {
 		for _, s := range findSubqueries(e) {
-			if s.Correlated || s.Kind != plan.ScalarSubquery {
+			if s.Kind != plan.ScalarSubquery {
 				return nil, nil, nil // checkStreamable refuses it
 			}
 			if !slices.Contains(subs, s) {
@@ -102,12 +104,9 @@ func joinSubqueries(in plan.Node, es []expr.Expr) (plan.Node, map[*plan.Subquery
 	if len(subs) == 0 {
 		return nil, nil, nil
 	}
-	slots := map[*plan.Subquery]int{}
+	slots := map[*plan.Subquery]subquerySlot{}
 	cur := in
 	for _, s := range subs {
-		if !atMostOneRow(s.Plan) {
-			return nil, nil, unsupported("a scalar subquery in a materialized view must return at most one row by its form (an aggregate without GROUP BY, or LIMIT 1): %s", s.Label)
-		}
 		sub := s.Plan
 		visible := 0
 		for _, c := range sub.Schema() {
@@ -128,13 +127,45 @@ func joinSubqueries(in plan.Node, es []expr.Expr) (plan.Node, map[*plan.Subquery
 			}
 		}
 		c := sub.Schema()[col]
+		if s.Correlated {
+			d := decorrelateScalar(s, col)
+			if d == nil {
+				return nil, nil, nil // checkStreamable refuses it
+			}
+			right := d.plan.Schema()
+			nk := len(d.outerKeys)
+			rightKeys := make([]expr.Expr, nk)
+			for i := range rightKeys {
+				rightKeys[i] = &expr.ColumnRef{Index: i, Typ: right[i].Type, Name: right[i].Name}
+			}
+			w := len(cur.Schema())
+			slots[s] = subquerySlot{col: w + nk, marker: w + nk + 1, empty: d.empty}
+			out := slices.Clone(cur.Schema())
+			for _, rc := range right {
+				out = append(out, plan.Column{Name: rc.Name, Type: rc.Type, Hidden: true})
+			}
+			cur = &plan.Join{Kind: plan.LeftJoin, Left: cur, Right: d.plan, LeftKeys: d.outerKeys, RightKeys: rightKeys, Out: out}
+			continue
+		}
+		if !atMostOneRow(s.Plan) {
+			return nil, nil, unsupported("a scalar subquery in a materialized view must return at most one row by its form (an aggregate without GROUP BY, or LIMIT 1): %s", s.Label)
+		}
 		one := &plan.Project{Input: sub, Exprs: []expr.Expr{&expr.ColumnRef{Index: col, Typ: c.Type, Name: c.Name}},
 			Out: plan.Schema{{Name: c.Name, Type: c.Type}}}
-		slots[s] = len(cur.Schema())
+		slots[s] = subquerySlot{col: len(cur.Schema()), marker: -1}
 		out := append(slices.Clone(cur.Schema()), plan.Column{Name: "scalar_subquery", Type: c.Type, Hidden: true})
 		cur = &plan.Join{Kind: plan.LeftJoin, Left: cur, Right: one, Out: out}
 	}
 	return cur, slots, nil
+}
+
+// subquerySlot is where a hoisted subquery's value is in the joined row.
+type subquerySlot struct {
+	col int
+	// marker, when >= 0, is a column that is NULL when the outer row found
+	// no group of a decorrelated subquery: the value is then empty.
+	marker int
+	empty  types.Datum
 }
 
 // atMostOneRow reports whether n returns at most one row by its form.
@@ -170,7 +201,7 @@ func constAtMostOne(e expr.Expr) bool {
 // each of its scalar subqueries at slots[subquery].
 type subqueryColumns struct {
 	inner expr.Expr
-	slots map[*plan.Subquery]int
+	slots map[*plan.Subquery]subquerySlot
 }
 
 func (s *subqueryColumns) Type() types.Type { return s.inner.Type() }
@@ -190,11 +221,14 @@ func (s *subqueryColumns) Eval(ctx *expr.EvalContext, row types.Row) (types.Datu
 
 // EvalSubquery reads the subquery's value from its column.
 func (s *subqueryColumns) EvalSubquery(_ *expr.EvalContext, q *plan.Subquery, row types.Row) (types.Datum, error) {
-	i, ok := s.slots[q]
-	if !ok || i >= len(row) {
+	slot, ok := s.slots[q]
+	if !ok || slot.col >= len(row) || slot.marker >= len(row) {
 		return types.NullDatum, sqlerr.Errorf(sqlerr.InternalError, "scalar subquery %s has no column in the view's row", q.Label)
 	}
-	return row[i], nil
+	if slot.marker >= 0 && row[slot.marker].IsNull() {
+		return slot.empty, nil
+	}
+	return row[slot.col], nil
 }
 
 // findSubqueries lists the subquery expressions inside e (not looking
