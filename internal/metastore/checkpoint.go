@@ -3,8 +3,12 @@ package metastore
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/runneldb/runnel/internal/panics"
 )
 
 // walCheckpointInterval is how often the SQLite WAL is checkpointed in the
@@ -35,6 +39,9 @@ func startCheckpointer(db *sql.DB, interval time.Duration) *checkpointer {
 	return c
 }
 
+// checkpointSite names the checkpointer's rounds for panics.Arm.
+const checkpointSite = "metastore.checkpoint"
+
 func (c *checkpointer) loop() {
 	defer c.wg.Done()
 	t := time.NewTicker(c.interval)
@@ -45,8 +52,16 @@ func (c *checkpointer) loop() {
 			return
 		case <-t.C:
 			// An error (the database busy or closing) is retried at the
-			// next tick; the WAL only grows meanwhile.
-			_, _ = c.checkpoint(context.Background())
+			// next tick; the WAL only grows meanwhile. So is a panic: this
+			// goroutine is no actor's, and a panic here must not end the
+			// process (I6); commits stay durable without checkpoints.
+			err := panics.Catch(checkpointSite, func() error {
+				_, err := c.checkpoint(context.Background())
+				return err
+			})
+			if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+				slog.Error("metastore: WAL checkpoint panicked; retrying at the next tick", "err", err, "stack", string(pe.Stack))
+			}
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/runneldb/runnel/internal/panics"
 )
 
 // TestSQLiteCommitsDoNotCheckpoint: a commit never copies the WAL into the
@@ -72,5 +74,30 @@ func TestSQLiteCommitsDoNotCheckpoint(t *testing.T) {
 	var n int
 	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM blobs`).Scan(&n); err != nil || n != 8 {
 		t.Fatalf("rows: %d %v", n, err)
+	}
+}
+
+// TestCheckpointerSurvivesPanic: a panicking checkpoint round is logged and
+// the next tick checkpoints again (I6); without the recover in loop this
+// test binary dies.
+func TestCheckpointerSurvivesPanic(t *testing.T) {
+	defer panics.Arm(checkpointSite, 2)()
+	db, err := openSQLite(context.Background(), filepath.Join(t.TempDir(), "meta.db"), 5*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		db.ckpt.mu.Lock()
+		runs := db.ckpt.runs
+		db.ckpt.mu.Unlock()
+		if runs >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d checkpoints after two panicked; want the loop to go on", runs)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a counter, not ordering a race
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runneldb/runnel/internal/panics"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream/exec"
 	"github.com/runneldb/runnel/internal/stream/state"
@@ -204,6 +205,14 @@ func (w *Worker) handled(through uint64, rows int64, delivered uint64, truncs []
 	w.below = make(chan struct{})
 }
 
+// deliverSite names the sink workers' units of work for panics.Arm.
+const deliverSite = "sink.deliver"
+
+// run delivers until ctx ends. The target's code runs on this goroutine,
+// outside any actor: a panic in it (a connector bug, a value it cannot
+// encode) is a delivery failure like any other — logged with its stack,
+// shown in rw_sinks, retried after the backoff (I6, I9). The epoch stays in
+// the log store until a round delivers it (I8).
 func (w *Worker) run(ctx context.Context) {
 	backoff := retryMin
 	opened := false
@@ -211,7 +220,11 @@ func (w *Worker) run(ctx context.Context) {
 	var seen uint64
 	for {
 		if !opened {
-			has, err := w.cfg.Target.Open(ctx)
+			var has uint64
+			err := panics.Catch(deliverSite, func() (err error) {
+				has, err = w.cfg.Target.Open(ctx)
+				return err
+			})
 			if err == nil {
 				opened, targetHas = true, has
 				w.mu.Lock()
@@ -239,7 +252,7 @@ func (w *Worker) run(ctx context.Context) {
 			}
 		}
 		if rescan {
-			if err := w.count(ctx, committed); err != nil {
+			if err := panics.Catch(deliverSite, func() error { return w.count(ctx, committed) }); err != nil {
 				w.Rebuilt()
 				if !w.failed(ctx, err, &backoff) {
 					return
@@ -247,7 +260,7 @@ func (w *Worker) run(ctx context.Context) {
 				continue
 			}
 		}
-		err := w.round(ctx, committed, rescan, targetHas)
+		err := panics.Catch(deliverSite, func() error { return w.round(ctx, committed, rescan, targetHas) })
 		if err == nil {
 			seen = committed
 			backoff = retryMin
@@ -279,6 +292,9 @@ func (w *Worker) failed(ctx context.Context, err error, backoff *time.Duration) 
 	w.stat.Retries++
 	retries := w.stat.Retries
 	w.mu.Unlock()
+	if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+		w.cfg.Log.Error("sink: delivery panicked; retrying", "sink", w.cfg.Name, "err", err, "stack", string(pe.Stack))
+	}
 	if retries == 1 || retries%20 == 0 {
 		w.cfg.Log.Warn("sink: delivery failed; retrying", "sink", w.cfg.Name, "err", err, "retries", retries)
 	}

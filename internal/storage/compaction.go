@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/metastore"
+	"github.com/runneldb/runnel/internal/panics"
 )
 
 // ErrTooLate is returned by CompactionJob.Cancel when the job had already
@@ -601,6 +602,9 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 // after a compaction — a point read of an UPDATE, typically after an idle
 // spell in which compactions ran — does not pay for opening them. Called
 // from a running job (e.bg is held), so Close waits for it.
+// warmSite names the warming goroutine's units for panics.Arm.
+const warmSite = "storage.warm"
+
 func (e *Engine) warmOutputs(metas []*SSTMeta) {
 	if len(metas) == 0 || e.opts.DisableAutoCompaction {
 		return
@@ -614,7 +618,12 @@ func (e *Engine) warmOutputs(metas []*SSTMeta) {
 				return
 			default:
 			}
-			if _, err := e.tc.get(context.Background(), m); err != nil {
+			// A panic opening the object (pebble on a damaged file) is
+			// logged; the read that needs it reports the damage (I6).
+			err := panics.Catch(warmSite, func() error { _, err := e.tc.get(context.Background(), m); return err })
+			if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+				e.log.Error("storage: warming a compaction output panicked", "object", objectKey(m.ID), "err", err, "stack", string(pe.Stack))
+			} else if err != nil {
 				e.log.Debug("storage: warming a compaction output", "object", objectKey(m.ID), "err", err)
 			}
 		}

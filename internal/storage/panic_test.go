@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/objstore"
+	"github.com/runneldb/runnel/internal/panics"
 )
 
 // I6, I1: a compaction that panics is a failed job, not a dead process:
@@ -124,4 +125,24 @@ func TestIterHonoursCancellation(t *testing.T) {
 		}
 		it.Close()
 	}
+}
+
+// I6: warming a compaction's outputs runs on its own goroutine; a panic
+// there is logged and the engine reads and compacts on. Without the
+// recover in warmOutputs this test binary dies.
+func TestWarmOutputsSurvivesPanic(t *testing.T) {
+	defer panics.Arm(warmSite, 1)()
+	e := openEngine(t, objstore.NewMem(), openMeta(t), func(o *Options) { o.TargetFileSize = 4 << 10; o.DisableAutoCompaction = false })
+	model := fillForCompaction(t, e)
+	if _, err := e.Compact(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for panics.Remaining(warmSite) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no compaction output was warmed")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a counter, not ordering a race
+	}
+	verifyModel(t, e, model)
 }

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+
+	"github.com/runneldb/runnel/internal/panics"
 )
 
 // Actor runs a chain of executors in one goroutine and sends its output to
@@ -79,7 +81,11 @@ func (a *Actor) Run(ctx context.Context, c Collector) {
 				return
 			}
 			a.setState(&StateFailed)
-			c.Failed(&ActorFailure{Actor: a.ID, Job: a.Job, Err: err})
+			f := &ActorFailure{Actor: a.ID, Job: a.Job, Err: err}
+			if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+				f.Stack = string(pe.Stack) // a panic on a goroutine of the actor's (I6)
+			}
+			c.Failed(f)
 			return
 		}
 		if err := a.Dispatch.Dispatch(ctx, msg); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/runneldb/runnel/internal/panics"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -127,6 +128,11 @@ type Reader struct {
 
 	acked atomic.Uint64 // LSN committed by Runnel: what PostgreSQL may forget
 
+	// emitted is the state of the last batch handed to Next (run's
+	// goroutine only): a session that panicked resumes from it.
+	emitted    State
+	hasEmitted bool
+
 	mu     sync.Mutex
 	status Status
 
@@ -220,13 +226,29 @@ const (
 	maxBackoff = 10 * time.Second
 )
 
+// sessionSite names the reader's sessions for panics.Arm.
+const sessionSite = "pgcdc.session"
+
 func (r *Reader) run(ctx context.Context, st State) {
 	defer close(r.done)
 	backoff := minBackoff
 	for {
 		var err error
 		healthy := time.Now()
-		st, err = r.session(ctx, st)
+		// The session runs the upstream's bytes through decoders on this
+		// goroutine, outside any actor: a panic in it fails this session
+		// (logged, shown in the status, retried after the backoff) and
+		// never ends the process (I9).
+		err = panics.Catch(sessionSite, func() (err error) {
+			st, err = r.session(ctx, st)
+			return err
+		})
+		if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+			if r.hasEmitted {
+				st = r.emitted // what the session returns on an error
+			}
+			r.opt.Logger.Error("postgres-cdc: session panicked", "table", r.opt.Name, "err", err, "stack", string(pe.Stack))
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -265,6 +287,7 @@ func (r *Reader) session(ctx context.Context, st State) (State, error) {
 func (r *Reader) emit(ctx context.Context, b Batch) error {
 	select {
 	case r.out <- b:
+		r.emitted, r.hasEmitted = b.State, true
 		r.setStatus(func(s *Status) { s.Phase, s.Received = b.State.Phase, b.State.LSN })
 		return nil
 	case <-ctx.Done():

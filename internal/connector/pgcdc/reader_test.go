@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/runneldb/runnel/internal/panics"
 	"github.com/runneldb/runnel/internal/testutil/pgtest"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -511,6 +512,28 @@ func TestUnreachableRetries(t *testing.T) {
 			t.Fatalf("status %+v; want retries with a connection error", s)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSessionPanicRetries: a panic in a session (decoding the upstream's
+// bytes runs on the reader's goroutine, outside any actor) is that
+// session's failure, shown in the status and retried; without the recover
+// in run this test binary dies (I9).
+func TestSessionPanicRetries(t *testing.T) {
+	defer panics.Arm(sessionSite, 1<<30)()
+	cfg := Config{Host: "127.0.0.1", Port: 1, User: "x", Database: "x", Schema: "public", Table: "t", Slot: "s", Publication: "p"}
+	r := Start(cfg, testCols, []int{0}, nil, Options{})
+	defer r.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := r.Status()
+		if s.Retries >= 2 && strings.Contains(s.Err, "pgcdc.session panicked") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %+v; want retries after the panics", s)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a status, not ordering a race
 	}
 }
 

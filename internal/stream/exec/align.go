@@ -2,9 +2,11 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
+	"github.com/runneldb/runnel/internal/panics"
 	"github.com/runneldb/runnel/internal/stream"
 )
 
@@ -41,6 +43,7 @@ type aligner struct {
 }
 
 type pump struct {
+	name string // "<identity> input <i>", for errors
 	in   stream.Executor
 	req  chan struct{}
 	resp chan pumpResult
@@ -54,11 +57,14 @@ type pumpResult struct {
 
 func newAligner(identity string, inputs []stream.Executor) *aligner {
 	a := &aligner{identity: identity, blocked: make([]bool, len(inputs))}
-	for _, in := range inputs {
-		a.pumps = append(a.pumps, &pump{in: in, req: make(chan struct{}, 1), resp: make(chan pumpResult, 1)})
+	for i, in := range inputs {
+		a.pumps = append(a.pumps, &pump{name: fmt.Sprintf("%s input %d", identity, i), in: in, req: make(chan struct{}, 1), resp: make(chan pumpResult, 1)})
 	}
 	return a
 }
+
+// pumpSite names the pumps for panics.Arm.
+const pumpSite = "stream.pump"
 
 func (p *pump) run(ctx context.Context) {
 	for {
@@ -70,7 +76,18 @@ func (p *pump) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		m, err := p.in.Next(ctx)
+		// The input's executors run on this goroutine, not the actor's:
+		// a panic in them is caught here and becomes the actor's error,
+		// so the actor fails and its group recovers (I6, I9), instead of
+		// the process ending.
+		var m stream.Message
+		err := panics.Catch(pumpSite, func() (err error) {
+			m, err = p.in.Next(ctx)
+			return err
+		})
+		if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+			err = fmt.Errorf("%s: %w", p.name, err)
+		}
 		p.resp <- pumpResult{msg: m, err: err} // buffered: never blocks
 		if err != nil {
 			return

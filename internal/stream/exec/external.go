@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/connector"
+	"github.com/runneldb/runnel/internal/panics"
 	"github.com/runneldb/runnel/internal/stream/state"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -227,11 +229,20 @@ func (f *externalFeed) stop() {
 	if cancel != nil {
 		cancel()
 	}
+	// stop also runs on its own goroutine (context.AfterFunc, when the
+	// actor is aborted): a panic in the connector's Close is logged, never
+	// the end of the process (I6).
+	closeLogged := func(what string, close func() error) {
+		err := panics.Catch(sourceCloseSite, close)
+		if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+			f.log.Error("source close panicked", "source", f.name, "what", what, "err", err, "stack", string(pe.Stack))
+		}
+	}
 	for _, s := range open {
-		s.Close() // unblocks a Read that ignores ctx
+		closeLogged("split", s.Close) // unblocks a Read that ignores ctx
 	}
 	f.wg.Wait()
-	f.src.Close()
+	closeLogged("source", f.src.Close)
 }
 
 // discover lists the splits now and every SplitPollInterval, starting a
@@ -240,11 +251,18 @@ func (f *externalFeed) discover(ctx context.Context) {
 	defer f.wg.Done()
 	backoff := externalRetryMin
 	for {
-		splits, err := f.src.Splits(ctx)
+		var splits []connector.Split
+		err := panics.Catch(sourceListSite, func() (err error) {
+			splits, err = f.src.Splits(ctx)
+			return err
+		})
 		wait := SplitPollInterval
 		if err != nil {
 			if ctx.Err() != nil {
 				return
+			}
+			if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+				f.log.Error("source split listing panicked", "source", f.name, "err", err, "stack", string(pe.Stack))
 			}
 			f.stats.SplitFailing("(list)", err)
 			wait, backoff = backoff, min(backoff*2, externalRetryMax)
@@ -283,37 +301,16 @@ func (f *externalFeed) read(ctx context.Context, sf *splitFeed, st []byte) {
 	backoff := externalRetryMin
 	id := sf.split.ID
 	for ctx.Err() == nil {
-		stream, err := f.src.OpenSplit(ctx, sf.split, st)
-		if err == nil {
-			sf.mu.Lock()
-			sf.cur = stream
-			sf.mu.Unlock()
-			for {
-				var b connector.Batch
-				b, err = stream.Read(ctx)
-				if err != nil {
-					break
-				}
-				f.stats.SplitHealthy(id)
-				backoff = externalRetryMin
-				if b.State != nil {
-					st = b.State
-				}
-				select {
-				case f.out <- splitBatch{split: id, b: b}:
-				case <-ctx.Done():
-				}
-				if ctx.Err() != nil {
-					break
-				}
-			}
-			sf.mu.Lock()
-			sf.cur = nil
-			sf.mu.Unlock()
-			stream.Close()
-		}
+		// The connector's code runs on this goroutine, outside the actor's
+		// recover: a panic in it (a malformed record, a connector bug) is
+		// this split's failure, logged and retried after the backoff like
+		// any other (I9), never the end of the process.
+		err := panics.Catch(sourceSplitSite, func() error { return f.readSplit(ctx, sf, &st, &backoff) })
 		if ctx.Err() != nil {
 			return
+		}
+		if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+			f.log.Error("source split panicked", "source", f.name, "split", id, "err", err, "stack", string(pe.Stack))
 		}
 		if err != nil {
 			f.stats.SplitFailing(id, err)
@@ -327,6 +324,48 @@ func (f *externalFeed) read(ctx context.Context, sf *splitFeed, st []byte) {
 		case <-t.C:
 		}
 		backoff = min(backoff*2, externalRetryMax)
+	}
+}
+
+// sourceSplitSite and sourceListSite name the source goroutines for
+// panics.Arm.
+const (
+	sourceSplitSite = "source.split"
+	sourceListSite  = "source.list"
+	sourceCloseSite = "source.close"
+)
+
+// readSplit opens the split at *st and sends its batches until an error,
+// advancing *st to the state of the last batch sent.
+func (f *externalFeed) readSplit(ctx context.Context, sf *splitFeed, st *[]byte, backoff *time.Duration) error {
+	stream, err := f.src.OpenSplit(ctx, sf.split, *st)
+	if err != nil {
+		return err
+	}
+	sf.mu.Lock()
+	sf.cur = stream
+	sf.mu.Unlock()
+	defer func() {
+		sf.mu.Lock()
+		sf.cur = nil
+		sf.mu.Unlock()
+		stream.Close()
+	}()
+	for {
+		b, err := stream.Read(ctx)
+		if err != nil {
+			return err
+		}
+		f.stats.SplitHealthy(sf.split.ID)
+		*backoff = externalRetryMin
+		if b.State != nil {
+			*st = b.State
+		}
+		select {
+		case f.out <- splitBatch{split: sf.split.ID, b: b}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/connector"
+	"github.com/runneldb/runnel/internal/panics"
 	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/stream/state"
 	"github.com/runneldb/runnel/internal/types"
@@ -276,4 +277,50 @@ func sorted(s []string) []string {
 		}
 	}
 	return out
+}
+
+// I9: the connector's code runs on the feed's goroutines, outside the
+// actor's recover. A panic while listing splits or reading one is that
+// goroutine's failure: shown in the source's status, retried after the
+// backoff, and the rows come through afterwards. Without the recovers in
+// discover and read this test binary dies.
+func TestExternalSourcePanicIsASplitFailure(t *testing.T) {
+	defer func(d time.Duration) { SplitPollInterval = d }(SplitPollInterval)
+	SplitPollInterval = 20 * time.Millisecond
+	h := newHarness(t)
+	ctx, cancel := context.WithTimeout(h.ctx, 20*time.Second)
+	defer cancel()
+	for _, site := range []string{sourceListSite, sourceSplitSite} {
+		disarm := panics.Arm(site, 1<<30) // panics until disarmed
+		fake := newFakeExternal()
+		fake.add("p0", 0, 1, 2)
+		name := "panics" + site + t.Name()
+		s, err := NewExternalSource(ctx, ExternalConfig{Name: name, Source: name, Count: 1}, 1, make(chan *stream.Barrier),
+			fake, []types.Type{types.Varchar, types.Int64, types.Int64}, h.table(ExternalStateSchema("s")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats := connector.StatsFor(name)
+		s.ext.start(ctx) // the first Next would; the rows are read below
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(stats.Status().Status, site+" panicked") {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: status %q; want the panic shown as a retried failure", site, stats.Status().Status)
+			}
+			time.Sleep(5 * time.Millisecond) // polling a status, not ordering a race
+		}
+		disarm()
+		if got := collectRows(t, ctx, s, 2); strings.Join(got, ",") != "p0:1,p0:2" {
+			t.Fatalf("%s: rows %v after the panics; want p0:1,p0:2", site, got)
+		}
+		if st := stats.Status().Status; st != "running" {
+			t.Fatalf("%s: status %q after the retry; want running", site, st)
+		}
+		closes := panics.Arm(sourceCloseSite, 2) // the split's and the source's Close
+		s.ext.stop()
+		if n := panics.Remaining(sourceCloseSite); n != 0 {
+			t.Fatalf("%d injected Close panics left; want both Closes to have run", n)
+		}
+		closes()
+	}
 }
