@@ -62,6 +62,7 @@ func TestBuildKeysAndExchanges(t *testing.T) {
 		// LEFT-joined on it (correlated.go).
 		{"SELECT id, (SELECT max(tid) FROM u WHERE u.tid = t.g) FROM t", []string{"StreamMaterialize", "StreamProject", "StreamHashJoin Left", "StreamScan t", "StreamHashAgg group key [0]", "StreamScan u"}},
 		{"SELECT id FROM t WHERE v > (SELECT count(*) FROM u WHERE t.g = u.tid AND u.w <> 'x')", []string{"StreamFilter", "StreamHashJoin Left", "StreamHashAgg", "StreamFilter", "StreamScan u"}},
+		{"SELECT id FROM t WHERE v = (SELECT min(x.tid) FROM u x, u y WHERE x.tid = y.tid AND x.tid = t.g AND y.w <> 'a')", []string{"StreamHashJoin Left", "StreamHashAgg", "StreamHashJoin Inner"}},
 		// A temporal filter (temporal.go).
 		{"SELECT id FROM t WHERE v > 0 AND now() - INTERVAL '1 hour' < to_timestamp(v)", []string{"StreamTemporalFilter", "StreamExchange dist hash[0]", "StreamFilter", "StreamScan t"}},
 	}

@@ -35,9 +35,10 @@ import (
 // Handled: a subquery that is an aggregate without GROUP BY or HAVING
 // (under projections), whose WHERE holds the correlation as conjuncts
 // `inner expression = outer expression`, the outer side reading only the
-// enclosing row. Any other reference to the enclosing row (in a
-// non-equality, an aggregate argument, a join inside the subquery) is
-// refused as before.
+// enclosing row — also over inner joins, where the binder pushes each
+// conjunct down to its table (TPC-H Q2). Any other reference to the
+// enclosing row (in a non-equality, an aggregate argument, an outer join's
+// condition) is refused as before.
 
 // decorrelated is a correlated scalar subquery rewritten for a join.
 type decorrelated struct {
@@ -68,53 +69,14 @@ func decorrelateScalar(s *plan.Subquery, col int) *decorrelated {
 	if !ok || len(agg.GroupBy) > 0 {
 		return nil
 	}
-	var base plan.Node
-	var conds []expr.Expr
-	switch in := agg.Input.(type) {
-	case *plan.Filter:
-		base, conds = in.Input, expr.Conjuncts(in.Cond)
-	case *plan.Scan:
-		if in.Filter == nil {
-			return nil
-		}
-		bare := *in
-		bare.Filter, bare.KeyPrefix = nil, nil
-		base, conds = &bare, expr.Conjuncts(in.Filter)
-	default:
+	input, corrs, ok := pullCorrelation(agg.Input)
+	if !ok || len(corrs) == 0 {
 		return nil
 	}
-	var rest, innerKeys, outerKeys []expr.Expr
-	for _, c := range conds {
-		if !readsOuter(c) {
-			rest = append(rest, c)
-			continue
-		}
-		l, r, ok := expr.EqualityOperands(c)
-		if !ok {
-			return nil
-		}
-		if readsOuter(l) {
-			l, r = r, l
-		}
-		if readsOuter(l) || !outerOnly(r) {
-			return nil
-		}
-		innerKeys = append(innerKeys, l)
-		outerKeys = append(outerKeys, &outerRow{inner: r})
-	}
-	if len(innerKeys) == 0 {
-		return nil
-	}
-	input := base
-	if len(rest) > 0 {
-		cond := rest[0]
-		for _, c := range rest[1:] {
-			var err error
-			if cond, err = expr.NewBinaryOp("AND", cond, c); err != nil {
-				return nil
-			}
-		}
-		input = &plan.Filter{Input: base, Cond: cond}
+	var innerKeys, outerKeys []expr.Expr
+	for _, c := range corrs {
+		innerKeys = append(innerKeys, c.inner)
+		outerKeys = append(outerKeys, &outerRow{inner: c.outer})
 	}
 	// Nothing else may read the enclosing row: the grouped plan runs once
 	// per key, not per outer row.
@@ -193,6 +155,104 @@ func decorrelateScalar(s *plan.Subquery, col int) *decorrelated {
 	schema = append(schema, plan.Column{Name: v.Name, Type: v.Type}, plan.Column{Name: "matched", Type: types.Bool})
 	top = &plan.Project{Input: top, Exprs: es, Out: schema}
 	return &decorrelated{plan: top, outerKeys: outerKeys, empty: empty[col]}
+}
+
+// correlation is one conjunct inner = outer of a subquery's WHERE.
+type correlation struct {
+	inner expr.Expr // over the row of the node it was pulled up to
+	outer expr.Expr // over the enclosing row (OuterRefs of depth 1)
+}
+
+// pullCorrelation removes the correlation conjuncts from the filters of
+// n — its own, and those of the scans and filters below it through inner
+// joins, where the binder pushes WHERE conjuncts — and returns them bound
+// over n's output row. ok is false when a conjunct reads the enclosing row
+// in another way (the caller also refuses any reference left in the plan).
+func pullCorrelation(n plan.Node) (out plan.Node, corrs []correlation, ok bool) {
+	split := func(cond expr.Expr) (rest expr.Expr, corrs []correlation, ok bool) {
+		if cond == nil {
+			return nil, nil, true
+		}
+		for _, c := range expr.Conjuncts(cond) {
+			if !readsOuter(c) {
+				if rest == nil {
+					rest = c
+				} else if rest, ok = and(rest, c); !ok {
+					return nil, nil, false
+				}
+				continue
+			}
+			l, r, isEq := expr.EqualityOperands(c)
+			if !isEq {
+				return nil, nil, false
+			}
+			if readsOuter(l) {
+				l, r = r, l
+			}
+			if readsOuter(l) || !outerOnly(r) {
+				return nil, nil, false
+			}
+			corrs = append(corrs, correlation{inner: l, outer: r})
+		}
+		return rest, corrs, true
+	}
+	switch n := n.(type) {
+	case *plan.Scan:
+		rest, corrs, ok := split(n.Filter)
+		if !ok || len(corrs) == 0 {
+			return n, nil, ok
+		}
+		bare := *n
+		bare.Filter, bare.KeyPrefix = rest, nil // the prefix may hold the outer value
+		return &bare, corrs, true
+	case *plan.Filter:
+		in, below, ok := pullCorrelation(n.Input)
+		if !ok {
+			return nil, nil, false
+		}
+		rest, own, ok := split(n.Cond)
+		if !ok {
+			return nil, nil, false
+		}
+		corrs = append(below, own...)
+		if rest == nil {
+			return in, corrs, true
+		}
+		return &plan.Filter{Input: in, Cond: rest}, corrs, true
+	case *plan.Join:
+		lw, rw := len(n.Left.Schema()), len(n.Right.Schema())
+		if n.Kind != plan.InnerJoin || n.NullAware || len(n.Out) != lw+rw {
+			return n, nil, true
+		}
+		l, lc, ok := pullCorrelation(n.Left)
+		if !ok {
+			return nil, nil, false
+		}
+		r, rc, ok := pullCorrelation(n.Right)
+		if !ok {
+			return nil, nil, false
+		}
+		if len(lc)+len(rc) == 0 {
+			return n, nil, true
+		}
+		// A right-side expression reads the join's row from lw on.
+		shift := make([]int, rw)
+		for i := range shift {
+			shift[i] = lw + i
+		}
+		for _, c := range rc {
+			lc = append(lc, correlation{inner: Remap(c.inner, shift), outer: c.outer})
+		}
+		j := *n
+		j.Left, j.Right = l, r
+		return &j, lc, true
+	}
+	return n, nil, true
+}
+
+func and(a, b expr.Expr) (expr.Expr, bool) {
+	e, err := expr.NewBinaryOp("AND", a, b)
+	return e, err == nil
 }
 
 // readsOuter reports whether x (an expression, or a plan wrapped in a
