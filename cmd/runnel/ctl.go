@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/metastore"
 	"github.com/runneldb/runnel/internal/objstore"
 	"github.com/runneldb/runnel/internal/storage"
@@ -60,9 +62,19 @@ func ctlMain(args []string, stdout, stderr io.Writer) int {
 		if n := rep.Young(); n > 0 {
 			fmt.Fprintf(stdout, "%d unowned objects are younger than --grace %s: not violations (a running server may be writing them)\n", n, *grace)
 		}
+		st, err := checkStateTables(ctx, db, *grace, time.Now())
+		if err != nil {
+			fmt.Fprintln(stderr, "runnel: storage check:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, st.summary())
+		if st.young > 0 {
+			fmt.Fprintf(stdout, "%d state tables no catalog object owns were registered less than --grace %s ago: not violations\n", st.young, *grace)
+		}
 		// I1: the exit status counts only what breaks it whatever a live
-		// server is doing (storage.CheckReport.Violations).
-		if v := rep.Violations(); len(v) > 0 {
+		// server is doing (storage.CheckReport.Violations); so for state
+		// tables (stateCheck.violations).
+		if v := append(rep.Violations(), st.violations...); len(v) > 0 {
 			for _, line := range v {
 				fmt.Fprintln(stdout, line)
 			}
@@ -88,4 +100,76 @@ func ctlMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "runnel: unknown storage command %q (check, gc, version)\n", cmd)
 	return 2
+}
+
+// stateCheck is what ctl storage check finds comparing the catalog with
+// the storage version (issue 13 item 6: catalog and state are one truth).
+type stateCheck struct {
+	tables, owned int
+	young         int // unowned tables registered less than --grace ago
+	violations    []string
+}
+
+func (c stateCheck) summary() string {
+	return fmt.Sprintf("state tables: %d registered, %d owned by catalog objects", c.tables, c.owned)
+}
+
+// checkStateTables reports registered state tables that no catalog
+// object owns (older than grace: a violation) and catalog objects whose
+// state tables are not registered. It reads the version, the catalog and
+// the version again and retries while the version moved in between: every
+// DDL that changes either side commits a version delta with its catalog
+// change (one transaction), so equal version ids mean the catalog read
+// saw the same DDL as the version read, on SQLite and PostgreSQL alike.
+func checkStateTables(ctx context.Context, db *metastore.DB, grace time.Duration, now time.Time) (stateCheck, error) {
+	var (
+		tables map[storage.TableID]time.Time
+		owners map[catalog.TableID]string
+	)
+	for attempt := 0; ; attempt++ {
+		_, before, err := storage.RegisteredTables(ctx, db)
+		if err != nil {
+			return stateCheck{}, err
+		}
+		if owners, err = catalog.StateTableOwners(ctx, db); err != nil {
+			return stateCheck{}, err
+		}
+		var after uint64
+		if tables, after, err = storage.RegisteredTables(ctx, db); err != nil {
+			return stateCheck{}, err
+		}
+		if before == after {
+			break
+		}
+		if attempt == 20 {
+			return stateCheck{}, fmt.Errorf("the storage version kept moving while the catalog was read (%d attempts)", attempt+1)
+		}
+	}
+	c := stateCheck{tables: len(tables), owned: len(owners)}
+	var ids []storage.TableID
+	for t := range tables {
+		ids = append(ids, t)
+	}
+	slices.Sort(ids)
+	for _, t := range ids {
+		if _, ok := owners[catalog.TableID(t)]; ok {
+			continue
+		}
+		if at := tables[t]; !at.IsZero() && now.Sub(at) < grace {
+			c.young++
+			continue
+		}
+		c.violations = append(c.violations, fmt.Sprintf("state table %d is registered but no catalog object owns it", t))
+	}
+	var owned []catalog.TableID
+	for t := range owners {
+		owned = append(owned, t)
+	}
+	slices.Sort(owned)
+	for _, t := range owned {
+		if _, ok := tables[storage.TableID(t)]; !ok {
+			c.violations = append(c.violations, fmt.Sprintf("state table %d of %s is not registered in the storage version", t, owners[t]))
+		}
+	}
+	return c, nil
 }

@@ -58,13 +58,8 @@ const (
 // Open loads the catalog, creating its tables and the default database,
 // schema and superuser on first start.
 func Open(ctx context.Context, db *metastore.DB) (*Catalog, error) {
-	for _, stmt := range []string{
-		`CREATE TABLE IF NOT EXISTS catalog_object (id BIGINT PRIMARY KEY, kind TEXT NOT NULL, payload TEXT NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS catalog_id_allocator (name TEXT PRIMARY KEY, next_id BIGINT NOT NULL)`,
-	} {
-		if _, err := db.Exec(ctx, stmt); err != nil {
-			return nil, fmt.Errorf("catalog: create schema: %w", err)
-		}
+	if err := createSchema(ctx, db); err != nil {
+		return nil, err
 	}
 	c := &Catalog{db: db}
 	if err := c.load(ctx); err != nil {
@@ -74,6 +69,18 @@ func Open(ctx context.Context, db *metastore.DB) (*Catalog, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+func createSchema(ctx context.Context, db *metastore.DB) error {
+	for _, stmt := range []string{
+		`CREATE TABLE IF NOT EXISTS catalog_object (id BIGINT PRIMARY KEY, kind TEXT NOT NULL, payload TEXT NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS catalog_id_allocator (name TEXT PRIMARY KEY, next_id BIGINT NOT NULL)`,
+	} {
+		if _, err := db.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("catalog: create schema: %w", err)
+		}
+	}
+	return nil
 }
 
 func (c *Catalog) load(ctx context.Context) error {

@@ -94,6 +94,32 @@ type Relation struct {
 	// Watermark is a source's or table's WATERMARK FOR clause, nil when
 	// it has none.
 	Watermark *Watermark `json:",omitempty"`
+	// StateLayout is the layout of a materialized view's or sink's state
+	// tables as planned at creation (nil for a job created before layouts
+	// were stored: the first rebuild records it). A rebuild whose plan
+	// lays the state out differently refuses the job instead of binding
+	// the stored tables by position (issue 13 item 7).
+	StateLayout *StateLayout `json:",omitempty"`
+}
+
+// StateLayout is how a streaming job's state is laid out: each state
+// table in plan order with its owning executor and schema, and a
+// fingerprint over them.
+type StateLayout struct {
+	Fingerprint string
+	Tables      []StateTableLayout
+}
+
+// StateTableLayout is one state table's layout: the executor that owns it
+// (the stream operator's name), its column types, its key columns (with
+// their order) and its distribution key.
+type StateTableLayout struct {
+	ID       TableID
+	Executor string
+	Types    []string
+	Key      []int
+	Desc     []bool `json:",omitempty"`
+	DistKey  []int  `json:",omitempty"`
 }
 
 // Watermark is WATERMARK FOR Columns[Column] AS Expr: rows are expected to

@@ -37,6 +37,9 @@ func (d *snapshotSource) Scan(ctx context.Context, rel *catalog.Relation) (batch
 	if d.ownWritesPending {
 		return nil, errOwnWritesPending
 	}
+	if err := d.failed(rel); err != nil {
+		return nil, err
+	}
 	if rel.StateTable == 0 {
 		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "%s %q has no stored rows", rel.Kind, rel.Name)
 	}
@@ -51,6 +54,16 @@ func (d *snapshotSource) Scan(ctx context.Context, rel *catalog.Relation) (batch
 	return &storageRows{it: it, types: colTypes, rel: rel}, nil
 }
 
+// failed is the error of a relation whose job the last rebuild could not
+// start (statecatalog.go): its rows are not read (item 7: never bound to
+// a plan that would misread them).
+func (d *snapshotSource) failed(rel *catalog.Relation) error {
+	if d.sess == nil {
+		return nil
+	}
+	return d.sess.s.failures.get(rel.ID)
+}
+
 // ScanKey reads the rows of a table or materialized view whose primary
 // key starts with prefix: one key range of one vnode (batch.KeyScanner).
 func (d *snapshotSource) ScanKey(ctx context.Context, rel *catalog.Relation, prefix types.Row) (batch.RowIterator, bool, error) {
@@ -60,6 +73,9 @@ func (d *snapshotSource) ScanKey(ctx context.Context, rel *catalog.Relation, pre
 	}
 	if d.ownWritesPending {
 		return nil, false, errOwnWritesPending
+	}
+	if err := d.failed(rel); err != nil {
+		return nil, false, err
 	}
 	tbl := state.New(storage.TableID(rel.StateTable), schema, snapshotStore{d.snap}, d.snap.Epoch())
 	if lower, upper, ok := tbl.PrefixBounds(prefix); ok {

@@ -115,12 +115,7 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		rel.StateTables = ids
 	}
 	tids := relationStateTables(rel)
-	if err := s.store.RegisterTables(ctx, tids...); err != nil {
-		return pgwire.Result{}, fmt.Errorf("create table %s: register state tables %v: %w", ct.Name, tids, err)
-	}
-	if _, err := s.catalog.CreateRelation(ctx, rel, 0); err != nil {
-		// Nothing references the table yet; give its ids back to GC.
-		s.store.UnregisterTables(context.Background(), tids...)
+	if err := s.createWithState(ctx, rel, tids); err != nil { // one transaction (statecatalog.go)
 		return pgwire.Result{}, err
 	}
 	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.spawnTable(ctx, rel, curr) }); err != nil {
@@ -129,6 +124,7 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		}
 		return pgwire.Result{}, err
 	}
+	crashPoint("create-table/after-start")
 	return pgwire.Result{Tag: "CREATE TABLE"}, nil
 }
 
@@ -247,11 +243,8 @@ func (s *Server) dropTable(ctx context.Context, rel *catalog.Relation) error {
 	}); err != nil {
 		return fmt.Errorf("drop table %s: %w", rel.Name, err)
 	}
-	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
+	if err := s.dropWithState(ctx, rel); err != nil { // one transaction (statecatalog.go)
 		return err
-	}
-	if err := s.store.UnregisterTables(ctx, relationStateTables(rel)...); err != nil {
-		return fmt.Errorf("drop table %s: unregister state tables: %w", rel.Name, err)
 	}
 	s.dropCDCSlot(rel) // the actor is stopped: nothing reads the slot any more
 	return nil

@@ -193,11 +193,8 @@ func inDatabase(group uint64) func(*catalog.Relation) bool {
 // relationStateTables lists a relation's state tables.
 func relationStateTables(rel *catalog.Relation) []storage.TableID {
 	var out []storage.TableID
-	for _, id := range rel.StateTables {
+	for _, id := range rel.OwnedStateTables() {
 		out = append(out, storage.TableID(id))
-	}
-	if len(out) == 0 && rel.StateTable != 0 {
-		out = append(out, storage.TableID(rel.StateTable))
 	}
 	return out
 }
@@ -245,6 +242,9 @@ func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rela
 		var j *tableJob
 		var a *stream.Actor
 		err := survive("rebuild of table "+rel.Name, func() (err error) {
+			if err := s.missingState(rel); err != nil { // statecatalog.go
+				return err
+			}
 			j, a, err = s.newTableJob(ctx, rel, curr)
 			return err
 		})
@@ -252,8 +252,10 @@ func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rela
 			// The table stays unavailable (its writes wait, then fail
 			// with 55000); the others go on (I6).
 			s.log.Error("cannot rebuild table", "table", rel.Name, "err", err)
+			s.failures.set(rel, err)
 			continue
 		}
+		s.failures.clear(rel.ID)
 		start = append(start, pending{a, j.barriers})
 	}
 	for _, rel := range rels {
@@ -276,8 +278,10 @@ func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rela
 			// One broken view must not stop the others (I6); it stays
 			// unavailable until dropped.
 			s.log.Error("cannot rebuild materialized view", "view", rel.Name, "err", err)
+			s.failures.set(rel, err)
 			continue
 		}
+		s.failures.clear(rel.ID)
 		for _, a := range job.Actors {
 			start = append(start, pending{a, job.SourceBarriers[a.ID]})
 		}
@@ -298,8 +302,10 @@ func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rela
 		job, err := s.rebuildSink(ctx, rel, curr)
 		if err != nil {
 			s.log.Error("cannot rebuild sink", "sink", rel.Name, "err", err)
+			s.failures.set(rel, err)
 			continue
 		}
+		s.failures.clear(rel.ID)
 		for _, a := range job.Actors {
 			start = append(start, pending{a, job.SourceBarriers[a.ID]})
 		}
@@ -373,14 +379,7 @@ func (s *Server) markDropping(id catalog.ObjectID) func() {
 // purgeRelation removes a relation whose actors are not running from the
 // catalog and unregisters its state tables.
 func (s *Server) purgeRelation(ctx context.Context, rel *catalog.Relation) error {
-	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
-		return err
-	}
-	tids := relationStateTables(rel)
-	if len(tids) == 0 {
-		return nil
-	}
-	return s.store.UnregisterTables(ctx, tids...)
+	return s.dropWithState(ctx, rel) // one transaction (statecatalog.go)
 }
 
 // parallelism is the number of actors of a hash-distributed fragment.

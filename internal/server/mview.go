@@ -189,11 +189,8 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 	for i, id := range ids {
 		tids[i] = storage.TableID(id)
 	}
-	if err := s.store.RegisterTables(ctx, tids...); err != nil {
-		return fmt.Errorf("create materialized view %s: register state tables: %w", rel.Name, err)
-	}
-	if _, err := s.catalog.CreateRelation(ctx, rel, 0); err != nil {
-		s.store.UnregisterTables(context.Background(), tids...)
+	rel.StateLayout = streamplan.StateLayout(root) // checked by every rebuild (statecatalog.go)
+	if err := s.createWithState(ctx, rel, tids); err != nil {
 		return err
 	}
 	// The statement's context, which CANCEL JOBS can cancel too.
@@ -235,6 +232,7 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 			return cancelled()
 		}
 	}
+	crashPoint("create-materialized-view/after-backfill")
 	// The view is complete once the epoch holding the end of its backfill
 	// is committed.
 	if err := s.epochs.Flush(ctx); err != nil {
@@ -377,6 +375,9 @@ func (s *Server) rebuildJob(rel *catalog.Relation, root *streamplan.Node, label 
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkStateLayout(context.Background(), rel, root); err != nil { // statecatalog.go
+		return nil, err
+	}
 	job, err := streamplan.Instantiate(root, env)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild %s: %w", what, err)
@@ -416,13 +417,8 @@ func (s *Server) dropView(ctx context.Context, rel *catalog.Relation) error {
 	}
 	exec.ForgetJobErrors(uint64(rel.DatabaseID), rel.Kind.String()+" "+rel.Name) // a new job of the same name starts at zero
 	s.stopSinkWorker(rel.ID)                                                     // sink.go; no-op for a view
-	if err := s.catalog.DropObject(ctx, rel.ID); err != nil {
-		return err
-	}
-	if err := s.store.UnregisterTables(ctx, relationStateTables(rel)...); err != nil {
-		return fmt.Errorf("drop %s %s: unregister state tables: %w", rel.Kind, rel.Name, err)
-	}
-	return nil
+	// The catalog entry and the state tables go in one transaction (statecatalog.go).
+	return s.dropWithState(ctx, rel)
 }
 
 // dropStopTimeout bounds how long a DROP waits for its actors to stop at

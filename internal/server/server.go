@@ -99,6 +99,8 @@ type Server struct {
 	jobs    jobs
 	params  sysParams
 	sinks   sinkWorkers // see sink.go
+	// failures: jobs the last rebuild could not start (statecatalog.go).
+	failures jobFailures
 	// openTxns: snapshots of open transaction blocks (txn.go).
 	openTxns openTxns
 
@@ -147,6 +149,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if err := s.loadSystemParams(ctx); err != nil {
+		s.close()
+		return nil, err
+	}
+	if err := s.reconcileState(ctx); err != nil { // statecatalog.go
 		s.close()
 		return nil, err
 	}

@@ -333,7 +333,7 @@ func (st *statement) showObjects(r *parser.ShowObjects) (pgwire.Result, error) {
 			rows = append(rows, types.Row{types.DVarchar(s.Name)})
 		}
 	case parser.ShowJobs:
-		rows = ss.s.jobRows()
+		rows = append(ss.s.jobRows(), ss.s.failedJobShowRows(ss.db.ID)...)
 	default:
 		schemaName := r.Schema
 		if schemaName == "" {

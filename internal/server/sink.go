@@ -261,11 +261,8 @@ func (s *Server) createSinkJob(ctx context.Context, rel *catalog.Relation, root 
 	for i, id := range ids {
 		tids[i] = storage.TableID(id)
 	}
-	if err := s.store.RegisterTables(ctx, tids...); err != nil {
-		return fmt.Errorf("create sink %s: register state tables: %w", rel.Name, err)
-	}
-	if _, err := s.catalog.CreateRelation(ctx, rel, 0); err != nil {
-		s.store.UnregisterTables(context.Background(), tids...)
+	rel.StateLayout = streamplan.StateLayout(root) // checked by every rebuild (statecatalog.go)
+	if err := s.createWithState(ctx, rel, tids); err != nil {
 		return err
 	}
 	fail := func(err error) error {

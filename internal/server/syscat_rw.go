@@ -32,6 +32,7 @@ func rwSysTables() []*sysTable {
 		rw("rw_source_stats", "name text, rows int8, malformed int8, last_malformed text, status text, caught_up bool", sourceStatsRows),
 		rw("rw_sinks", `id int4, name text, schema_id int4, owner text, connector text, sink_type text, definition text, append_only bool,
 			status text, pending_rows int8, pending_epochs int4, delivered_epoch int8, delivered_rows int8, last_error text`, sinkRows), // sink.go
+		rw("rw_failed_jobs", "id int4, name text, kind text, error text", failedJobRows), // statecatalog.go
 	}
 }
 

@@ -1450,6 +1450,17 @@ func (e *Engine) sstLookup(ctx context.Context, f *SSTMeta, prefix []byte, epoch
 
 // RegisterTables adds tables to the version in one delta.
 func (e *Engine) RegisterTables(ctx context.Context, ids ...TableID) error {
+	return e.RegisterTablesWith(ctx, ids, nil)
+}
+
+// RegisterTablesWith adds tables to the version in one delta and runs
+// inTx (when not nil) in the same metastore transaction. The catalog
+// passes the write of the relation that owns the tables, so that a table
+// is registered exactly when its owner exists: a crash cannot leave a
+// registered table that no catalog object owns, nor an object whose
+// tables are missing (issue 13 item 6; the tables' objects stay owned by
+// the version, I1). inTx runs even when every table is registered already.
+func (e *Engine) RegisterTablesWith(ctx context.Context, ids []TableID, inTx func(tx *metastore.Tx) error) error {
 	e.writeMu.Lock()
 	defer e.writeMu.Unlock()
 	if err := e.reloadIfNeeded(ctx); err != nil {
@@ -1465,9 +1476,28 @@ func (e *Engine) RegisterTables(ctx context.Context, ids ...TableID) error {
 		}
 	}
 	if len(d.AddTables) == 0 {
-		return nil
+		if inTx == nil {
+			return nil
+		}
+		return e.metaTx(ctx, "register-tables", inTx)
 	}
-	nv, err := e.commitDelta(ctx, d)
+	now := e.opts.Clock().UnixMilli()
+	nv, err := e.commitDelta(ctx, d, func(tx *metastore.Tx) error {
+		// The registration time lets `ctl storage check --grace` tell a
+		// table just registered from one left without owner.
+		for _, t := range d.AddTables {
+			if _, err := tx.Exec(ctx, `DELETE FROM storage_table_registrations WHERE table_id = $1`, int64(t)); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO storage_table_registrations (table_id, registered_ms) VALUES ($1, $2)`, int64(t), now); err != nil {
+				return err
+			}
+		}
+		if inTx != nil {
+			return inTx(tx)
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("storage: register tables %v: %w", ids, err)
 	}
@@ -1484,6 +1514,14 @@ func (e *Engine) RegisterTables(ctx context.Context, ids ...TableID) error {
 // on every read of them fails with ErrTableDropped (I4); their data is
 // removed by later compactions. Buffered writes to them are discarded.
 func (e *Engine) UnregisterTables(ctx context.Context, ids ...TableID) error {
+	return e.UnregisterTablesWith(ctx, ids, nil)
+}
+
+// UnregisterTablesWith is UnregisterTables running inTx (when not nil) in
+// the delta's metastore transaction: the catalog removes the tables'
+// owner in it, so the owner and its tables go together (issue 13 item 6).
+// The caller has stopped everything that could touch the tables (I3).
+func (e *Engine) UnregisterTablesWith(ctx context.Context, ids []TableID, inTx func(tx *metastore.Tx) error) error {
 	e.writeMu.Lock()
 	defer e.writeMu.Unlock()
 	if err := e.reloadIfNeeded(ctx); err != nil {
@@ -1499,10 +1537,23 @@ func (e *Engine) UnregisterTables(ctx context.Context, ids ...TableID) error {
 		}
 	}
 	if len(d.RemoveTables) == 0 {
-		return nil
+		if inTx == nil {
+			return nil
+		}
+		return e.metaTx(ctx, "unregister-tables", inTx)
 	}
 	e.callUnregisterHook(d.RemoveTables) // testhooks.go
-	nv, err := e.commitDelta(ctx, d)
+	nv, err := e.commitDelta(ctx, d, func(tx *metastore.Tx) error {
+		for _, t := range d.RemoveTables {
+			if _, err := tx.Exec(ctx, `DELETE FROM storage_table_registrations WHERE table_id = $1`, int64(t)); err != nil {
+				return err
+			}
+		}
+		if inTx != nil {
+			return inTx(tx)
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("storage: unregister tables %v: %w", ids, err)
 	}

@@ -403,3 +403,46 @@ func (v *Version) String() string {
 }
 
 var _ = errors.New
+
+// RegisteredTables lists the tables of the committed version, whose id
+// it returns too, with the time each was registered (the zero time for a
+// table registered before registration times were recorded: its age is
+// unknown, so it counts as old). ctl storage check compares them with the
+// catalog's owners.
+func RegisteredTables(ctx context.Context, meta *metastore.DB) (map[TableID]time.Time, uint64, error) {
+	if err := migrate(ctx, meta); err != nil {
+		return nil, 0, err
+	}
+	out := map[TableID]time.Time{}
+	var version uint64
+	err := meta.Tx(ctx, func(tx *metastore.Tx) error {
+		clear(out)
+		v, err := loadVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
+		version = v.ID
+		for t := range v.Tables {
+			out[t] = time.Time{}
+		}
+		rows, err := tx.Query(ctx, `SELECT table_id, registered_ms FROM storage_table_registrations`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, ms int64
+			if err := rows.Scan(&id, &ms); err != nil {
+				return err
+			}
+			if _, ok := out[TableID(id)]; ok {
+				out[TableID(id)] = time.UnixMilli(ms)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("storage: registered tables: %w", err)
+	}
+	return out, version, nil
+}

@@ -28,6 +28,14 @@ INSERT INTO storage_counters (name, value) VALUES ('version_id', 0)`,
 	Version: 2,
 	Name:    "inline SSTs of small commits",
 	SQL:     `CREATE TABLE storage_inline_objects (id BIGINT PRIMARY KEY, data {{BLOB}} NOT NULL)`,
+}, {
+	Version: 3,
+	Name:    "registration time of state tables",
+	// A row per registered table, written with the delta that registers
+	// it: ctl storage check calls a table no catalog object owns a
+	// violation only once it is older than --grace. Tables registered
+	// before this step have no row and count as old.
+	SQL: `CREATE TABLE storage_table_registrations (table_id BIGINT PRIMARY KEY, registered_ms BIGINT NOT NULL)`,
 }}
 
 // migrate creates or upgrades the storage tables.
