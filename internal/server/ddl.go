@@ -124,7 +124,7 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		}
 		return pgwire.Result{}, err
 	}
-	crashPoint("create-table/after-start")
+	crashPoint("create-table/after-start", rel.Name)
 	return pgwire.Result{Tag: "CREATE TABLE"}, nil
 }
 

@@ -232,7 +232,7 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 			return cancelled()
 		}
 	}
-	crashPoint("create-materialized-view/after-backfill")
+	crashPoint("create-materialized-view/after-backfill", rel.Name)
 	// The view is complete once the epoch holding the end of its backfill
 	// is committed.
 	if err := s.epochs.Flush(ctx); err != nil {

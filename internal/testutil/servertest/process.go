@@ -65,6 +65,8 @@ type ProcessOptions struct {
 	// (--barrier-interval 50ms --log-level warn); --listen and --data-dir
 	// are always passed.
 	Args []string
+	// Env is added to the test's environment (KEY=value entries).
+	Env []string
 }
 
 // Process is one running `runnel serve` subprocess.
@@ -104,6 +106,9 @@ func StartProcess(t testing.TB, bin string, opts ProcessOptions) *Process {
 	fmt.Fprintf(logf, "=== start on %s at %s\n", p.Addr, time.Now().Format(time.RFC3339Nano))
 	p.Cmd = exec.Command(bin, append([]string{"serve", "--listen", p.Addr, "--data-dir", opts.DataDir}, args...)...)
 	p.Cmd.Stdout, p.Cmd.Stderr = logf, logf
+	if len(opts.Env) > 0 {
+		p.Cmd.Env = append(os.Environ(), opts.Env...)
+	}
 	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.Cmd.Start(); err != nil {
 		logf.Close()
