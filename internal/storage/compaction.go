@@ -472,10 +472,19 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 		// Keep every version newer than the horizon and the newest one at
 		// or below it (dropped if it is a tombstone and nothing older can
 		// lie below); drop data of unregistered tables.
+		// A key past its table's TTL is dropped whole, every version at
+		// every level of the compaction: expiry is a property of the key,
+		// so the versions left in deeper levels are expired too and never
+		// resurface (retention.go). The inputs leave through the delta and
+		// GC (I1); an SST holding only expired rows yields no output.
+		exps := e.expiries()
 		var below, live bool
 		keep := func(s source, first bool) (bool, error) {
 			if first {
 				below, live = false, v.hasTable(s.table())
+				if exp := exps[s.table()]; live && exp != nil && exp(s.rest()) {
+					live = false
+				}
 			}
 			if !live {
 				return false, nil

@@ -156,6 +156,8 @@ type Engine struct {
 	reserving sync.WaitGroup
 	// tableGroup assigns tables to isolation groups (SetTableGroup).
 	tableGroup func(TableID) uint64
+	// ret holds the tables' retentions (retention.go).
+	ret retentions
 	// leases: when each spilled upload job's record was last renewed.
 	leases map[uint64]time.Time
 	// unregisterHook is a test seam (testhooks.go).
@@ -1279,6 +1281,9 @@ func (e *Engine) Get(ctx context.Context, table TableID, key []byte, epoch uint6
 func (e *Engine) get(ctx context.Context, v *Version, buf []*bufItem, table TableID, key []byte, epoch uint64) ([]byte, bool, error) {
 	if epoch < v.SafeEpoch {
 		return nil, false, fmt.Errorf("storage: read table %d at epoch %d: %w (%d)", table, epoch, ErrEpochTooOld, v.SafeEpoch)
+	}
+	if exp := e.expiry(table); exp != nil && exp(key) {
+		return nil, false, nil // past the table's TTL: gone at once (retention.go)
 	}
 	var (
 		found   bool

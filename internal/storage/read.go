@@ -114,7 +114,7 @@ func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table 
 			srcs = append(srcs, &levelSource{ctx: ctx, e: e, files: files, lo: loK, hi: hiK, reverse: reverse})
 		}
 	}
-	t := &tableIter{ctx: ctx, e: e, v: v, table: table, epoch: epoch, reverse: reverse}
+	t := &tableIter{ctx: ctx, e: e, v: v, table: table, epoch: epoch, reverse: reverse, expired: e.expiry(table)}
 	t.m = newMergeIter(srcs, reverse)
 	return t, nil
 }
@@ -245,6 +245,9 @@ type tableIter struct {
 	steps   int // entries visited (cancellation checks)
 	unpin   bool
 	closed  bool
+	// expired, when the table has a retention, tells the keys past its
+	// TTL: they are skipped like deleted ones (retention.go).
+	expired func(rest []byte) bool
 }
 
 func (t *tableIter) Key() []byte   { return t.key }
@@ -299,7 +302,7 @@ func (t *tableIter) Next() bool {
 				return t.fail(err)
 			}
 			t.key = append(t.key[:0], s.rest()...)
-			if !del {
+			if !del && (t.expired == nil || !t.expired(t.key)) {
 				t.val = v // valid until the next Next, as documented
 				return true
 			}
@@ -365,7 +368,7 @@ func (t *tableIter) nextReverse() bool {
 		if t.m.e != nil {
 			return t.fail(t.m.e)
 		}
-		if have && put {
+		if have && put && (t.expired == nil || !t.expired(t.grp)) {
 			t.key = append(t.key[:0], t.grp...)
 			return true
 		}
