@@ -15,6 +15,7 @@ import (
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/streamplan"
+	"github.com/runneldb/runnel/internal/tsdb"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -79,6 +80,12 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		seen[c.Name] = true
 		rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type, NotNull: c.NotNull, Default: c.DefaultText})
 	}
+	if tsdb.IsTimeSeries(rel) {
+		// Tags, time index, append mode, TTL (internal/tsdb).
+		if err := tsdb.Layout(rel, RowIDColumn); err != nil {
+			return pgwire.Result{}, err
+		}
+	}
 	if len(rel.PK) == 0 {
 		rel.Columns = append(rel.Columns, catalog.Column{Name: RowIDColumn, Type: types.Int64, NotNull: true, Hidden: true})
 		rel.PK = []int{len(rel.Columns) - 1}
@@ -86,7 +93,9 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 	for _, k := range rel.PK {
 		rel.Columns[k].NotNull = true
 	}
-	rel.DistKey = append([]int(nil), rel.PK...)
+	if rel.DistKey == nil {
+		rel.DistKey = append([]int(nil), rel.PK...)
+	}
 	nTables := 1
 	if _, ok := rel.Options["connector"]; ok {
 		// A table with a connector stores what the connector delivers

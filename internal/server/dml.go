@@ -6,6 +6,7 @@ import (
 	"github.com/runneldb/runnel/internal/batch"
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/stream/exec"
+	"github.com/runneldb/runnel/internal/tsdb"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -43,6 +44,10 @@ func (ss *session) insert(ctx context.Context, rel *catalog.Relation, rows []typ
 		fillRowID(rel, r)
 	}
 	var affected []types.Row
+	// A time-series table (internal/tsdb) in append mode reads nothing on
+	// insert; without it, a row with the same tags and time replaces the
+	// earlier one (GreptimeDB's dedup).
+	ts, isTS := tsdb.SpecOf(rel)
 	epoch, err := ss.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
 		affected = affected[:0]
 		for i, r := range rows {
@@ -52,7 +57,16 @@ func (ss *session) insert(ctx context.Context, rel *catalog.Relation, rows []typ
 				}
 			}
 			if conflict == nil {
-				if err := w.Insert(ctx, r); err != nil {
+				var err error
+				switch {
+				case isTS && ts.AppendMode:
+					w.Append(r)
+				case isTS:
+					err = w.Upsert(ctx, r)
+				default:
+					err = w.Insert(ctx, r)
+				}
+				if err != nil {
 					return err
 				}
 				affected = append(affected, r)

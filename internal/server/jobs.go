@@ -19,6 +19,7 @@ import (
 	"github.com/runneldb/runnel/internal/stream/exec"
 	"github.com/runneldb/runnel/internal/stream/state"
 	"github.com/runneldb/runnel/internal/streamplan"
+	"github.com/runneldb/runnel/internal/tsdb"
 )
 
 // jobs tracks the running actors of every streaming job (tables now;
@@ -81,6 +82,9 @@ func (s *Server) spawnTable(ctx context.Context, rel *catalog.Relation, curr uin
 // split positions in its second state table.
 func (s *Server) newTableJob(ctx context.Context, rel *catalog.Relation, curr uint64) (*tableJob, *stream.Actor, error) {
 	id := s.actors.NewActorID()
+	// A time-series table's TTL hides and drops its expired rows in
+	// storage (tsdb.Retention; nil clears).
+	s.store.SetRetention(storage.TableID(rel.StateTable), tsdb.Retention(rel))
 	st := state.New(storage.TableID(rel.StateTable), tableStateSchema(rel), s.store, curr)
 	j := &tableJob{
 		rel:        rel,

@@ -357,6 +357,12 @@ func (b *Binder) bindCreateSource(cs *parser.CreateSource) (Statement, error) {
 		return nil, err
 	}
 	ct.FromSource, ct.FromTable = cs.FromSource, cs.FromTable
+	if cs.TimeIndex != "" { // GreptimeDB's TIME INDEX: a time-series table (internal/tsdb)
+		if ct.Options == nil {
+			ct.Options = map[string]string{}
+		}
+		ct.Options["time_index"] = cs.TimeIndex
+	}
 	if wm := cs.Watermark; wm != nil {
 		col := -1
 		sch := make(plan.Schema, len(ct.Columns))

@@ -2,6 +2,7 @@ package parser
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -34,6 +35,12 @@ type CreateSource struct {
 	// 'upstream' (a CDC table fed by a shared source); "" when absent.
 	// FromSource may be schema-qualified.
 	FromSource, FromTable string
+	// TimeIndex is the column of GreptimeDB's TIME INDEX (a column
+	// constraint `ts TIMESTAMP TIME INDEX` or an element `TIME INDEX (ts)`),
+	// "" when absent. In such a statement GreptimeDB's STRING and DOUBLE
+	// column types read as TEXT and DOUBLE PRECISION, and ENGINE = name is
+	// dropped.
+	TimeIndex string
 }
 
 // Include is one INCLUDE clause: Kind is key, partition, offset,
@@ -77,15 +84,15 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 		return nil, false, nil
 	}
 	cs := &CreateSource{IsSource: toks[1].text == "source"}
-	// cut holds byte ranges removed from the text; repl replaces SOURCE.
-	type cut struct {
-		start, end int
-		repl       string
-	}
 	var cuts []cut
 	withDepth := -1 // depth of the WITH (...) option list being read
 	depth := 0
 	var wmText string
+	// GreptimeDB's form (TIME INDEX): elemStart is the first token of the
+	// current column-list element; gcuts are applied only if a TIME INDEX
+	// is found.
+	elemStart := -1
+	var gcuts []cut
 	// A CDC source has no column list (CREATE SOURCE pg WITH (...)); give
 	// pg_query an empty one.
 	if n := nameEnd(toks); cs.IsSource && n > 0 && n+1 < len(toks) && toks[n+1].text != "(" {
@@ -98,6 +105,9 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 			depth++
 			if depth == 1 && i > 0 && toks[i-1].text == "with" {
 				withDepth = 1
+			} else if depth == 1 && elemStart < 0 {
+				elemStart = i + 1
+				greptimeType(text, toks, i+2, func(c cut) { gcuts = append(gcuts, c) })
 			}
 			continue
 		case ")":
@@ -119,6 +129,38 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 				cuts = append(cuts, cut{t.start, toks[j].end, `"` + key + `"`})
 				i = j
 			}
+			continue
+		}
+		if depth == 1 && withDepth != 1 && t.text == "," {
+			elemStart = i + 1
+			greptimeType(text, toks, i+2, func(c cut) { gcuts = append(gcuts, c) })
+			continue
+		}
+		if depth == 1 && withDepth != 1 && t.text == "time" && i+1 < len(toks) && toks[i+1].text == "index" && elemStart >= 0 {
+			if i == elemStart {
+				// TIME INDEX (col) as an element: remove it and one comma.
+				if i+4 >= len(toks) || toks[i+2].text != "(" || toks[i+4].text != ")" {
+					return nil, false, nil
+				}
+				cs.TimeIndex = identText(text, toks[i+3:i+4])
+				start, end := t.start, toks[i+4].end
+				if toks[i-1].text == "," {
+					start = toks[i-1].start
+				} else if i+5 < len(toks) && toks[i+5].text == "," {
+					end = toks[i+5].end
+				}
+				cuts = append(cuts, cut{start, end, ""})
+				i += 4
+				continue
+			}
+			cs.TimeIndex = identText(text, toks[elemStart:elemStart+1])
+			cuts = append(cuts, cut{t.start, toks[i+1].end, ""})
+			i++
+			continue
+		}
+		if depth == 0 && t.text == "engine" && i+2 < len(toks) && toks[i+1].text == "=" {
+			gcuts = append(gcuts, cut{t.start, toks[i+2].end, ""})
+			i += 2
 			continue
 		}
 		if depth == 1 && t.text == "watermark" && i+1 < len(toks) && toks[i+1].text == "for" {
@@ -211,6 +253,10 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 			i = j - 1
 		}
 	}
+	if cs.TimeIndex != "" {
+		cuts = append(cuts, gcuts...)
+		slices.SortFunc(cuts, func(a, b cut) int { return a.start - b.start })
+	}
 	if !cs.IsSource && len(cuts) == 0 {
 		return nil, false, nil // a plain CREATE TABLE: pg_query's
 	}
@@ -243,6 +289,29 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 		cs.Watermark = wm
 	}
 	return cs, true, nil
+}
+
+// greptimeType reports, for the column definition whose type is the
+// token at i, GreptimeDB's type names that PostgreSQL lacks: STRING is
+// TEXT, DOUBLE (without PRECISION) is DOUBLE PRECISION.
+func greptimeType(text string, toks []tok, i int, add func(cut)) {
+	if i >= len(toks) {
+		return
+	}
+	switch toks[i].text {
+	case "string":
+		add(cut{toks[i].start, toks[i].end, "TEXT"})
+	case "double":
+		if i+1 >= len(toks) || toks[i+1].text != "precision" {
+			add(cut{toks[i].start, toks[i].end, "DOUBLE PRECISION"})
+		}
+	}
+}
+
+// cut is a byte range of a statement's text replaced by repl.
+type cut struct {
+	start, end int
+	repl       string
 }
 
 var dropSourceRE = regexp.MustCompile(`(?is)^drop\s+source\b`)

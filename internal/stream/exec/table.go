@@ -400,6 +400,28 @@ func (w *TableWriter) Insert(ctx context.Context, row types.Row) error {
 	return nil
 }
 
+// Append adds row without reading the table: its key is unique by
+// construction (a generated _row_id, as in a time-series table's append
+// mode), so there is no existence check and no 23505.
+func (w *TableWriter) Append(row types.Row) {
+	w.set(row, row)
+	w.changes.Append(types.OpInsert, row)
+}
+
+// Upsert inserts row, or replaces the row with the same key (last write
+// wins: a time-series table's dedup on tags and time).
+func (w *TableWriter) Upsert(ctx context.Context, row types.Row) error {
+	_, exists, err := w.Get(ctx, row)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		w.Append(row)
+		return nil
+	}
+	return w.Update(ctx, row, row)
+}
+
 // Delete removes the row with row's key; it reports whether one existed.
 func (w *TableWriter) Delete(ctx context.Context, row types.Row) (bool, error) {
 	old, exists, err := w.Get(ctx, row)

@@ -1,9 +1,12 @@
 package exec
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 
+	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream/state"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -67,5 +70,50 @@ func TestTableWriterGetBase(t *testing.T) {
 		if got := show(tbl.Get(h.ctx, key(id))); got != want {
 			t.Errorf("after commit, row %d = %s; want %s", id, got, want)
 		}
+	}
+}
+
+// countingStore is a state.Store that holds nothing and counts reads.
+type countingStore struct{ gets, iters int }
+
+func (s *countingStore) Ingest(uint64, storage.TableID, []storage.KV) error { return nil }
+func (s *countingStore) Get(context.Context, storage.TableID, []byte, uint64, storage.ReadOptions) ([]byte, bool, error) {
+	s.gets++
+	return nil, false, nil
+}
+func (s *countingStore) Iter(context.Context, storage.TableID, []byte, []byte, uint64, storage.ReadOptions) (storage.Iterator, error) {
+	s.iters++
+	return nil, errors.New("countingStore: no iteration")
+}
+
+// Append (a time-series table in append mode) reads nothing: no
+// existence check per row, and the same row twice is kept twice under
+// its two keys. Insert, by contrast, reads each key (the 23505 check) and
+// Upsert replaces.
+func TestTableWriterAppendReadsNothing(t *testing.T) {
+	store := &countingStore{}
+	tbl := state.New(1, state.Schema{Name: "t", Types: []types.Type{types.Int64, types.Int64},
+		PK: []int{1}, Desc: []bool{false}, DistKey: []int{1}}, store, 1)
+	w := NewTableWriter(tbl)
+	for i := range 100 {
+		w.Append(types.Row{types.DInt64(7), types.DInt64(int64(i))})
+	}
+	if store.gets != 0 || store.iters != 0 {
+		t.Fatalf("Append read the store: %d gets, %d iterations; want none", store.gets, store.iters)
+	}
+	if n := w.changes.Len(); n != 100 {
+		t.Fatalf("Append staged %d inserts; want 100", n)
+	}
+	if err := w.Insert(context.Background(), types.Row{types.DInt64(7), types.DInt64(1000)}); err != nil {
+		t.Fatal(err)
+	}
+	if store.gets != 1 {
+		t.Fatalf("Insert made %d reads; want 1 (the existence check)", store.gets)
+	}
+	if err := w.Upsert(context.Background(), types.Row{types.DInt64(8), types.DInt64(1000)}); err != nil {
+		t.Fatal(err)
+	}
+	if o := w.overlay[w.key(types.Row{types.NullDatum, types.DInt64(1000)})]; o == nil || o.row[0].Int() != 8 {
+		t.Fatalf("Upsert did not replace the row with the same key: %v", o)
 	}
 }
