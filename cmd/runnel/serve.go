@@ -61,6 +61,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	logFormat := fs.String("log-format", envOr("RUNNEL_LOG_FORMAT", "text"), "log format: text or json")
 	logLevel := fs.String("log-level", envOr("RUNNEL_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	cacheMB := fs.Int64("streaming-cache-mb", envInt64("RUNNEL_STREAMING_CACHE_MB"), "memory budget of the streaming operators' caches in MiB (default 256; env RUNNEL_STREAMING_CACHE_MB)")
+	httpListen := fs.String("http-listen", os.Getenv("RUNNEL_HTTP_LISTEN"), "HTTP listen address for the time-series ingest APIs, e.g. 127.0.0.1:4000 (off when empty; env RUNNEL_HTTP_LISTEN)")
 	configFile := fs.String("config", os.Getenv("RUNNEL_CONFIG"), "TOML configuration file (flags and environment variables override it)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -71,6 +72,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			"meta-store": "RUNNEL_META_STORE", "tls-cert": "RUNNEL_TLS_CERT", "tls-key": "RUNNEL_TLS_KEY",
 			"log-format": "RUNNEL_LOG_FORMAT", "log-level": "RUNNEL_LOG_LEVEL",
 			"streaming-cache-mb": "RUNNEL_STREAMING_CACHE_MB", "barrier-interval": "RUNNEL_BARRIER_INTERVAL",
+			"http-listen": "RUNNEL_HTTP_LISTEN",
 		}
 		if err := applyConfigFile(fs, *configFile, envNames); err != nil {
 			fmt.Fprintln(stderr, "runnel:", err)
@@ -106,6 +108,15 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
+	}
+	if *httpListen != "" {
+		hs, err := startHTTP(*httpListen, srv, log)
+		if err != nil {
+			log.Error("cannot listen for HTTP", "addr", *httpListen, "err", err)
+			srv.Close()
+			return 1
+		}
+		defer hs.Close()
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

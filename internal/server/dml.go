@@ -40,8 +40,12 @@ type conflictAction struct {
 // insert writes rows into rel as one atomic statement and returns the rows
 // actually inserted or updated (for RETURNING and the command tag).
 func (ss *session) insert(ctx context.Context, rel *catalog.Relation, rows []types.Row, conflict *conflictAction) ([]types.Row, uint64, error) {
+	fillSeries := tsdb.SeriesFiller(rel) // a series-keyed time-series table's id
 	for _, r := range rows {
 		fillRowID(rel, r)
+		if fillSeries != nil {
+			fillSeries(r)
+		}
 	}
 	var affected []types.Row
 	// A time-series table (internal/tsdb) in append mode reads nothing on

@@ -2,6 +2,8 @@ package tsdb
 
 import (
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +19,13 @@ const (
 	OptTimeIndex  = "time_index"
 	OptAppendMode = "append_mode"
 	OptTTL        = "ttl"
+	// OptTags lists the tag columns of a series-keyed table (one the HTTP
+	// ingest created): its key is (series id, time), so tags can be added.
+	OptTags = "tags"
+	// SeriesIDColumn is the hidden key column of a series-keyed table: a
+	// 128-bit FNV-1a hash of its non-NULL tags (name and value, sorted by
+	// name), stored as a uuid.
+	SeriesIDColumn = "__tsid"
 )
 
 // Spec is a time-series table's layout, read back from its catalog entry.
@@ -43,11 +52,19 @@ func SpecOf(rel *catalog.Relation) (Spec, bool) {
 	}
 	sp := Spec{TimeIndex: ti, AppendMode: isTrue(rel.Options[OptAppendMode])}
 	sp.TTL, _ = ParseTTL(rel.Options[OptTTL])
-	for _, k := range rel.PK {
-		if k == ti {
-			break
+	if names, ok := rel.Options[OptTags]; ok {
+		for _, n := range strings.Split(names, ",") {
+			if i := rel.ColumnIndex(n); n != "" && i >= 0 {
+				sp.Tags = append(sp.Tags, i)
+			}
 		}
-		sp.Tags = append(sp.Tags, k)
+	} else {
+		for _, k := range rel.PK {
+			if k == ti {
+				break
+			}
+			sp.Tags = append(sp.Tags, k)
+		}
 	}
 	inKey := map[int]bool{ti: true}
 	for _, k := range sp.Tags {
@@ -97,6 +114,9 @@ func Layout(rel *catalog.Relation, rowID string) error {
 				WithHint("Write a duration such as '7d', '12h', '1h30m' or 'forever'.")
 		}
 	}
+	if names, ok := rel.Options[OptTags]; ok {
+		return layoutSeries(rel, ti, names, rowID)
+	}
 	tags := rel.PK
 	for _, k := range tags {
 		if k == ti {
@@ -120,6 +140,70 @@ func Layout(rel *catalog.Relation, rowID string) error {
 	}
 	return nil
 }
+
+// layoutSeries keys a table by (series id, time[, rowID]); its tags are
+// the columns named in the tags option (text).
+func layoutSeries(rel *catalog.Relation, ti int, names, rowID string) error {
+	if len(rel.PK) > 0 {
+		return sqlerr.Errorf(sqlerr.InvalidTableDefinition, "table %q: the tags option and a PRIMARY KEY cannot both name the tags", rel.Name)
+	}
+	if names != "" {
+		for _, n := range strings.Split(names, ",") {
+			i := rel.ColumnIndex(n)
+			if i < 0 || i == ti {
+				return sqlerr.Errorf(sqlerr.UndefinedColumn, "tag column %q of table %q does not exist", n, rel.Name)
+			}
+			if rel.Columns[i].Type.Kind != types.KindVarchar {
+				return sqlerr.Errorf(sqlerr.DatatypeMismatch, "tag column %q of table %q must be text", n, rel.Name)
+			}
+		}
+	}
+	rel.Columns[ti].NotNull = true
+	rel.Columns = append(rel.Columns, catalog.Column{Name: SeriesIDColumn, Type: types.UUID, NotNull: true, Hidden: true})
+	pk := []int{len(rel.Columns) - 1, ti}
+	if isTrue(rel.Options[OptAppendMode]) {
+		rel.Columns = append(rel.Columns, catalog.Column{Name: rowID, Type: types.Int64, NotNull: true, Hidden: true})
+		pk = append(pk, len(rel.Columns)-1)
+	}
+	rel.PK = pk
+	rel.DistKey = pk[:1:1]
+	return nil
+}
+
+// SeriesFiller returns the function that sets a row's series id from its
+// tags in a series-keyed table, or nil for other tables. A NULL tag is
+// left out of the hash, so adding a tag column later does not change the
+// id of the rows written before.
+func SeriesFiller(rel *catalog.Relation) func(types.Row) {
+	sp, ok := SpecOf(rel)
+	id := rel.ColumnIndex(SeriesIDColumn)
+	if !ok || id < 0 || !hasOpt(rel, OptTags) {
+		return nil
+	}
+	tags := slices.Clone(sp.Tags)
+	slices.SortFunc(tags, func(a, b int) int { return strings.Compare(rel.Columns[a].Name, rel.Columns[b].Name) })
+	names := make([]string, len(tags))
+	for i, t := range tags {
+		names[i] = rel.Columns[t].Name
+	}
+	return func(row types.Row) {
+		h := fnv.New128a()
+		for i, t := range tags {
+			if row[t].IsNull() {
+				continue
+			}
+			h.Write([]byte(names[i]))
+			h.Write([]byte{0xff})
+			h.Write([]byte(row[t].Str()))
+			h.Write([]byte{0xff})
+		}
+		var u [16]byte
+		h.Sum(u[:0])
+		row[id] = types.DUUID(u)
+	}
+}
+
+func hasOpt(rel *catalog.Relation, k string) bool { _, ok := rel.Options[k]; return ok }
 
 func isFalse(v string) bool {
 	switch strings.ToLower(v) {
@@ -184,9 +268,13 @@ func TimeOf(rel *catalog.Relation) func(rest []byte) (int64, bool) {
 	if !ok {
 		return nil
 	}
-	skip := make([]types.Type, len(sp.Tags))
-	for i, k := range sp.Tags {
-		skip[i] = rel.Columns[k].Type
+	// The key columns before the time index: the tags, or the series id.
+	var skip []types.Type
+	for _, k := range rel.PK {
+		if k == sp.TimeIndex {
+			break
+		}
+		skip = append(skip, rel.Columns[k].Type)
 	}
 	tt := rel.Columns[sp.TimeIndex].Type
 	return func(rest []byte) (int64, bool) {

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runneldb/runnel/internal/testutil/servertest"
+)
+
+// runnel serve --http-listen serves the line-protocol ingest: a write with
+// plain HTTP to the subprocess is answered 204 and its rows are in the
+// table it created.
+func TestServeHTTPListen(t *testing.T) {
+	bin := servertest.BuildBinary(t)
+	httpAddr := servertest.FreeAddr(t)
+	p := servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: t.TempDir(),
+		Args: []string{"--barrier-interval", "50ms", "--log-level", "warn", "--http-listen", httpAddr}})
+	p.WaitReady(t, 30*time.Second)
+	resp, err := http.Post("http://"+httpAddr+"/v1/influxdb/write?precision=s", "text/plain",
+		strings.NewReader("cpu,host=a usage=0.5 1700000000\ncpu,host=b usage=0.25 1700000000\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("write: %s", resp.Status)
+	}
+	conn := servertest.Connect(t, p.URL())
+	if got := fmt.Sprint(servertest.QueryStrings(t, conn, "SELECT host, usage FROM cpu ORDER BY host")); got != "[a|0.5 b|0.25]" {
+		t.Fatalf("cpu = %s", got)
+	}
+}
