@@ -38,7 +38,7 @@ const keepQuery = "SELECT g, count(*) AS n, sum(v) AS s FROM base GROUP BY g"
 type ddlObject struct {
 	name   string
 	create string
-	kind   string // "table" or "view"
+	kind   string // "table", "view" or "sink"
 	query  string // a view's defining query (checked against the view)
 }
 
@@ -46,6 +46,7 @@ var (
 	ddlTable = ddlObject{name: "t1", kind: "table", create: "CREATE TABLE t1 (k INT PRIMARY KEY, v TEXT)"}
 	ddlView  = ddlObject{name: "mv1", kind: "view", create: "CREATE MATERIALIZED VIEW mv1 AS SELECT g, max(v) AS hi FROM base GROUP BY g",
 		query: "SELECT g, max(v) AS hi FROM base GROUP BY g"}
+	ddlSink = ddlObject{name: "s1", kind: "sink", create: "CREATE SINK s1 FROM base WITH (connector = 'blackhole', type = 'append-only', force_append_only = 'true')"}
 )
 
 // ddlCrashPoints are the crash points of CREATE and DROP (internal/server
@@ -69,6 +70,11 @@ var ddlCrashPoints = []struct {
 	{"drop-table/after-commit", ddlTable, true, false},
 	{"drop-materialized-view/before-commit", ddlView, true, true},
 	{"drop-materialized-view/after-commit", ddlView, true, false},
+	{"create-sink/before-commit", ddlSink, false, false},
+	// A sink whose creation had not finished is dropped by the restart.
+	{"create-sink/after-commit", ddlSink, false, false},
+	{"drop-sink/before-commit", ddlSink, true, true},
+	{"drop-sink/after-commit", ddlSink, true, false},
 }
 
 // TestDDLCrashPoints kills the server (SIGKILL, from inside, at the named
@@ -85,7 +91,7 @@ func TestDDLCrashPoints(t *testing.T) {
 	}
 	bin := buildRunnel(t)
 	iters := int(envInt(t, "RUNNEL_DDL_CRASH_ITERS", 1))
-	start := time.Now()
+	start, ran := time.Now(), 0
 	for it := 0; it < iters; it++ {
 		for _, cp := range ddlCrashPoints {
 			t.Run(fmt.Sprintf("%s/%d", cp.point, it), func(t *testing.T) {
@@ -94,6 +100,7 @@ func TestDDLCrashPoints(t *testing.T) {
 				data := filepath.Join(dir, "data")
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
+				ran++
 
 				// 1. Start with the crash point armed; set up; run the statement.
 				p := &proc{servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: data, LogPath: logPath,
@@ -110,10 +117,7 @@ func TestDDLCrashPoints(t *testing.T) {
 						servertest.Exec(t, conn, "INSERT INTO t1 SELECT x, 'r' || x FROM generate_series(1, 50) AS x")
 					}
 					servertest.Exec(t, conn, "FLUSH")
-					stmt = "DROP TABLE t1"
-					if cp.obj.kind == "view" {
-						stmt = "DROP MATERIALIZED VIEW mv1"
-					}
+					stmt = map[string]string{"table": "DROP TABLE t1", "view": "DROP MATERIALIZED VIEW mv1", "sink": "DROP SINK s1"}[cp.obj.kind]
 				}
 				if _, err := conn.Exec(ctx, stmt); err == nil {
 					t.Fatalf("%s succeeded; the server should have died at %s\n%s", stmt, cp.point, tail(logPath))
@@ -160,13 +164,39 @@ func TestDDLCrashPoints(t *testing.T) {
 			})
 		}
 	}
-	t.Logf("DDL crash points: %d points x %d iterations in %s", len(ddlCrashPoints), iters, time.Since(start).Round(time.Second))
+	t.Logf("DDL crash points: %d kills (%d points x %d iterations, as -run selects) in %s", ran, len(ddlCrashPoints), iters, time.Since(start).Round(time.Second))
 }
 
-// checkObjectWorks proves a table takes writes and serves reads, or a
-// view equals its query over the current base rows.
+// checkObjectWorks proves a table takes writes and serves reads, a view
+// equals its query over the current base rows, or a sink runs and
+// delivers a new row.
 func checkObjectWorks(t *testing.T, ctx context.Context, conn *pgx.Conn, obj ddlObject) {
 	t.Helper()
+	if obj.kind == "sink" {
+		var delivered int64
+		if err := conn.QueryRow(ctx, "SELECT delivered_rows FROM rw_catalog.rw_sinks WHERE name = 's1' AND status = 'running'").Scan(&delivered); err != nil {
+			t.Fatalf("rw_sinks row of the running sink s1: %v", err)
+		}
+		servertest.Exec(t, conn, "INSERT INTO base VALUES (1000, 3, 99999)")
+		servertest.Exec(t, conn, "FLUSH")
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var now int64
+			if err := conn.QueryRow(ctx, "SELECT delivered_rows FROM rw_catalog.rw_sinks WHERE name = 's1'").Scan(&now); err != nil {
+				t.Fatal(err)
+			}
+			if now > delivered {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("sink s1 delivered nothing of a new row in 30s (delivered_rows %d)", now)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		servertest.Exec(t, conn, "DELETE FROM base WHERE k = 1000")
+		servertest.Exec(t, conn, "FLUSH")
+		return
+	}
 	if obj.kind == "table" {
 		servertest.Exec(t, conn, "INSERT INTO t1 VALUES (1000, 'after')")
 		servertest.Exec(t, conn, "FLUSH")
@@ -182,9 +212,16 @@ func checkObjectWorks(t *testing.T, ctx context.Context, conn *pgx.Conn, obj ddl
 	servertest.Exec(t, conn, "FLUSH")
 }
 
-// checkObjectGone proves a relation is unknown (42P01).
+// checkObjectGone proves a relation is unknown (42P01), or a sink is not
+// listed.
 func checkObjectGone(t *testing.T, ctx context.Context, conn *pgx.Conn, obj ddlObject) {
 	t.Helper()
+	if obj.kind == "sink" {
+		if got := servertest.QueryStrings(t, conn, "SELECT count(*) FROM rw_catalog.rw_sinks WHERE name = 's1'"); got[0] != "0" {
+			t.Fatalf("rw_sinks lists s1 after restart; want it gone")
+		}
+		return
+	}
 	_, err := conn.Exec(ctx, "SELECT * FROM "+obj.name)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "42P01" {
