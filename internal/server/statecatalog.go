@@ -64,13 +64,13 @@ func kindSlug(k catalog.RelationKind) string { return strings.ReplaceAll(k.Strin
 // createWithState stores rel (its state-table ids allocated) and
 // registers tids in one metastore transaction (item 6).
 func (s *Server) createWithState(ctx context.Context, rel *catalog.Relation, tids []storage.TableID) error {
-	crashPoint("create-" + kindSlug(rel.Kind) + "/before-commit", rel.Name)
+	crashPoint("create-"+kindSlug(rel.Kind)+"/before-commit", rel.Name)
 	ch := s.catalog.CreateRelationChange(rel)
 	err := s.store.RegisterTablesWith(ctx, tids, func(tx *metastore.Tx) error { return ch.Write(ctx, tx) })
 	if err := ch.Done(ctx, err); err != nil {
 		return fmt.Errorf("create %s %s: %w", rel.Kind, rel.Name, err)
 	}
-	crashPoint("create-" + kindSlug(rel.Kind) + "/after-commit", rel.Name)
+	crashPoint("create-"+kindSlug(rel.Kind)+"/after-commit", rel.Name)
 	return nil
 }
 
@@ -78,14 +78,14 @@ func (s *Server) createWithState(ctx context.Context, rel *catalog.Relation, tid
 // tables in one metastore transaction (item 6). The caller has stopped
 // and joined every actor that could touch them (I3).
 func (s *Server) dropWithState(ctx context.Context, rel *catalog.Relation) error {
-	crashPoint("drop-" + kindSlug(rel.Kind) + "/before-commit", rel.Name)
+	crashPoint("drop-"+kindSlug(rel.Kind)+"/before-commit", rel.Name)
 	ch := s.catalog.DropRelationChange(rel)
 	err := s.store.UnregisterTablesWith(ctx, relationStateTables(rel), func(tx *metastore.Tx) error { return ch.Write(ctx, tx) })
 	if err := ch.Done(ctx, err); err != nil {
 		return fmt.Errorf("drop %s %s: %w", rel.Kind, rel.Name, err)
 	}
 	s.failures.clear(rel.ID)
-	crashPoint("drop-" + kindSlug(rel.Kind) + "/after-commit", rel.Name)
+	crashPoint("drop-"+kindSlug(rel.Kind)+"/after-commit", rel.Name)
 	return nil
 }
 
