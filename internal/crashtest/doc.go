@@ -37,6 +37,16 @@
 // source and the table agree), and a CDC table and its view equal the
 // upstream table and its query (RUNNEL_SOURCE_CRASH_KILLS=N, default 3).
 //
+// TestDDLCrashPoints kills the server from inside at each step of CREATE
+// and DROP TABLE / MATERIALIZED VIEW / SINK (RUNNEL_TEST_CRASH_POINT=
+// point@relation; the points are in internal/server statecatalog.go),
+// restarts it and requires the object to work or to be wholly gone, and
+// `ctl storage check --grace 0s` to be clean after a SIGTERM: catalog and
+// storage agree, nothing leaked (issue 13 item 6).
+// RUNNEL_DDL_CRASH_ITERS=N repeats every point N times (default 1).
+// TestReconcileOrphanStateTables plants a state table no catalog object
+// owns: the check reports it, the next start unregisters it.
+//
 // Knobs: RUNNEL_CRASH_ITERS=N SIGKILL iterations (default 20, about a
 // minute), RUNNEL_RECOVER_ROUNDS=N (default 6), RUNNEL_CRASH_SEED=S,
 // RUNNEL_CRASH_BIN=path to test a prebuilt binary instead of building

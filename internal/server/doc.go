@@ -7,5 +7,8 @@
 // statement with internal/sql and then runs it — SELECT through the batch
 // executors at the last committed epoch, DML through the owning table's
 // actor (so that writes are committed by the epoch mechanism, I7), DDL
-// through the catalog, the storage engine and the barrier loop.
+// through the catalog, the storage engine and the barrier loop. A
+// relation's catalog entry and its state tables' registration change in
+// one metastore transaction, and a rebuilt job's state layout is checked
+// against the one stored at its creation (statecatalog.go).
 package server

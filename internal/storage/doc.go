@@ -64,6 +64,12 @@
 //   - I7 (storage half): Commit returns only after the delta is durable in
 //     the metastore; Open discards nothing committed.
 //
+// RegisterTablesWith and UnregisterTablesWith run a caller's writes (the
+// catalog entry owning the tables) in the transaction of the delta, and
+// record each table's registration time (storage_table_registrations) so
+// that ctl storage check can tell a table just registered from one that no
+// catalog object owns (RegisteredTables).
+//
 // One Engine owns a metastore at a time (the meta role): Open aborts every
 // live job it finds, assuming their writers are gone.
 //

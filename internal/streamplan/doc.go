@@ -11,7 +11,10 @@
 //     the logical schema therefore stay valid over the physical row.
 //   - Stateful operators get their own state tables; the tables are listed
 //     in plan order, so re-planning the same definition assigns the same
-//     ids (how jobs are rebuilt after recovery).
+//     ids (how jobs are rebuilt after recovery). StateLayout describes
+//     them (owning operator, types, key) with a fingerprint; a job stores
+//     it at creation and a rebuild whose layout differs is refused rather
+//     than bound by position (layout.go; issue 13 item 7).
 //   - A subtree that reads no relation (VALUES, generate_series with
 //     constant arguments, SELECT without FROM) is evaluated at planning
 //     time and becomes a Values operator that emits its rows once; a
