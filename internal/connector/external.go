@@ -134,6 +134,26 @@ var externals = map[string]ExternalFactory{}
 // connector package's init; the server imports it for the side effect).
 func RegisterExternal(name string, f ExternalFactory) { externals[name] = f }
 
+// ColumnsFunc derives a relation's columns from its WITH and FORMAT
+// options (a protobuf message's fields); nil columns: the options do not
+// describe any. Errors are *sqlerr.Error.
+type ColumnsFunc func(options map[string]string) ([]Column, error)
+
+var columnFuncs = map[string]ColumnsFunc{}
+
+// RegisterColumns adds how connector name derives columns from options.
+func RegisterColumns(name string, f ColumnsFunc) { columnFuncs[name] = f }
+
+// InferColumns returns the columns options describe, for a CREATE SOURCE
+// or CREATE TABLE that declares none (RisingWave reads them from the
+// schema: ENCODE PROTOBUF); nil when the connector cannot say.
+func InferColumns(options map[string]string) ([]Column, error) {
+	if f := columnFuncs[strings.ToLower(options["connector"])]; f != nil {
+		return f(options)
+	}
+	return nil, nil
+}
+
 // IsExternal reports whether options name an external connector.
 func IsExternal(options map[string]string) bool {
 	_, ok := externals[strings.ToLower(options["connector"])]

@@ -72,6 +72,9 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 			rel.DependsOn = []catalog.ObjectID{src.ID}
 		}
 	}
+	if err := inferColumns(ct, rel.Options); err != nil {
+		return pgwire.Result{}, err
+	}
 	seen := map[string]bool{}
 	for _, c := range ct.Columns {
 		if seen[c.Name] {
@@ -407,6 +410,9 @@ func (ss *session) createSource(ctx context.Context, sc *catalog.Schema, ct *bin
 	rel := &catalog.Relation{DatabaseID: ss.db.ID, SchemaID: sc.ID, Name: ct.Name, Kind: catalog.KindSource,
 		Owner: ss.user.Name, AppendOnly: true, Options: connector.FormatOptions(ct.Options, ct.Format, ct.Encode, ct.EncodeOptions),
 		Watermark: catalogWatermark(ct)}
+	if err := inferColumns(ct, rel.Options); err != nil {
+		return pgwire.Result{}, err
+	}
 	var cols []connector.Column
 	for _, c := range ct.Columns {
 		rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type, NotNull: c.NotNull})
@@ -433,4 +439,21 @@ func (ss *session) createSource(ctx context.Context, sc *catalog.Schema, ct *bin
 		return pgwire.Result{}, err
 	}
 	return pgwire.Result{Tag: "CREATE SOURCE"}, nil
+}
+
+// inferColumns gives a CREATE SOURCE or CREATE TABLE that declares no
+// columns the ones its connector reads from the schema its options name
+// (ENCODE PROTOBUF: the message's fields), as RisingWave does.
+func inferColumns(ct *binder.CreateTable, options map[string]string) error {
+	if len(ct.Columns) > 0 {
+		return nil
+	}
+	cols, err := connector.InferColumns(options)
+	if err != nil {
+		return err
+	}
+	for _, c := range cols {
+		ct.Columns = append(ct.Columns, binder.ColumnDef{Name: c.Name, Type: c.Type})
+	}
+	return nil
 }

@@ -5,6 +5,10 @@
 //	WITH (connector = 'kafka', topic = 't', properties.bootstrap.server = 'host:port',
 //	      scan.startup.mode = 'earliest' | 'latest', scan.startup.timestamp.millis = ...)
 //	FORMAT PLAIN | UPSERT | DEBEZIUM ENCODE JSON | CSV (delimiter, without_header)
+//	FORMAT PLAIN ENCODE PROTOBUF (message = 'pkg.Msg', schema.location = 'file:///x.pb')
+//
+// (protobuf: see protobuf.go for the type mapping; a relation declared
+// without columns gets the message's fields, via connector.InferColumns)
 //
 // and the same on CREATE TABLE (stored; UPSERT and DEBEZIUM need its
 // primary key).

@@ -17,7 +17,10 @@ import (
 	"github.com/runneldb/runnel/internal/connector"
 )
 
-func init() { connector.RegisterExternal("kafka", New) }
+func init() {
+	connector.RegisterExternal("kafka", New)
+	connector.RegisterColumns("kafka", ProtobufColumns)
+}
 
 // Tuning.
 var (

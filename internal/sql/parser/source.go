@@ -93,9 +93,12 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 	// is found.
 	elemStart := -1
 	var gcuts []cut
-	// A CDC source has no column list (CREATE SOURCE pg WITH (...)); give
+	// A CDC source has no column list (CREATE SOURCE pg WITH (...)), nor
+	// does a source or table whose columns come from its schema (CREATE
+	// TABLE t WITH (...) FORMAT PLAIN ENCODE PROTOBUF (...)); give
 	// pg_query an empty one.
-	if n := nameEnd(toks); cs.IsSource && n > 0 && n+1 < len(toks) && toks[n+1].text != "(" {
+	if n := nameEnd(toks); n > 0 && n+1 < len(toks) && toks[n+1].text != "(" &&
+		(cs.IsSource || toks[n+1].text == "with" && hasToken(toks, "format")) {
 		cuts = append(cuts, cut{toks[n].end, toks[n].end, " ()"})
 	}
 	for i := 2; i < len(toks); i++ {
@@ -413,4 +416,14 @@ func parseWatermark(s string) (*Watermark, error) {
 		col = strings.ToLower(col)
 	}
 	return &Watermark{Column: col, Expr: sel.TargetList[0].GetResTarget().Val, Text: strings.TrimSpace(exprText)}, nil
+}
+
+// hasToken reports whether some token is word.
+func hasToken(toks []tok, word string) bool {
+	for _, t := range toks {
+		if t.text == word {
+			return true
+		}
+	}
+	return false
 }
