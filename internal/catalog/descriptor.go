@@ -78,6 +78,9 @@ type Relation struct {
 	StateTable TableID
 	// Definition is the defining SELECT of a view or materialized view.
 	Definition string
+	// EmitOnWindowClose: a materialized view defined with EMIT ON WINDOW
+	// CLOSE (not part of Definition, which is a plain SELECT).
+	EmitOnWindowClose bool `json:",omitempty"`
 	// DependsOn lists the relations a view reads.
 	DependsOn []ObjectID
 	// AppendOnly marks sources and append-only tables.

@@ -96,7 +96,7 @@ func createStatement(cat *catalog.Catalog, rel *catalog.Relation) (qualified, te
 	}
 	switch rel.Kind {
 	case catalog.KindMaterializedView:
-		return qualified, "CREATE MATERIALIZED VIEW " + qualified + " AS " + rel.Definition
+		return qualified, createViewText(qualified, rel)
 	case catalog.KindView:
 		return qualified, "CREATE VIEW " + qualified + " AS " + rel.Definition
 	case catalog.KindSink:

@@ -118,7 +118,7 @@ func (ss *session) createView(ctx context.Context, cv *binder.CreateView) (pgwir
 		seen[c.Name] = true
 	}
 	rel := &catalog.Relation{DatabaseID: ss.db.ID, SchemaID: sc.ID, Name: cv.Name, Owner: ss.user.Name,
-		Definition: cv.Query, DependsOn: cv.DependsOn}
+		Definition: cv.Query, DependsOn: cv.DependsOn, EmitOnWindowClose: cv.EmitOnWindowClose}
 	if !cv.Materialized {
 		rel.Kind = catalog.KindView
 		for _, c := range cv.Columns {
@@ -352,7 +352,7 @@ func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr ui
 		(*h)(rel.Name)
 	}
 	ss := s.internalSession(rel)
-	root, _, err := s.planView(ss, rel, "CREATE MATERIALIZED VIEW "+quoteIdent(rel.Name)+" AS "+rel.Definition)
+	root, _, err := s.planView(ss, rel, createViewText(quoteIdent(rel.Name), rel))
 	if err != nil {
 		return nil, fmt.Errorf("rebuild materialized view %s: %w", rel.Name, err)
 	}
@@ -590,6 +590,16 @@ func (s *Server) jobRows() []types.Row {
 
 // planView binds and plans a stored view definition (a CREATE
 // MATERIALIZED VIEW statement) in ss's context.
+// createViewText is the CREATE MATERIALIZED VIEW statement of rel, named
+// name, as SHOW CREATE prints it and recovery re-plans it.
+func createViewText(name string, rel *catalog.Relation) string {
+	text := "CREATE MATERIALIZED VIEW " + name + " AS " + rel.Definition
+	if rel.EmitOnWindowClose {
+		text += " EMIT ON WINDOW CLOSE"
+	}
+	return text
+}
+
 func (s *Server) planView(ss *session, rel *catalog.Relation, stmt string) (*streamplan.Node, *binder.CreateView, error) {
 	st, err := parser.ParseOne(stmt)
 	if err != nil {

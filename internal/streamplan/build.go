@@ -17,11 +17,20 @@ import (
 // rejected with 0A000 naming the construct.
 func Build(root plan.Node) (*Node, error) {
 	b := &builder{}
+	eowc, ok := root.(*plan.EmitOnWindowClose)
+	if ok {
+		root = eowc.Input
+	}
 	n, err := b.build(root)
 	if err != nil {
 		return nil, err
 	}
 	fuseHopWindowProjects(n) // see timewindow.go
+	if eowc != nil {
+		if n, err = b.emitOnWindowClose(n); err != nil { // see windowclose.go
+			return nil, err
+		}
+	}
 	return b.materialize(n), nil
 }
 

@@ -178,6 +178,8 @@ func attributes(n *Node) []string {
 		}
 	case OpFilter:
 		add("predicate: %s", n.Cond)
+	case OpWindowClose:
+		add("emits a row once the watermark passes: %s", colName(in, n.CloseCol))
 	case OpTemporalFilter:
 		add("predicate: %s", n.Cond)
 		if n.Temporal.Expiring {
@@ -342,6 +344,10 @@ func stateColumnNames(owner *Node, idx int, s *state.Schema) []string {
 		}
 		if owner.Op == OpHashJoin {
 			set(len(in.Schema), "_degree")
+		}
+	case OpWindowClose:
+		for i := range in.Schema {
+			set(i, colName(in, i))
 		}
 	case OpTemporalFilter:
 		set(0, "_temporal_key")

@@ -176,6 +176,12 @@ func stateSchemas(n *Node, job string) ([]state.Schema, error) {
 		return []state.Schema{exec.TopNStateSchema(label, n.Inputs[0].Types(), n.GroupKey, columnOrders(n.Order), n.InputKey)}, nil
 	case OpDistinct:
 		return []state.Schema{exec.DistinctStateSchema(label, n.Inputs[0].Types(), n.GroupKey)}, nil
+	case OpWindowClose:
+		var dist []int
+		if n.Dist.Kind == DistHash {
+			dist = n.Dist.Keys
+		}
+		return []state.Schema{exec.WindowCloseStateSchema(label, n.Inputs[0].Types(), n.CloseCol, n.InputKey, dist)}, nil
 	case OpTemporalFilter:
 		var dist []int
 		if n.Dist.Kind == DistHash {
@@ -635,6 +641,18 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		owners := f.owners
 		d.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
 		return d, nil
+	case OpWindowClose:
+		in, err := input(0)
+		if err != nil {
+			return nil, err
+		}
+		w, err := exec.NewWindowClose(in, n.CloseCol, g.newState(n, 0))
+		if err != nil {
+			return nil, err
+		}
+		owners := f.owners
+		w.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
+		return w, nil
 	case OpTemporalFilter:
 		in, err := input(0)
 		if err != nil {
@@ -801,7 +819,7 @@ func (c *channelSource) Next(ctx context.Context) (stream.Message, error) {
 // through filters, projections, exchanges and UNION ALL (keyed by branch).
 func appendOnly(n *Node) bool {
 	switch n.Op {
-	case OpSource, OpValues:
+	case OpSource, OpValues, OpWindowClose:
 		return true
 	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow:
 		// (A hop window turns an insert into inserts keyed by the input's

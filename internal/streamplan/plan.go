@@ -61,9 +61,10 @@ const (
 	OpValues         // a constant relation, emitted once (constant.go)
 	OpSink           // a sink's log store writer, the root of a sink job (sink.go)
 	OpTemporalFilter // a comparison with now() (temporal.go)
+	OpWindowClose    // EMIT ON WINDOW CLOSE's buffer (windowclose.go)
 )
 
-var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink", "TemporalFilter"}
+var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink", "TemporalFilter", "WindowClose"}
 
 func (o Op) String() string { return opNames[o] }
 
@@ -114,6 +115,9 @@ type Node struct {
 	Rows      []types.Row   // OpValues: the constant rows, stream key included
 	Hop       *HopSpec      // OpHopWindow
 	Temporal  *TemporalSpec // OpTemporalFilter
+	// CloseCol is OpWindowClose's watermark column: a row is emitted once
+	// the watermark passes its value there.
+	CloseCol int
 	// SinkAppendOnly: the sink keeps only inserts (OpSink).
 	SinkAppendOnly bool
 

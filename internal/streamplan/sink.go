@@ -53,7 +53,7 @@ func InsertOnly(n *Node) bool {
 		return InsertOnly(n.Inputs[0])
 	case OpScan:
 		return n.Rel.AppendOnly && (n.Rel.Kind == catalog.KindTable || n.Rel.Kind == catalog.KindSource)
-	case OpSource, OpValues:
+	case OpSource, OpValues, OpWindowClose:
 		return true
 	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow:
 		for _, c := range n.Inputs {

@@ -50,7 +50,7 @@ import (
 // its input (otherwise they are dropped in front of it).
 func handlesWatermarks(op Op) bool {
 	switch op {
-	case OpFilter, OpProject, OpHashAgg, OpSimpleAgg, OpHopWindow, OpHashJoin, OpDistinct, OpOverWindow:
+	case OpFilter, OpProject, OpHashAgg, OpSimpleAgg, OpHopWindow, OpHashJoin, OpDistinct, OpOverWindow, OpWindowClose:
 		return true
 	}
 	return false
@@ -69,6 +69,8 @@ func WatermarkColumns(n *Node) []int {
 		}
 	case OpFilter, OpExchange:
 		return WatermarkColumns(n.Inputs[0])
+	case OpWindowClose:
+		return []int{n.CloseCol}
 	case OpProject:
 		return projectWatermarks(n.Exprs, WatermarkColumns(n.Inputs[0]))
 	case OpHopWindow:

@@ -108,6 +108,9 @@ type CreateView struct {
 	// views, materialized views; a view's own dependencies are its own),
 	// each once, in first-use order.
 	DependsOn []catalog.ObjectID
+	// EmitOnWindowClose: the view emits a row once its window closes
+	// (Plan is then wrapped in plan.EmitOnWindowClose).
+	EmitOnWindowClose bool
 }
 
 // CreateDatabase is CREATE DATABASE.
@@ -534,8 +537,15 @@ func (b *Binder) bindCreateView(name *pg.RangeVar, aliases []*pg.Node, query *pg
 		q = projectVisible(q)
 	}
 	q = renameSchema(q, cols)
+	eowc := b.stmt != nil && b.stmt.EmitOnWindowClose
+	if eowc {
+		if !mat {
+			return nil, unsupported("EMIT ON WINDOW CLOSE is supported only for materialized views")
+		}
+		q = &plan.EmitOnWindowClose{Input: q}
+	}
 	return &CreateView{Schema: name.Schemaname, Name: name.Relname, Materialized: mat, IfNotExists: ifNotExists,
-		OrReplace: replace, Columns: cols, Plan: q, Query: text, DependsOn: b.deps}, nil
+		OrReplace: replace, Columns: cols, Plan: q, Query: text, DependsOn: b.deps, EmitOnWindowClose: eowc}, nil
 }
 
 func (b *Binder) bindRole(name string, opts []*pg.Node, alter bool) (Statement, error) {

@@ -24,6 +24,9 @@ type Statement struct {
 	AST *pg_query.Node
 	// Runnel is a statement PostgreSQL's grammar does not have.
 	Runnel RunnelStmt
+	// EmitOnWindowClose is RisingWave's EMIT ON WINDOW CLOSE ending a
+	// CREATE MATERIALIZED VIEW; Text and AST are the statement without it.
+	EmitOnWindowClose bool
 }
 
 // Position converts a byte location inside Text (as found in AST nodes; -1
@@ -132,6 +135,9 @@ func parseOne(full string, start, end int) (*Statement, error) {
 	} else if ok {
 		st.Runnel = rs
 		return st, nil
+	}
+	if cut, ok := cutEmitOnWindowClose(text); ok {
+		st.Text, st.EmitOnWindowClose, text = cut, true, cut
 	}
 	tree, err := pg_query.Parse(dropSourceAsForeignTable(text)) // split bounded its nesting
 	if err != nil {
