@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runneldb/runnel/internal/obs"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
 )
@@ -123,6 +124,7 @@ type BarrierLoop struct {
 	stopped  chan struct{}
 
 	recoveries []RecoveryRecord
+	history    barrierHistory // the last committed rounds (history.go)
 
 	// serving is the request the loop goroutine is serving (loop
 	// goroutine only): a panic answers it with the panic.
@@ -658,7 +660,7 @@ func (l *BarrierLoop) rebuildDueGroups() {
 			l.log.Info("database recovered", "database", g, "reset", rec.Reset, "rebuild", rec.Rebuild, "epoch", rec.Epoch)
 		}
 		l.mu.Lock()
-		l.recoveries = append(l.recoveries, rec)
+		l.addRecovery(rec)
 		l.mu.Unlock()
 	}
 }
@@ -703,6 +705,7 @@ func (l *BarrierLoop) barrier(req *barrierRequest) error {
 		tInj    time.Time
 		coll    *stream.Collection
 		prepErr error
+		tStart  = time.Now()
 	)
 	err := func() error {
 		l.mu.Lock()
@@ -719,9 +722,12 @@ func (l *BarrierLoop) barrier(req *barrierRequest) error {
 			b.Mutation = req.mutation
 			req.epoch = prev
 		}
-		tInj = time.Now()
 		var err error
 		coll, err = l.local.Inject(b)
+		tInj = time.Now()
+		if err == nil {
+			obs.BarrierInjected()
+		}
 		return err
 	}()
 	if prepErr != nil {
@@ -789,7 +795,10 @@ func (l *BarrierLoop) barrier(req *barrierRequest) error {
 	if err := l.store.Commit(ctx, prev); err != nil {
 		return fmt.Errorf("commit epoch %d: %w", prev, err)
 	}
-	l.log.Debug("barrier committed", "epoch", prev, "collect", tCol.Sub(tInj), "commit", time.Since(tCol))
+	tDone := time.Now()
+	obs.BarrierCommitted(tStart, tInj, tCol, tDone)
+	l.history.add(BarrierTiming{Epoch: prev, Committed: tDone, Inject: tInj.Sub(tStart), Collect: tCol.Sub(tInj), Commit: tDone.Sub(tCol)})
+	l.log.Debug("barrier committed", "epoch", prev, "collect", tCol.Sub(tInj), "commit", tDone.Sub(tCol))
 	l.committedMu.Lock()
 	l.committed = prev
 	l.commitCond.Broadcast()
@@ -838,12 +847,12 @@ func (l *BarrierLoop) recoverLocked(reason string) error {
 	ctx := context.Background()
 	if err := l.local.Reset(ctx); err != nil {
 		rec.Err = err.Error()
-		l.recoveries = append(l.recoveries, rec)
+		l.addRecovery(rec)
 		return err
 	}
 	if err := l.resolveCommit(ctx); err != nil {
 		rec.Err = err.Error()
-		l.recoveries = append(l.recoveries, rec)
+		l.addRecovery(rec)
 		return err
 	}
 	l.store.DiscardUncommitted()
@@ -870,12 +879,12 @@ func (l *BarrierLoop) recoverLocked(reason string) error {
 	if l.rebuilder != nil {
 		if err := l.rebuilder.Rebuild(ctx, l.curr); err != nil {
 			rec.Err = err.Error()
-			l.recoveries = append(l.recoveries, rec)
+			l.addRecovery(rec)
 			return fmt.Errorf("rebuild: %w", err)
 		}
 	}
 	rec.Rebuild = time.Since(t)
-	l.recoveries = append(l.recoveries, rec)
+	l.addRecovery(rec)
 	l.log.Info("recovery done", "reason", reason, "reset", rec.Reset, "rebuild", rec.Rebuild, "epoch", committed)
 	return nil
 }
@@ -905,6 +914,13 @@ func (l *BarrierLoop) resolveCommit(ctx context.Context) error {
 		}
 		wait = min(wait*2, resolveRetryMax)
 	}
+}
+
+// addRecovery records a finished recovery (l.mu held): in the history
+// (rw_recovery_history) and in the metrics.
+func (l *BarrierLoop) addRecovery(rec RecoveryRecord) {
+	l.recoveries = append(l.recoveries, rec)
+	obs.RecoveryDone(rec.Reason, rec.Database != 0, rec.Reset, rec.Rebuild, rec.Err != "")
 }
 
 // Recoveries lists past recoveries.

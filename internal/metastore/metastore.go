@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runneldb/runnel/internal/obs"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 )
 
@@ -242,7 +243,9 @@ func (d *DB) runTx(ctx context.Context, fnAttempts int, fn func(tx *Tx) error) e
 	}
 }
 
-func (d *DB) txOnce(ctx context.Context, fn func(tx *Tx) error) error {
+func (d *DB) txOnce(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	start := time.Now()
+	defer func() { obs.MetastoreTx(time.Since(start), err != nil) }()
 	if err := d.faultAt(PointBegin); err != nil {
 		return &txError{stage: stageBegin, definite: true, cause: fmt.Errorf("metastore: begin: %w", err)}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/runneldb/runnel/internal/obs"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -49,6 +50,8 @@ type conn struct {
 
 	// ignoreTillSync is set after an error in an extended-protocol message.
 	ignoreTillSync bool
+
+	connActivity // for Server.Sessions (activity.go)
 }
 
 // paramStatus is the ordered set of reported parameters.
@@ -331,6 +334,12 @@ func (c *conn) startup() error {
 		return &fatalError{toSQLError(ctx, err)}
 	}
 	c.sess = sess
+	remote := ""
+	if params.RemoteAddr != nil {
+		remote = params.RemoteAddr.String()
+	}
+	c.info.Store(&connInfo{database: params.Database, app: params.ApplicationName, remote: remote, connected: time.Now()})
+	obs.SessionOpened()
 	for _, name := range c.status.names {
 		c.send(&pgproto3.ParameterStatus{Name: name, Value: c.status.values[name]})
 	}
@@ -702,6 +711,7 @@ var errWrite = errors.New("client write failed")
 
 func (c *conn) sendError(ctx context.Context, err error) {
 	e := toSQLError(ctx, err)
+	obs.StatementFailed(string(e.Code))
 	if e.Code == sqlerr.InternalError {
 		c.srv.log.Warn("pgwire: internal error", "pid", c.pid, "err", err)
 	}
@@ -734,7 +744,9 @@ func (c *conn) simpleQuery(sql string) error {
 		delete(c.stmts, "")
 	}
 	ctx, done := c.beginStatement()
+	c.setActivity(sql)
 	err := c.runSimple(ctx, sql)
+	c.endActivity()
 	done()
 	if err != nil {
 		if isConnError(err) {
@@ -763,6 +775,7 @@ func (c *conn) runSimple(ctx context.Context, sql string) error {
 		c.send(&pgproto3.EmptyQueryResponse{})
 		return nil
 	}
+	start := time.Now()
 	for _, st := range stmts {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -781,6 +794,8 @@ func (c *conn) runSimple(ctx context.Context, sql string) error {
 		if err != nil {
 			return err
 		}
+		obs.StatementDone(res.Tag, time.Since(start))
+		start = time.Now()
 	}
 	return nil
 }

@@ -2,14 +2,17 @@ package pgwire
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/runneldb/runnel/internal/obs"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
 )
 
 // prepared is a statement created by a Parse message.
 type prepared struct {
+	sql     string    // the query text, for Server.Sessions
 	stmt    Statement // nil for an empty query
 	desc    StatementDescription
 	portals map[*portal]struct{} // closed with the statement
@@ -70,7 +73,7 @@ func (c *conn) parse(ctx context.Context, m *pgproto3.Parse) error {
 		}
 		return sqlerr.New(sqlerr.SyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
-	p := &prepared{portals: map[*portal]struct{}{}}
+	p := &prepared{sql: m.Query, portals: map[*portal]struct{}{}}
 	if len(stmts) == 1 {
 		p.stmt = stmts[0]
 		p.desc, err = p.stmt.Describe(ctx)
@@ -229,6 +232,8 @@ func (c *conn) execute(ctx context.Context, m *pgproto3.Execute) error {
 		c.send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
 		return nil
 	}
+	start := c.setActivity(p.stmt.sql)
+	defer c.endActivity()
 	if p.run == nil {
 		res, err := p.stmt.stmt.Execute(ctx, p.params)
 		if err != nil {
@@ -243,10 +248,13 @@ func (c *conn) execute(ctx context.Context, m *pgproto3.Execute) error {
 		}
 		p.run = &runningResult{res: res, formats: formats}
 	}
-	_, err := c.runResult(ctx, p.run, int64(m.MaxRows))
+	suspended, err := c.runResult(ctx, p.run, int64(m.MaxRows))
 	if err != nil {
 		p.close()
 		return err
+	}
+	if !suspended {
+		obs.StatementDone(p.run.res.Tag, time.Since(start))
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/metastore"
+	"github.com/runneldb/runnel/internal/obs"
 	"github.com/runneldb/runnel/internal/panics"
 )
 
@@ -415,6 +416,7 @@ func (e *Engine) StartCompaction(ctx context.Context, force bool) (*CompactionJo
 			e.needReload = true
 			e.mu.Unlock()
 		}
+		obs.CompactionDone(j.committed)
 		if j.err != nil && !errors.Is(j.err, ErrSimulatedCrash) && !j.committed {
 			e.log.Debug("storage: compaction did not commit", "job", j.ID, "err", j.err)
 		}

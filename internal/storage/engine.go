@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/runneldb/runnel/internal/metastore"
 	"github.com/runneldb/runnel/internal/objstore"
+	"github.com/runneldb/runnel/internal/obs"
 )
 
 // ErrTableDropped is returned (wrapped, as "table N has been dropped") by
@@ -571,6 +572,7 @@ func (e *Engine) buildInline(ctx context.Context, items []*bufItem) ([]inlineSST
 	if int64(size) > e.opts.InlineMaxBytes || len(out) > len(e.inlineIDs) {
 		return nil, nil // the estimate was low: upload instead
 	}
+	obs.StorageFlushed(size)
 	for i := range out {
 		out[i].meta.ID = e.inlineIDs[0]
 		out[i].meta.Inline = true
@@ -677,6 +679,11 @@ func (w *outputWriter) emit(obj []byte, meta *SSTMeta) error {
 	w.used++
 	if err := w.e.store.Put(w.ctx, objectKey(meta.ID), obj); err != nil {
 		return fmt.Errorf("storage: upload %s: %w", objectKey(meta.ID), err)
+	}
+	if w.job.Kind == jobKindCompaction {
+		obs.StorageCompacted(len(obj))
+	} else {
+		obs.StorageFlushed(len(obj))
 	}
 	w.metas = append(w.metas, meta)
 	return nil

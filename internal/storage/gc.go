@@ -10,6 +10,7 @@ import (
 
 	"github.com/runneldb/runnel/internal/metastore"
 	"github.com/runneldb/runnel/internal/objstore"
+	"github.com/runneldb/runnel/internal/obs"
 )
 
 // RunGC is the fast path: it deletes queued objects that no pinned version
@@ -89,6 +90,7 @@ func (e *Engine) RunGC(ctx context.Context) (deleted int, err error) {
 		}
 	}
 	deleted = len(gone)
+	obs.GCDeleted(deleted)
 	if delErr != nil {
 		return deleted, delErr
 	}
@@ -351,6 +353,7 @@ func fullGC(ctx context.Context, store objstore.Store, meta *metastore.DB, grace
 		if err := store.Delete(ctx, k); err != nil {
 			return n, fmt.Errorf("storage: full gc delete %s: %w", k, err)
 		}
+		obs.GCDeleted(1)
 		n++
 	}
 	return n, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/objstorage"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/runneldb/runnel/internal/objstore"
+	"github.com/runneldb/runnel/internal/obs"
 )
 
 // ErrCorrupt marks an object that exists but cannot be decoded.
@@ -208,6 +209,7 @@ func (r *objReadable) ReadAt(ctx context.Context, p []byte, off int64) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", r.key, err)
 	}
+	obs.StorageRead(len(data))
 	if len(data) != len(p) {
 		return fmt.Errorf("read %s: short read %d of %d: %w", r.key, len(data), len(p), ErrCorrupt)
 	}

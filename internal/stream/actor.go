@@ -27,6 +27,12 @@ type Actor struct {
 
 	state     atomic.Pointer[string] // what the actor is doing now (see actorstate.go)
 	stateFrom atomic.Int64           // unix nanos when state was entered
+
+	// Metrics (actorstate.go): rows received from exchanges and emitted,
+	// and nanoseconds spent per StateClass. Written by the actor's
+	// goroutine only; read at scrape time.
+	rowsIn, rowsOut atomic.Int64
+	stateNanos      [numStateClasses]atomic.Int64
 }
 
 // ActorFailure is an actor's error, with context for logs and recovery.
@@ -87,6 +93,9 @@ func (a *Actor) Run(ctx context.Context, c Collector) {
 			}
 			c.Failed(f)
 			return
+		}
+		if msg.Chunk != nil {
+			a.rowsOut.Add(int64(msg.Chunk.Len()))
 		}
 		if err := a.Dispatch.Dispatch(ctx, msg); err != nil {
 			if ctx.Err() != nil {

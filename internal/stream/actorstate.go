@@ -72,11 +72,73 @@ func ReportState(ctx context.Context, s *string) {
 }
 
 func (a *Actor) setState(s *string) {
-	if a.state.Load() == s {
+	old := a.state.Load()
+	if old == s {
 		return
 	}
-	a.stateFrom.Store(time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	if old != nil {
+		// The time spent in the state it leaves, for the per-fragment
+		// metrics: one atomic add on a change of state, which already
+		// reads the clock.
+		a.stateNanos[classOf(old)].Add(now - a.stateFrom.Load())
+	}
+	a.stateFrom.Store(now)
 	a.state.Store(s)
+}
+
+// StateClass groups actor states for metrics: where an actor's time goes.
+type StateClass int
+
+const (
+	// ClassBusy: computing, writing state, applying DML, backfilling.
+	ClassBusy StateClass = iota
+	// ClassIdle: waiting for input.
+	ClassIdle
+	// ClassAligning: waiting for the other inputs' barrier.
+	ClassAligning
+	// ClassBlocked: a downstream channel is full (back-pressure).
+	ClassBlocked
+	numStateClasses
+)
+
+// StateClassNames name the classes, by StateClass, as metric labels.
+var StateClassNames = [numStateClasses]string{"busy", "idle", "aligning", "blocked"}
+
+func classOf(s *string) StateClass {
+	switch s {
+	case &StateWaitingInput:
+		return ClassIdle
+	case &StateAligning:
+		return ClassAligning
+	case &StateBlockedOutput:
+		return ClassBlocked
+	}
+	return ClassBusy
+}
+
+// reportInput records that the actor running ctx received a chunk of n
+// rows from an exchange and is processing it.
+func reportInput(ctx context.Context, n int) {
+	if a, _ := ctx.Value(actorKey{}).(*Actor); a != nil {
+		a.rowsIn.Add(int64(n))
+		a.setState(&StateProcessing)
+	}
+}
+
+// Counters returns the rows the actor received from exchanges and emitted
+// since it started, and the time it spent in each StateClass (including
+// the current state so far).
+func (a *Actor) Counters() (rowsIn, rowsOut int64, inState [numStateClasses]time.Duration) {
+	for i := range inState {
+		inState[i] = time.Duration(a.stateNanos[i].Load())
+	}
+	if s := a.state.Load(); s != nil {
+		if d := time.Now().UnixNano() - a.stateFrom.Load(); d > 0 {
+			inState[classOf(s)] += time.Duration(d)
+		}
+	}
+	return a.rowsIn.Load(), a.rowsOut.Load(), inState
 }
 
 // State returns what the actor is doing and since when.

@@ -288,6 +288,11 @@ type ActorInfo struct {
 	Root     string
 	State    string
 	Since    time.Time
+	// RowsIn and RowsOut count the rows the actor received from
+	// exchanges and emitted; InState is its time per StateClass.
+	RowsIn, RowsOut int64
+	InState         [numStateClasses]time.Duration
+	Group           uint64
 }
 
 // Actors lists the actors and what each is doing.
@@ -297,7 +302,9 @@ func (m *BarrierManager) Actors() []ActorInfo {
 	out := make([]ActorInfo, 0, len(m.actors))
 	for _, e := range m.actors {
 		s, since := e.actor.State()
-		out = append(out, ActorInfo{ID: e.actor.ID, Job: e.actor.Job, Fragment: e.actor.Fragment, Root: e.actor.Root.Identity(), State: s, Since: since})
+		in, outRows, inState := e.actor.Counters()
+		out = append(out, ActorInfo{ID: e.actor.ID, Job: e.actor.Job, Fragment: e.actor.Fragment, Root: e.actor.Root.Identity(), State: s, Since: since,
+			RowsIn: in, RowsOut: outRows, InState: inState, Group: e.actor.Group})
 	}
 	return out
 }

@@ -316,7 +316,7 @@ func (m *Merge) Next(ctx context.Context) (Message, error) {
 			return Message{}, fmt.Errorf("%s: upstream %d closed its channel", m.Identity(), i)
 		}
 		if msg.Chunk != nil {
-			ReportState(ctx, &StateProcessing)
+			reportInput(ctx, msg.Chunk.Len())
 			return msg, nil
 		}
 		if msg.Watermark != nil {

@@ -66,8 +66,8 @@ func (b *CacheBudget) SetLimit(limit int64) {
 // Limit returns the budget in bytes.
 func (b *CacheBudget) Limit() int64 { return b.limit.Load() }
 
-// evictions returns how many entries the budget's caches evicted.
-func (b *CacheBudget) evictions() int64 { return b.evicts.Load() }
+// Evictions returns how many entries the budget's caches evicted.
+func (b *CacheBudget) Evictions() int64 { return b.evicts.Load() }
 
 // Used returns the bytes the caches hold now.
 func (b *CacheBudget) Used() int64 { return b.used.Load() }

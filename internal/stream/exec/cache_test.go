@@ -199,7 +199,7 @@ func TestHashJoinEvictionReloads(t *testing.T) {
 			}
 		}
 	}
-	if tight.evictions() == 0 {
+	if tight.Evictions() == 0 {
 		t.Fatal("the tight budget evicted nothing (the test's premise)")
 	}
 }
