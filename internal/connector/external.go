@@ -84,6 +84,12 @@ type Batch struct {
 	// Batch was assembled (Kafka: the high watermark / last stable offset
 	// was reached).
 	CaughtUp bool
+	// Bytes is the size of the records read for this batch as the
+	// upstream sent them (0: not reported), for the source's metrics.
+	Bytes int64
+	// Lag is how far the split is behind its upstream after this batch
+	// (nil: not reported).
+	Lag *Lag
 	// Truncate deletes every row the table stores before Changes are
 	// applied (postgres-cdc: an upstream TRUNCATE, and a snapshot that
 	// starts over after an interrupted one). Tables only.
@@ -203,4 +209,12 @@ func FormatOptions(options map[string]string, format, encode string, encodeOptio
 		out["encode."+k] = v
 	}
 	return out
+}
+
+// Lag is how far a split is behind its upstream, in the unit its
+// connector measures: Kafka offsets behind the partition's high watermark
+// (or last stable offset), CDC WAL bytes behind the upstream's WAL end.
+type Lag struct {
+	Messages int64
+	Bytes    int64
 }

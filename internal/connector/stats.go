@@ -15,6 +15,8 @@ type SourceStats struct {
 	Name    string
 	Rows    atomic.Int64
 	Skipped atomic.Int64
+	// Bytes counts the bytes of the records read (as Batch.Bytes).
+	Bytes atomic.Int64
 
 	mu          sync.Mutex
 	lastSkipped string
@@ -22,6 +24,8 @@ type SourceStats struct {
 	failing map[string]splitFailure
 	// caughtUp holds every split read, with its last Batch.CaughtUp.
 	caughtUp map[string]bool
+	// lag holds each split's last reported Batch.Lag.
+	lag map[string]Lag
 }
 
 type splitFailure struct {
@@ -43,6 +47,10 @@ type SourceStatus struct {
 	// CaughtUp: every split read so far had nothing more to read at its
 	// last batch (false before the first batch).
 	CaughtUp bool
+	Bytes    int64
+	// LagMessages and LagBytes sum the splits' last reported Lag (-1 when
+	// no split reported one).
+	LagMessages, LagBytes int64
 }
 
 var stats struct {
@@ -60,7 +68,7 @@ func StatsFor(name string) *SourceStats {
 	}
 	s := stats.byName[name]
 	if s == nil {
-		s = &SourceStats{Name: name, failing: map[string]splitFailure{}, caughtUp: map[string]bool{}}
+		s = &SourceStats{Name: name, failing: map[string]splitFailure{}, caughtUp: map[string]bool{}, lag: map[string]Lag{}}
 		stats.byName[name] = s
 	}
 	return s
@@ -94,7 +102,14 @@ func (s *SourceStats) Status() SourceStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := SourceStatus{Name: s.Name, Rows: s.Rows.Load(), Skipped: s.Skipped.Load(), LastSkipped: s.lastSkipped, Status: "running",
-		CaughtUp: len(s.caughtUp) > 0}
+		CaughtUp: len(s.caughtUp) > 0, Bytes: s.Bytes.Load(), LagMessages: -1, LagBytes: -1}
+	if len(s.lag) > 0 {
+		st.LagMessages, st.LagBytes = 0, 0
+		for _, l := range s.lag {
+			st.LagMessages += l.Messages
+			st.LagBytes += l.Bytes
+		}
+	}
 	for _, c := range s.caughtUp {
 		st.CaughtUp = st.CaughtUp && c
 	}
@@ -141,9 +156,14 @@ func (s *SourceStats) SplitHealthy(split string) {
 	delete(s.failing, split)
 }
 
-// SplitCaughtUp records split's last Batch.CaughtUp.
-func (s *SourceStats) SplitCaughtUp(split string, caughtUp bool) {
+// SplitRead records what split's last Batch reported: CaughtUp, Bytes
+// and Lag.
+func (s *SourceStats) SplitRead(split string, b *Batch) {
+	s.Bytes.Add(b.Bytes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.caughtUp[split] = caughtUp
+	s.caughtUp[split] = b.CaughtUp
+	if b.Lag != nil {
+		s.lag[split] = *b.Lag
+	}
 }

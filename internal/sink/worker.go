@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runneldb/runnel/internal/obs"
 	"github.com/runneldb/runnel/internal/panics"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream/exec"
@@ -111,6 +112,7 @@ func (w *Worker) Start() {
 // Stop stops the worker and waits for its goroutine to end (I3: the log
 // may be purged only after this returns).
 func (w *Worker) Stop() {
+	obs.ForgetSink(w.cfg.Name)
 	if w.cancel == nil {
 		return
 	}
@@ -199,6 +201,11 @@ func (w *Worker) handled(through uint64, rows int64, delivered uint64, truncs []
 	w.truncate = append(w.truncate, truncs...)
 	w.stat.DeliveredRows += rows
 	if delivered > w.stat.Delivered {
+		if w.stat.Delivered != 0 {
+			// Not the first: that one may be what the target already
+			// held before this process started.
+			obs.SinkDelivered(w.cfg.Name, obs.EpochTime(delivered))
+		}
 		w.stat.Delivered = delivered
 	}
 	close(w.below)

@@ -437,3 +437,33 @@ func distString(n *Node, d Dist) string {
 	}
 	return "any"
 }
+
+// ExplainedFragment is one fragment of a stream plan as EXPLAIN prints it,
+// for the dashboard's stream graph: its number, how its actors split the
+// rows, its operators (EXPLAIN's lines) and the fragments whose output its
+// exchanges read.
+type ExplainedFragment struct {
+	ID     int
+	Dist   string
+	Lines  []string
+	Inputs []int
+}
+
+// ExplainFragments is Explain by fragment (the state-table list left out).
+func ExplainFragments(root *Node) []ExplainedFragment {
+	e := &explainer{ids: map[*Node]int{}}
+	e.number(root)
+	out := make([]ExplainedFragment, 0, len(e.frags))
+	for _, f := range e.frags {
+		e.out = e.out[:0]
+		e.node(f, "", "")
+		ef := ExplainedFragment{ID: e.ids[f], Dist: fragmentDist(f), Lines: append([]string(nil), e.out...)}
+		walkFragment(f, func(n *Node) {
+			if n.Op == OpExchange {
+				ef.Inputs = append(ef.Inputs, e.ids[n.Inputs[0]])
+			}
+		})
+		out = append(out, ef)
+	}
+	return out
+}

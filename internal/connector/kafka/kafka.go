@@ -266,6 +266,7 @@ func (st *stream) Read(ctx context.Context) (connector.Batch, error) {
 				if r.Attrs.IsControl() {
 					continue // a transaction marker
 				}
+				b.Bytes += int64(len(r.Key) + len(r.Value))
 				if err := st.dec.decode(r, &b.Changes); err != nil {
 					b.Skipped = append(b.Skipped, connector.Skipped{
 						Where:  fmt.Sprintf("topic %s partition %d offset %d", r.Topic, r.Partition, r.Offset),
@@ -276,11 +277,12 @@ func (st *stream) Read(ctx context.Context) (connector.Batch, error) {
 			// Caught up is judged from the broker's last stable offset
 			// (read_committed), never from the last record's offset + 1:
 			// a partition ending in a transaction marker would stall.
+			end := p.HighWatermark
 			if lso := p.LastStableOffset; lso >= 0 {
-				b.CaughtUp = st.next >= lso
-			} else {
-				b.CaughtUp = st.next >= p.HighWatermark
+				end = lso
 			}
+			b.CaughtUp = st.next >= end
+			b.Lag = &connector.Lag{Messages: max(0, end-st.next)}
 		})
 		if st.next == start {
 			continue // nothing new (an empty fetch)

@@ -111,6 +111,9 @@ func (s *splitStream) Read(ctx context.Context) (connector.Batch, error) {
 	if s.carry == nil {
 		out.State = b.State.Encode()
 	}
+	if end := s.r.walEnd.Load(); end > 0 && b.State.Phase == PhaseStream {
+		out.Lag = &connector.Lag{Bytes: int64(max(end, uint64(b.State.LSN)) - uint64(b.State.LSN))}
+	}
 	for _, c := range changes {
 		switch {
 		case c.Op == OpDelete:

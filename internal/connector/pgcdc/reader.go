@@ -127,6 +127,9 @@ type Reader struct {
 	done   chan struct{}
 
 	acked atomic.Uint64 // LSN committed by Runnel: what PostgreSQL may forget
+	// walEnd is the upstream's WAL end as last reported (keepalives,
+	// XLogData), for the lag metric.
+	walEnd atomic.Uint64
 
 	// emitted is the state of the last batch handed to Next (run's
 	// goroutine only): a session that panicked resumes from it.
@@ -468,6 +471,7 @@ func (r *Reader) stream(ctx context.Context, repl *pgconn.PgConn, st State) (Sta
 				if err != nil {
 					continue
 				}
+				r.walEnd.Store(uint64(ka.ServerWALEnd))
 				if !inTxn && len(pending) == 0 && ka.ServerWALEnd > st.LSN {
 					// Every transaction that committed before the server's
 					// WAL end has been sent: the position may move there.
@@ -482,6 +486,7 @@ func (r *Reader) stream(ctx context.Context, repl *pgconn.PgConn, st State) (Sta
 					r.BadRows.Add(1)
 					continue
 				}
+				r.walEnd.Store(uint64(xld.ServerWALEnd))
 				lm, err := parseMessage(xld.WALData)
 				if err != nil {
 					r.BadRows.Add(1)

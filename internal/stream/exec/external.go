@@ -382,7 +382,7 @@ func (f *externalFeed) consume(sb splitBatch) *types.Chunk {
 		sf.caughtUp = sb.b.CaughtUp
 	}
 	f.mu.Unlock()
-	f.stats.SplitCaughtUp(sb.split, sb.b.CaughtUp)
+	f.stats.SplitRead(sb.split, &sb.b)
 	if n := len(sb.b.Skipped); n > 0 {
 		f.stats.NoteSkipped(sb.b.Skipped)
 		f.unloggedSkip += n
