@@ -24,6 +24,7 @@ import (
 //	log_format = "json"
 //	log_level = "info"
 //	streaming_cache_mb = 256
+//	http_listen = "127.0.0.1:5691"
 type fileConfig struct {
 	Listen          string `toml:"listen"`
 	DataDir         string `toml:"data_dir"`
@@ -36,6 +37,8 @@ type fileConfig struct {
 	LogLevel        string `toml:"log_level"`
 	// StreamingCacheMB is the streaming operator cache budget in MiB.
 	StreamingCacheMB int64 `toml:"streaming_cache_mb"`
+	// HTTPListen is the HTTP listener's address (metrics, dashboard).
+	HTTPListen string `toml:"http_listen"`
 }
 
 // applyConfigFile sets every flag that the command line and the
@@ -59,7 +62,7 @@ func applyConfigFile(fs *flag.FlagSet, path string, envNames map[string]string) 
 	values := map[string]string{
 		"listen": fc.Listen, "data-dir": fc.DataDir, "object-store": fc.ObjectStore, "meta-store": fc.MetaStore,
 		"barrier-interval": fc.BarrierInterval, "tls-cert": fc.TLSCert, "tls-key": fc.TLSKey,
-		"log-format": fc.LogFormat, "log-level": fc.LogLevel,
+		"log-format": fc.LogFormat, "log-level": fc.LogLevel, "http-listen": fc.HTTPListen,
 	}
 	if fc.StreamingCacheMB != 0 {
 		values["streaming-cache-mb"] = strconv.FormatInt(fc.StreamingCacheMB, 10)

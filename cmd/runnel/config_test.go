@@ -80,3 +80,20 @@ func TestBarrierIntervalEnvironment(t *testing.T) {
 		t.Fatalf("serve with RUNNEL_BARRIER_INTERVAL=soon: exit %d, %q; want 2 naming the variable", code, stderr.String())
 	}
 }
+
+// http_listen in the file sets --http-listen (the metrics and dashboard
+// listener) when neither the flag nor RUNNEL_HTTP_LISTEN does.
+func TestConfigFileHTTPListen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runnel.toml")
+	if err := os.WriteFile(path, []byte("http_listen = \"127.0.0.1:7777\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	httpListen := fs.String("http-listen", "127.0.0.1:5691", "")
+	if err := applyConfigFile(fs, path, map[string]string{"http-listen": "RUNNEL_HTTP_LISTEN"}); err != nil {
+		t.Fatal(err)
+	}
+	if *httpListen != "127.0.0.1:7777" {
+		t.Fatalf("http-listen = %s; want the file's 127.0.0.1:7777", *httpListen)
+	}
+}

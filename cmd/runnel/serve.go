@@ -61,7 +61,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	logFormat := fs.String("log-format", envOr("RUNNEL_LOG_FORMAT", "text"), "log format: text or json")
 	logLevel := fs.String("log-level", envOr("RUNNEL_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	cacheMB := fs.Int64("streaming-cache-mb", envInt64("RUNNEL_STREAMING_CACHE_MB"), "memory budget of the streaming operators' caches in MiB (default 256; env RUNNEL_STREAMING_CACHE_MB)")
-	httpListen := fs.String("http-listen", os.Getenv("RUNNEL_HTTP_LISTEN"), "HTTP listen address for the time-series ingest APIs, e.g. 127.0.0.1:4000 (off when empty; env RUNNEL_HTTP_LISTEN)")
+	httpListen := fs.String("http-listen", envOr("RUNNEL_HTTP_LISTEN", "127.0.0.1:5691"), "HTTP listen address for /metrics, the /api/ JSON APIs, the dashboard and the time-series ingest APIs; empty disables it (env RUNNEL_HTTP_LISTEN)")
 	configFile := fs.String("config", os.Getenv("RUNNEL_CONFIG"), "TOML configuration file (flags and environment variables override it)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -101,6 +101,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		BarrierInterval: *interval,
 		TLSCertFile:     *tlsCert,
 		TLSKeyFile:      *tlsKey,
+		HTTPListen:      *httpListen,
 		Logger:          log,
 
 		StreamingCacheBytes: *cacheMB << 20,
@@ -108,15 +109,6 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
-	}
-	if *httpListen != "" {
-		hs, err := startHTTP(*httpListen, srv, log)
-		if err != nil {
-			log.Error("cannot listen for HTTP", "addr", *httpListen, "err", err)
-			srv.Close()
-			return 1
-		}
-		defer hs.Close()
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

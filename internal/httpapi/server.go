@@ -27,7 +27,10 @@ type Config struct {
 	// Gatherer is what /metrics serves.
 	Gatherer prometheus.Gatherer
 	Backend  Backend
-	Logger   *slog.Logger
+	// Mount, when set, adds other HTTP APIs to the listener (the
+	// time-series ingest paths, package ingest).
+	Mount  func(*http.ServeMux)
+	Logger *slog.Logger
 }
 
 // Server serves /metrics, /api/ and the dashboard.
@@ -69,6 +72,10 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("GET /api/recoveries", get(func(ctx context.Context, _ *http.Request) (any, error) { return b.Recoveries(ctx) }))
 	mux.HandleFunc("GET /api/sessions", get(func(ctx context.Context, _ *http.Request) (any, error) { return b.Sessions(ctx) }))
 	mux.HandleFunc("POST /api/sessions/cancel", get(func(ctx context.Context, r *http.Request) (any, error) {
+		if r.Header.Get("X-Runnel-Request") == "" {
+			// A cross-site form cannot set it (doc.go).
+			return nil, &apiError{status: http.StatusForbidden, msg: "the X-Runnel-Request header is required"}
+		}
 		pid, err := strconv.ParseUint(r.URL.Query().Get("pid"), 10, 32)
 		if err != nil {
 			return nil, badRequest("pid must be a process id")
@@ -83,6 +90,9 @@ func New(cfg Config) *Server {
 		return map[string]bool{"cancelled": true}, nil
 	}))
 	mux.HandleFunc("GET /api/connectors", get(func(ctx context.Context, _ *http.Request) (any, error) { return b.Connectors(ctx) }))
+	if cfg.Mount != nil {
+		cfg.Mount(mux)
+	}
 	sub, _ := fs.Sub(static, "static")
 	mux.Handle("GET /", http.FileServerFS(sub))
 	s.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

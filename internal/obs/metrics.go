@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Default is the process's registry of recorded series, with the Go
@@ -256,3 +257,22 @@ func ForgetSink(sink string) { sinkDelivery.DeleteLabelValues(sink) }
 // EpochTime is the wall-clock instant an epoch embeds (milliseconds
 // shifted left by 16, see meta.nextEpoch).
 func EpochTime(epoch uint64) time.Time { return time.UnixMilli(int64(epoch >> 16)) }
+
+// WriteAmplification is (flush + compaction bytes written) / flush bytes
+// written since the process started (1 before anything was compacted, 0
+// before anything was written).
+func WriteAmplification() float64 {
+	flush := counterValue(storageWriteFlush)
+	if flush == 0 {
+		return 0
+	}
+	return (flush + counterValue(storageWriteCompaction)) / flush
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}

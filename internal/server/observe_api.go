@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/connector"
 	"github.com/runneldb/runnel/internal/httpapi"
+	"github.com/runneldb/runnel/internal/ingest"
 	"github.com/runneldb/runnel/internal/obs"
 	"github.com/runneldb/runnel/internal/sink"
 	"github.com/runneldb/runnel/internal/storage"
@@ -21,7 +23,7 @@ import (
 )
 
 // The HTTP listener (Config.HTTPListen): /metrics, the JSON APIs under
-// /api/ and the dashboard, served by package httpapi from what this file
+// /api/, the dashboard and the time-series ingest paths (tsingest.go), served by package httpapi from what this file
 // answers (httpapi.Backend) — the same state the rw_catalog relations
 // read, so the dashboard and SQL agree.
 
@@ -37,7 +39,8 @@ func (s *Server) startHTTP() error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&metricsCollector{s: s})
 	s.httpAPI = &observer{s: s, started: time.Now(), rates: map[fragKey]rateSample{}}
-	s.http = httpapi.New(httpapi.Config{Gatherer: prometheus.Gatherers{obs.Default, reg}, Backend: s.httpAPI, Logger: s.log})
+	s.http = httpapi.New(httpapi.Config{Gatherer: prometheus.Gatherers{obs.Default, reg}, Backend: s.httpAPI, Logger: s.log,
+		Mount: func(mux *http.ServeMux) { ingest.Register(mux, s.IngestWriter()) }})
 	s.httpAddr = ln.Addr().String()
 	go func() {
 		if err := s.http.Serve(ln); err != nil {
@@ -393,15 +396,8 @@ func (s *Server) sinkStatuses() []sinkState {
 	sort.Slice(rels, func(i, j int) bool { return rels[i].ID < rels[j].ID })
 	out := make([]sinkState, 0, len(rels))
 	for _, r := range rels {
-		ss := sinkState{rel: r, status: "stopped"}
-		if w := s.sinks.get(r.ID); w != nil {
-			ss.st = w.Status()
-			ss.status = "running"
-			if ss.st.LastError != "" {
-				ss.status = "retrying"
-			}
-		}
-		out = append(out, ss)
+		st, status := s.sinkStatus(r.ID)
+		out = append(out, sinkState{rel: r, st: st, status: status})
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/httpapi"
 	"github.com/runneldb/runnel/internal/meta"
 	"github.com/runneldb/runnel/internal/metastore"
 	"github.com/runneldb/runnel/internal/objstore"
@@ -52,7 +53,11 @@ type Config struct {
 	// delete a probe object before it gives up on an unusable object store
 	// (default 30 s).
 	ObjectStoreWait time.Duration
-	Logger          *slog.Logger
+	// HTTPListen is the address of the HTTP listener serving /metrics,
+	// the /api/ JSON APIs and the dashboard (observe_api.go; "" disables
+	// it; the runnel command's default is 127.0.0.1:5691).
+	HTTPListen string
+	Logger     *slog.Logger
 }
 
 func (c *Config) fill() {
@@ -105,6 +110,11 @@ type Server struct {
 	openTxns openTxns
 
 	ln net.Listener
+
+	// The HTTP listener (observe_api.go).
+	http     *httpapi.Server
+	httpAPI  *observer
+	httpAddr string
 }
 
 // Open opens (or creates) the data directory, loads the catalog and starts
@@ -179,6 +189,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		pcfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	}
 	s.pg = pgwire.NewServer(pcfg, &engine{s: s})
+	if err := s.startHTTP(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -207,6 +221,9 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if s.http != nil {
+		s.http.Close()
+	}
 	if s.pg != nil {
 		s.pg.Shutdown(ctx)
 	}

@@ -487,15 +487,7 @@ func sinkRows(sc *sysCtx) [][]any {
 				qualified = ident.Quote(s.Name) + "." + qualified
 			}
 		}
-		var st sink.Status
-		status := "stopped"
-		if w := sc.ss.s.sinks.get(r.ID); w != nil {
-			st = w.Status()
-			status = "running"
-			if st.LastError != "" {
-				status = "retrying"
-			}
-		}
+		st, status := sc.ss.s.sinkStatus(r.ID)
 		var lastErr any
 		if st.LastError != "" {
 			lastErr = st.LastError
@@ -505,4 +497,18 @@ func sinkRows(sc *sysCtx) [][]any {
 			st.DeliveredRows, lastErr})
 	}
 	return out
+}
+
+// sinkStatus is a sink's worker progress and "running", "retrying" (its
+// last delivery failed) or "stopped" (no worker).
+func (s *Server) sinkStatus(id catalog.ObjectID) (sink.Status, string) {
+	w := s.sinks.get(id)
+	if w == nil {
+		return sink.Status{}, "stopped"
+	}
+	st := w.Status()
+	if st.LastError != "" {
+		return st, "retrying"
+	}
+	return st, "running"
 }

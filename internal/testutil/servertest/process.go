@@ -75,6 +75,10 @@ type Process struct {
 	Cmd *exec.Cmd
 	// Addr is the pgwire listen address.
 	Addr string
+	// HTTPAddr is the address of the HTTP listener (metrics, dashboard):
+	// a free loopback port, never the fixed default, so that processes of
+	// tests running at once do not collide.
+	HTTPAddr string
 	// LogPath holds the server's output.
 	LogPath string
 
@@ -102,9 +106,9 @@ func StartProcess(t testing.TB, bin string, opts ProcessOptions) *Process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Process{Addr: FreeAddr(t), LogPath: opts.LogPath, done: make(chan struct{})}
+	p := &Process{Addr: FreeAddr(t), HTTPAddr: FreeAddr(t), LogPath: opts.LogPath, done: make(chan struct{})}
 	fmt.Fprintf(logf, "=== start on %s at %s\n", p.Addr, time.Now().Format(time.RFC3339Nano))
-	p.Cmd = exec.Command(bin, append([]string{"serve", "--listen", p.Addr, "--data-dir", opts.DataDir}, args...)...)
+	p.Cmd = exec.Command(bin, append([]string{"serve", "--listen", p.Addr, "--http-listen", p.HTTPAddr, "--data-dir", opts.DataDir}, args...)...)
 	p.Cmd.Stdout, p.Cmd.Stderr = logf, logf
 	if len(opts.Env) > 0 {
 		p.Cmd.Env = append(os.Environ(), opts.Env...)
