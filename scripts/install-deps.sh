@@ -16,6 +16,8 @@
 #   4. sqlsmith (Debian's package), a random query generator that builds its
 #      queries from the server's own catalog; internal/sqlsmithtest points
 #      it at a running Runnel.
+#   5. chromium (Debian's package), the headless browser that
+#      internal/httpapi's dashboard tests drive with chromedp.
 set -euo pipefail
 
 VERSITYGW_VERSION="v1.8.0"
@@ -79,5 +81,14 @@ else
 	export DEBIAN_FRONTEND=noninteractive
 	as_root apt-get update
 	as_root apt-get install -y --no-install-recommends sqlsmith
+fi
+# --- chromium --------------------------------------------------------------
+if command -v chromium >/dev/null 2>&1; then
+	log "chromium: found $(command -v chromium)"
+else
+	log "chromium: not found; running apt-get update && apt-get install -y chromium"
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update
+	as_root apt-get install -y --no-install-recommends chromium
 fi
 log "done"
