@@ -113,7 +113,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		if err != nil {
 			fail(err)
 		}
-		name := filepath.Join(shots, "dashboard-"+strings.ReplaceAll(page, "/", "-")+".png")
+		name := filepath.Join(shots, "dashboard-"+wantPage+".png")
 		if err := os.WriteFile(name, shot, 0o644); err != nil {
 			t.Fatal(err)
 		}
