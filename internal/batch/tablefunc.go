@@ -2,12 +2,8 @@ package batch
 
 import (
 	"context"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/cockroachdb/apd/v3"
-
+	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
@@ -33,7 +29,7 @@ func (t *tableFuncExec) Next(ctx context.Context) (types.Row, error) {
 		}
 		switch t.node.Name {
 		case "generate_series":
-			t.next, err = generateSeries(args, t.node.Out[0].Type, ec.Location)
+			t.next, err = expr.GenerateSeries(args, t.node.Out[0].Type, ec.Location)
 		default:
 			err = sqlerr.Errorf(sqlerr.UndefinedFunction, "function %s does not exist", t.node.Name)
 		}
@@ -59,92 +55,6 @@ func (t *tableFuncExec) Next(ctx context.Context) (types.Row, error) {
 }
 
 func (t *tableFuncExec) Close() {}
-
-// generateSeries returns the generator for generate_series(start, stop
-// [, step]); a NULL argument gives no rows.
-func generateSeries(args []types.Datum, typ types.Type, loc *time.Location) (func() (types.Datum, bool, error), error) {
-	if hasNull(args) {
-		return nil, nil
-	}
-	switch typ.Kind {
-	case types.KindInt32, types.KindInt64:
-		cur, stop, step := args[0].Int(), args[1].Int(), int64(1)
-		if len(args) > 2 {
-			step = args[2].Int()
-		}
-		if step == 0 {
-			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "step size cannot equal zero")
-		}
-		done := false
-		return func() (types.Datum, bool, error) {
-			if done || (step > 0 && cur > stop) || (step < 0 && cur < stop) {
-				return types.NullDatum, false, nil
-			}
-			v := cur
-			next := cur + step
-			if (step > 0 && next < cur) || (step < 0 && next > cur) {
-				done = true // overflow: this was the last value
-			}
-			cur = next
-			if typ.Kind == types.KindInt32 {
-				return types.DInt32(int32(v)), true, nil
-			}
-			return types.DInt64(v), true, nil
-		}, nil
-	case types.KindNumeric:
-		cur := types.ToDecimal(args[0])
-		stop := types.ToDecimal(args[1])
-		step := apd.New(1, 0)
-		if len(args) > 2 {
-			step = types.ToDecimal(args[2])
-		}
-		if step.IsZero() {
-			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "step size cannot equal zero")
-		}
-		neg := step.Negative
-		return func() (types.Datum, bool, error) {
-			c := cur.Cmp(stop)
-			if (!neg && c > 0) || (neg && c < 0) {
-				return types.NullDatum, false, nil
-			}
-			v := cur
-			next := new(apd.Decimal)
-			if _, err := apd.BaseContext.WithPrecision(1000).Add(next, cur, step); err != nil {
-				return types.NullDatum, false, sqlerr.Wrap(err, sqlerr.NumericValueOutOfRange, "numeric overflow")
-			}
-			cur = next
-			return types.DNumeric(v), true, nil
-		}, nil
-	case types.KindTimestamp, types.KindTimestamptz:
-		if len(args) < 3 {
-			return nil, sqlerr.New(sqlerr.UndefinedFunction, "function generate_series(timestamp, timestamp) does not exist")
-		}
-		cur, stop := args[0].Int(), args[1].Int()
-		iv := args[2].Interval()
-		if iv.Months == 0 && iv.Days == 0 && iv.Micros == 0 {
-			return nil, sqlerr.New(sqlerr.InvalidParameterValue, "step size cannot equal zero")
-		}
-		if typ.Kind == types.KindTimestamp || loc == nil {
-			loc = time.UTC
-		}
-		// The sign of the step decides the direction, as PostgreSQL does by
-		// comparing the step with a zero interval.
-		neg := (int64(iv.Months)*30+int64(iv.Days))*86400e6+iv.Micros < 0
-		return func() (types.Datum, bool, error) {
-			if (!neg && cur > stop) || (neg && cur < stop) {
-				return types.NullDatum, false, nil
-			}
-			v := cur
-			t := time.UnixMicro(cur).In(loc).AddDate(0, int(iv.Months), int(iv.Days))
-			cur = t.UnixMicro() + iv.Micros
-			if typ.Kind == types.KindTimestamp {
-				return types.DTimestamp(v), true, nil
-			}
-			return types.DTimestamptz(v), true, nil
-		}, nil
-	}
-	return nil, sqlerr.Errorf(sqlerr.UndefinedFunction, "function generate_series(%s) does not exist", typ.Name())
-}
 
 // projectSetExec runs select-list set-returning functions in lockstep.
 type projectSetExec struct {
@@ -194,9 +104,7 @@ func (p *projectSetExec) Next(ctx context.Context) (types.Row, error) {
 			if err != nil {
 				return nil, err
 			}
-			if c.Name == "unnest" {
-				p.gens[i] = unnestVector(args[0])
-			} else if p.gens[i], err = generateSeries(args, c.Type, ec.Location); err != nil {
+			if p.gens[i], err = expr.SelectListSRF(c.Name, args, c.Type, ec.Location); err != nil {
 				return nil, err
 			}
 		}
@@ -205,23 +113,3 @@ func (p *projectSetExec) Next(ctx context.Context) (types.Row, error) {
 }
 
 func (p *projectSetExec) Close() { p.in.Close() }
-
-// unnestVector yields the elements of an oidvector (types.OIDVector:
-// space-separated oids, PostgreSQL's output form); NULL yields nothing.
-func unnestVector(v types.Datum) func() (types.Datum, bool, error) {
-	var elems []string
-	if !v.IsNull() {
-		elems = strings.Fields(v.Str())
-	}
-	return func() (types.Datum, bool, error) {
-		if len(elems) == 0 {
-			return types.NullDatum, false, nil
-		}
-		n, err := strconv.ParseInt(elems[0], 10, 32)
-		if err != nil {
-			return types.NullDatum, false, sqlerr.Errorf(sqlerr.InvalidTextRepresentation, "invalid input syntax for type oid: %q", elems[0])
-		}
-		elems = elems[1:]
-		return types.DInt32(int32(n)), true, nil
-	}
-}

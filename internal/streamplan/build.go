@@ -104,12 +104,7 @@ func (b *builder) build(n plan.Node) (*Node, error) {
 	case *plan.SetOp:
 		return b.setOp(n)
 	case *plan.ProjectSet:
-		// Constant ones were planned above; this one expands rows it reads.
-		names := make([]string, len(n.Calls))
-		for i, c := range n.Calls {
-			names[i] = c.Name + "()"
-		}
-		return nil, unsupported("set-returning function %s over a relation's rows in the select list of a materialized view is not supported yet", strings.Join(names, ", "))
+		return b.projectSet(n) // constant ones were planned above (constant.go)
 	case *plan.Window:
 		return b.overWindow(n)
 	case *plan.HopWindow:

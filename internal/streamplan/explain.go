@@ -180,6 +180,16 @@ func attributes(n *Node) []string {
 		add("predicate: %s", n.Cond)
 	case OpWindowClose:
 		add("emits a row once the watermark passes: %s", colName(in, n.CloseCol))
+	case OpProjectSet:
+		parts := make([]string, len(n.SRFs))
+		for i, c := range n.SRFs {
+			args := make([]string, len(c.Args))
+			for j, a := range c.Args {
+				args[j] = a.String()
+			}
+			parts[i] = c.Name + "(" + strings.Join(args, ", ") + ")"
+		}
+		add("set-returning functions: [%s]", strings.Join(parts, ", "))
 	case OpTemporalFilter:
 		add("predicate: %s", n.Cond)
 		if n.Temporal.Expiring {

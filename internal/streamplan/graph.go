@@ -641,6 +641,16 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		owners := f.owners
 		d.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
 		return d, nil
+	case OpProjectSet:
+		in, err := input(0)
+		if err != nil {
+			return nil, err
+		}
+		calls := make([]exec.SRF, len(n.SRFs))
+		for i, c := range n.SRFs {
+			calls[i] = exec.SRF{Name: c.Name, Args: c.Args, Type: c.Type}
+		}
+		return exec.NewProjectSet(in, calls, n.SRFAt, env.Location)
 	case OpWindowClose:
 		in, err := input(0)
 		if err != nil {
@@ -821,7 +831,7 @@ func appendOnly(n *Node) bool {
 	switch n.Op {
 	case OpSource, OpValues, OpWindowClose:
 		return true
-	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow:
+	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow, OpProjectSet:
 		// (A hop window turns an insert into inserts keyed by the input's
 		// key and window_start: fresh keys too.)
 		for _, c := range n.Inputs {

@@ -62,9 +62,10 @@ const (
 	OpSink           // a sink's log store writer, the root of a sink job (sink.go)
 	OpTemporalFilter // a comparison with now() (temporal.go)
 	OpWindowClose    // EMIT ON WINDOW CLOSE's buffer (windowclose.go)
+	OpProjectSet     // set-returning functions in a select list (projectset.go)
 )
 
-var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink", "TemporalFilter", "WindowClose"}
+var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink", "TemporalFilter", "WindowClose", "ProjectSet"}
 
 func (o Op) String() string { return opNames[o] }
 
@@ -115,6 +116,10 @@ type Node struct {
 	Rows      []types.Row   // OpValues: the constant rows, stream key included
 	Hop       *HopSpec      // OpHopWindow
 	Temporal  *TemporalSpec // OpTemporalFilter
+	// SRFs are OpProjectSet's calls; their columns follow the input's
+	// first SRFAt columns.
+	SRFs  []*plan.SRFCall
+	SRFAt int
 	// CloseCol is OpWindowClose's watermark column: a row is emitted once
 	// the watermark passes its value there.
 	CloseCol int

@@ -55,7 +55,7 @@ func InsertOnly(n *Node) bool {
 		return n.Rel.AppendOnly && (n.Rel.Kind == catalog.KindTable || n.Rel.Kind == catalog.KindSource)
 	case OpSource, OpValues, OpWindowClose:
 		return true
-	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow:
+	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow, OpProjectSet:
 		for _, c := range n.Inputs {
 			if !InsertOnly(c) {
 				return false
