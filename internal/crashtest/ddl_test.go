@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/metastore"
 	"github.com/runneldb/runnel/internal/objstore"
 	"github.com/runneldb/runnel/internal/storage"
@@ -319,4 +320,111 @@ func TestReconcileOrphanStateTables(t *testing.T) {
 	if err, out := check("0s"); err != nil {
 		t.Fatalf("check --grace 0s after the server reconciled: %v\n%s", err, out)
 	}
+}
+
+// TestMissingStateTableRefused: a catalog object whose state table is not
+// in the storage version (what a lost registration would leave) is
+// reported by ctl storage check whatever --grace says, and refused by the
+// server with XX001 naming it — never run over a table whose reads fail —
+// while the table and views it does not need keep working; DROP removes
+// it and the check is clean again (issue 13 item 6).
+func TestMissingStateTableRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real server processes")
+	}
+	bin := buildRunnel(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	logPath := filepath.Join(dir, "runnel.log")
+	p := &proc{servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: data, LogPath: logPath})}
+	p.waitReady(t, readyLimit)
+	conn := servertest.Connect(t, p.url())
+	for _, s := range ddlSetup {
+		servertest.Exec(t, conn, s)
+	}
+	servertest.Exec(t, conn, ddlView.create)
+	servertest.Exec(t, conn, "FLUSH")
+	var n int64
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM rw_catalog.rw_materialized_views WHERE name = 'mv1'").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("mv1 not created: %v", err)
+	}
+	conn.Close(context.Background())
+	if err := exitedCleanly(p.signal(syscall.SIGTERM)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Unregister mv1's state tables behind the catalog's back.
+	ctx := context.Background()
+	meta, err := metastore.Open(ctx, filepath.Join(data, "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners, err := catalogOwners(ctx, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost []storage.TableID
+	for id, owner := range owners {
+		if owner == "materialized view mv1" {
+			lost = append(lost, id)
+		}
+	}
+	if len(lost) == 0 {
+		t.Fatalf("no state table of mv1 among %v", owners)
+	}
+	store, err := objstore.Open(ctx, filepath.Join(data, "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := storage.Open(ctx, storage.Options{Store: store, Meta: meta, DisableAutoCompaction: true, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.UnregisterTables(ctx, lost...); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	meta.Close()
+
+	out, err := exec.Command(bin, "ctl", "storage", "check", "--data-dir", data, "--grace", "1h").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "of materialized view mv1 is not registered in the storage version") {
+		t.Fatalf("check with mv1's tables missing: %v; want failure naming mv1\n%s", err, out)
+	}
+
+	p = &proc{servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: data, LogPath: logPath})}
+	p.waitReady(t, readyLimit)
+	conn = servertest.Connect(t, p.url())
+	_, err = conn.Exec(ctx, "SELECT * FROM mv1")
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "XX001" || !strings.Contains(pgErr.Message, "materialized view mv1 cannot start") {
+		t.Fatalf("SELECT from mv1 with its state missing: %v; want XX001 naming it", err)
+	}
+	servertest.Exec(t, conn, "INSERT INTO base VALUES (1000, 3, 99999)")
+	servertest.Exec(t, conn, "FLUSH")
+	checkViewEquals(t, conn, "keep", keepQuery)
+	if got := servertest.QueryStrings(t, conn, "SELECT name FROM rw_catalog.rw_failed_jobs"); strings.Join(got, ",") != "mv1" {
+		t.Fatalf("rw_failed_jobs = %v; want [mv1]", got)
+	}
+	servertest.Exec(t, conn, "DROP MATERIALIZED VIEW mv1")
+	conn.Close(ctx)
+	if err := exitedCleanly(p.signal(syscall.SIGTERM)); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "ctl", "storage", "check", "--data-dir", data, "--grace", "0s").CombinedOutput(); err != nil {
+		t.Fatalf("check after DROP: %v\n%s", err, out)
+	}
+}
+
+// catalogOwners maps state tables to their owners as the catalog stores
+// them.
+func catalogOwners(ctx context.Context, meta *metastore.DB) (map[storage.TableID]string, error) {
+	owners, err := catalog.StateTableOwners(ctx, meta)
+	if err != nil {
+		return nil, err
+	}
+	out := map[storage.TableID]string{}
+	for t, o := range owners {
+		out[storage.TableID(t)] = o
+	}
+	return out, nil
 }
