@@ -96,70 +96,58 @@ func TestDDLCrashPoints(t *testing.T) {
 	for it := 0; it < iters; it++ {
 		for _, cp := range ddlCrashPoints {
 			t.Run(fmt.Sprintf("%s/%d", cp.point, it), func(t *testing.T) {
-				dir := t.TempDir()
-				logPath := filepath.Join(dir, "runnel.log")
-				data := filepath.Join(dir, "data")
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				ran++
 
 				// 1. Start with the crash point armed; set up; run the statement.
-				p := &proc{servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: data, LogPath: logPath,
-					Env: []string{"RUNNEL_TEST_CRASH_POINT=" + cp.point + "@" + cp.obj.name}})}
-				p.waitReady(t, readyLimit)
-				conn := servertest.Connect(t, p.url())
-				for _, s := range ddlSetup {
-					servertest.Exec(t, conn, s)
-				}
+				armed := cp.point + "@" + cp.obj.name
+				var extra []string
 				stmt := cp.obj.create
 				if cp.drop {
-					servertest.Exec(t, conn, cp.obj.create)
+					extra = append(extra, cp.obj.create)
 					if cp.obj.kind == "table" {
-						servertest.Exec(t, conn, "INSERT INTO t1 SELECT x, 'r' || x FROM generate_series(1, 50) AS x")
+						extra = append(extra, "INSERT INTO t1 SELECT x, 'r' || x FROM generate_series(1, 50) AS x")
 					}
-					servertest.Exec(t, conn, "FLUSH")
+					extra = append(extra, "FLUSH")
 					stmt = map[string]string{"table": "DROP TABLE t1", "view": "DROP MATERIALIZED VIEW mv1", "sink": "DROP SINK s1"}[cp.obj.kind]
 				}
-				if _, err := conn.Exec(ctx, stmt); err == nil {
-					t.Fatalf("%s succeeded; the server should have died at %s\n%s", stmt, cp.point, tail(logPath))
+				d := newDDLServer(t, bin, []string{"RUNNEL_TEST_CRASH_POINT=" + armed}, extra...)
+				if _, err := d.conn.Exec(ctx, stmt); err == nil {
+					t.Fatalf("%s succeeded; the server should have died at %s\n%s", stmt, cp.point, tail(d.logPath))
 				}
-				<-p.Done()
-				ws, ok := p.Cmd.ProcessState.Sys().(syscall.WaitStatus)
+				<-d.p.Done()
+				ws, ok := d.p.Cmd.ProcessState.Sys().(syscall.WaitStatus)
 				if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-					t.Fatalf("the server ended with %v, not SIGKILL at %s\n%s", p.Cmd.ProcessState, cp.point, tail(logPath))
+					t.Fatalf("the server ended with %v, not SIGKILL at %s\n%s", d.p.Cmd.ProcessState, cp.point, tail(d.logPath))
 				}
-				if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "test crash point "+cp.point+"@"+cp.obj.name+" reached") {
-					t.Fatalf("crash point %s was not the one reached\n%s", cp.point, tail(logPath))
+				if b, _ := os.ReadFile(d.logPath); !strings.Contains(string(b), "test crash point "+armed+" reached") {
+					t.Fatalf("crash point %s was not the one reached\n%s", armed, tail(d.logPath))
 				}
-				conn.Close(context.Background())
+				d.conn.Close(context.Background())
 
 				// 2. Restart without it: the object exists and works, or is gone.
-				p = &proc{servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: data, LogPath: logPath})}
-				p.waitReady(t, readyLimit)
-				conn = servertest.Connect(t, p.url())
+				d.start(t)
 				if cp.exists {
-					checkObjectWorks(t, ctx, conn, cp.obj)
+					checkObjectWorks(t, ctx, d.conn, cp.obj)
 				} else {
-					checkObjectGone(t, ctx, conn, cp.obj)
+					checkObjectGone(t, ctx, d.conn, cp.obj)
 					// The name is free and the object works when made again.
-					servertest.Exec(t, conn, cp.obj.create)
-					checkObjectWorks(t, ctx, conn, cp.obj)
+					servertest.Exec(t, d.conn, cp.obj.create)
+					checkObjectWorks(t, ctx, d.conn, cp.obj)
 				}
-				checkViewEquals(t, conn, "keep", keepQuery)
-				if got := servertest.QueryStrings(t, conn, "SELECT count(*) FROM rw_catalog.rw_failed_jobs"); got[0] != "0" {
-					t.Fatalf("failed jobs after restart: %v", servertest.QueryText(t, conn, "SELECT * FROM rw_catalog.rw_failed_jobs"))
+				checkViewEquals(t, d.conn, "keep", keepQuery)
+				if got := servertest.QueryStrings(t, d.conn, "SELECT count(*) FROM rw_catalog.rw_failed_jobs"); got[0] != "0" {
+					t.Fatalf("failed jobs after restart: %v", servertest.QueryText(t, d.conn, "SELECT * FROM rw_catalog.rw_failed_jobs"))
 				}
-				conn.Close(context.Background())
-				if err := exitedCleanly(p.signal(syscall.SIGTERM)); err != nil {
-					t.Fatalf("clean stop: %v\n%s", err, tail(logPath))
-				}
+				d.stop(t)
 
 				// 3. Catalog and storage agree; nothing is left unowned.
-				out, err := exec.Command(bin, "ctl", "storage", "check", "--data-dir", data, "--grace", "0s").CombinedOutput()
+				out, err := d.check("0s")
 				if err != nil {
 					t.Fatalf("ctl storage check --grace 0s after a crash at %s: %v\n%s", cp.point, err, out)
 				}
-				if !strings.Contains(string(out), "state tables: ") {
+				if !strings.Contains(out, "state tables: ") {
 					t.Fatalf("ctl storage check says nothing of state tables:\n%s", out)
 				}
 			})
@@ -240,191 +228,175 @@ func checkViewEquals(t *testing.T, conn *pgx.Conn, view, query string) {
 	}
 }
 
-// TestReconcileOrphanStateTables: a state table registered with no
+// ddlServer is one server subprocess of the tests below, on a data
+// directory they keep across restarts.
+type ddlServer struct {
+	bin, data, logPath string
+	p                  *proc
+	conn               *pgx.Conn
+}
+
+// newDDLServer starts bin on a fresh data directory, with env added to
+// its environment, and runs ddlSetup and the extra statements.
+func newDDLServer(t *testing.T, bin string, env []string, extra ...string) *ddlServer {
+	t.Helper()
+	dir := t.TempDir()
+	d := &ddlServer{bin: bin, data: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "runnel.log")}
+	d.start(t, env...)
+	for _, s := range append(append([]string(nil), ddlSetup...), extra...) {
+		servertest.Exec(t, d.conn, s)
+	}
+	return d
+}
+
+// start starts the server (again) on the data directory, with env added
+// to its environment, and connects.
+func (d *ddlServer) start(t *testing.T, env ...string) {
+	t.Helper()
+	d.p = &proc{servertest.StartProcess(t, d.bin, servertest.ProcessOptions{DataDir: d.data, LogPath: d.logPath, Env: env})}
+	d.p.waitReady(t, readyLimit)
+	d.conn = servertest.Connect(t, d.p.url())
+}
+
+// stop closes the session and stops the server with SIGTERM (exit 0).
+func (d *ddlServer) stop(t *testing.T) {
+	t.Helper()
+	d.conn.Close(context.Background())
+	if err := exitedCleanly(d.p.signal(syscall.SIGTERM)); err != nil {
+		t.Fatalf("clean stop: %v\n%s", err, tail(d.logPath))
+	}
+}
+
+// check runs ctl storage check on the (stopped) data directory.
+func (d *ddlServer) check(grace string) (string, error) {
+	out, err := exec.Command(d.bin, "ctl", "storage", "check", "--data-dir", d.data, "--grace", grace).CombinedOutput()
+	return string(out), err
+}
+
+// withEngine opens the stopped server's storage engine for fn.
+func (d *ddlServer) withEngine(t *testing.T, fn func(ctx context.Context, e *storage.Engine, meta *metastore.DB)) {
+	t.Helper()
+	ctx := context.Background()
+	meta, err := metastore.Open(ctx, filepath.Join(d.data, "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer meta.Close()
+	store, err := objstore.Open(ctx, filepath.Join(d.data, "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := storage.Open(ctx, storage.Options{Store: store, Meta: meta, DisableAutoCompaction: true, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	fn(ctx, e, meta)
+}
+
+// TestStateTableOwnership runs the two checks below on one build of the
+// binary.
+func TestStateTableOwnership(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real server processes")
+	}
+	bin := buildRunnel(t)
+	t.Run("orphan table reconciled", func(t *testing.T) { testReconcileOrphanStateTables(t, bin) })
+	t.Run("missing table refused", func(t *testing.T) { testMissingStateTableRefused(t, bin) })
+}
+
+// testReconcileOrphanStateTables: a state table registered with no
 // catalog object owning it — what a crash between the two steps left
 // before they were one transaction — is reported by ctl storage check
 // (a violation once older than --grace), and a server opening the data
 // directory unregisters it through the version, after which the check is
 // clean (issue 13 item 6; I1: its data goes by compaction and GC, never by
 // a direct delete).
-func TestReconcileOrphanStateTables(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real server processes")
-	}
-	bin := buildRunnel(t)
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	logPath := filepath.Join(dir, "runnel.log")
-	p := &proc{servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: data, LogPath: logPath})}
-	p.waitReady(t, readyLimit)
-	conn := servertest.Connect(t, p.url())
-	for _, s := range ddlSetup {
-		servertest.Exec(t, conn, s)
-	}
-	conn.Close(context.Background())
-	if err := exitedCleanly(p.signal(syscall.SIGTERM)); err != nil {
-		t.Fatal(err)
-	}
+func testReconcileOrphanStateTables(t *testing.T, bin string) {
+	d := newDDLServer(t, bin, nil)
+	d.stop(t)
 
 	// The orphan: a table registered in the version, with rows, that no
 	// catalog object owns.
 	const orphan = 900000
-	ctx := context.Background()
-	meta, err := metastore.Open(ctx, filepath.Join(data, "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := objstore.Open(ctx, filepath.Join(data, "objects"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := storage.Open(ctx, storage.Options{Store: store, Meta: meta, DisableAutoCompaction: true, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.RegisterTables(ctx, orphan); err != nil {
-		t.Fatal(err)
-	}
-	ep := e.CommittedEpoch() + 1
-	if err := e.Ingest(ep, orphan, []storage.KV{{Key: []byte("k"), Value: []byte("v")}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Commit(ctx, ep); err != nil {
-		t.Fatal(err)
-	}
-	e.Close()
-	meta.Close()
-
-	check := func(grace string) (error, string) {
-		out, err := exec.Command(bin, "ctl", "storage", "check", "--data-dir", data, "--grace", grace).CombinedOutput()
-		return err, string(out)
-	}
-	if err, out := check("1h"); err != nil || !strings.Contains(out, "1 state tables no catalog object owns were registered less than --grace") {
+	d.withEngine(t, func(ctx context.Context, e *storage.Engine, _ *metastore.DB) {
+		if err := e.RegisterTables(ctx, orphan); err != nil {
+			t.Fatal(err)
+		}
+		ep := e.CommittedEpoch() + 1
+		if err := e.Ingest(ep, orphan, []storage.KV{{Key: []byte("k"), Value: []byte("v")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Commit(ctx, ep); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if out, err := d.check("1h"); err != nil || !strings.Contains(out, "1 state tables no catalog object owns were registered less than --grace") {
 		t.Fatalf("check --grace 1h with a young orphan table: %v; want success and a note\n%s", err, out)
 	}
-	if err, out := check("0s"); err == nil || !strings.Contains(out, fmt.Sprintf("state table %d is registered but no catalog object owns it", orphan)) {
+	if out, err := d.check("0s"); err == nil || !strings.Contains(out, fmt.Sprintf("state table %d is registered but no catalog object owns it", orphan)) {
 		t.Fatalf("check --grace 0s with an orphan table: %v; want failure naming it\n%s", err, out)
 	}
 
-	p = &proc{servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: data, LogPath: logPath})}
-	p.waitReady(t, readyLimit)
-	conn = servertest.Connect(t, p.url())
-	checkViewEquals(t, conn, "keep", keepQuery)
-	conn.Close(context.Background())
-	if err := exitedCleanly(p.signal(syscall.SIGTERM)); err != nil {
-		t.Fatal(err)
+	d.start(t)
+	checkViewEquals(t, d.conn, "keep", keepQuery)
+	d.stop(t)
+	if b, _ := os.ReadFile(d.logPath); !strings.Contains(string(b), "unregistering state tables that no catalog object owns") {
+		t.Fatalf("the server did not report the orphan table it unregistered\n%s", tail(d.logPath))
 	}
-	if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "unregistering state tables that no catalog object owns") {
-		t.Fatalf("the server did not report the orphan table it unregistered\n%s", tail(logPath))
-	}
-	if err, out := check("0s"); err != nil {
+	if out, err := d.check("0s"); err != nil {
 		t.Fatalf("check --grace 0s after the server reconciled: %v\n%s", err, out)
 	}
 }
 
-// TestMissingStateTableRefused: a catalog object whose state table is not
+// testMissingStateTableRefused: a catalog object whose state table is not
 // in the storage version (what a lost registration would leave) is
 // reported by ctl storage check whatever --grace says, and refused by the
 // server with XX001 naming it — never run over a table whose reads fail —
 // while the table and views it does not need keep working; DROP removes
 // it and the check is clean again (issue 13 item 6).
-func TestMissingStateTableRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real server processes")
-	}
-	bin := buildRunnel(t)
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	logPath := filepath.Join(dir, "runnel.log")
-	p := &proc{servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: data, LogPath: logPath})}
-	p.waitReady(t, readyLimit)
-	conn := servertest.Connect(t, p.url())
-	for _, s := range ddlSetup {
-		servertest.Exec(t, conn, s)
-	}
-	servertest.Exec(t, conn, ddlView.create)
-	servertest.Exec(t, conn, "FLUSH")
-	var n int64
-	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM rw_catalog.rw_materialized_views WHERE name = 'mv1'").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("mv1 not created: %v", err)
-	}
-	conn.Close(context.Background())
-	if err := exitedCleanly(p.signal(syscall.SIGTERM)); err != nil {
-		t.Fatal(err)
-	}
+func testMissingStateTableRefused(t *testing.T, bin string) {
+	d := newDDLServer(t, bin, nil, ddlView.create, "FLUSH")
+	d.stop(t)
 
 	// Unregister mv1's state tables behind the catalog's back.
-	ctx := context.Background()
-	meta, err := metastore.Open(ctx, filepath.Join(data, "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	owners, err := catalogOwners(ctx, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lost []storage.TableID
-	for id, owner := range owners {
-		if owner == "materialized view mv1" {
-			lost = append(lost, id)
+	d.withEngine(t, func(ctx context.Context, e *storage.Engine, meta *metastore.DB) {
+		owners, err := catalog.StateTableOwners(ctx, meta)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(lost) == 0 {
-		t.Fatalf("no state table of mv1 among %v", owners)
-	}
-	store, err := objstore.Open(ctx, filepath.Join(data, "objects"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := storage.Open(ctx, storage.Options{Store: store, Meta: meta, DisableAutoCompaction: true, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.UnregisterTables(ctx, lost...); err != nil {
-		t.Fatal(err)
-	}
-	e.Close()
-	meta.Close()
-
-	out, err := exec.Command(bin, "ctl", "storage", "check", "--data-dir", data, "--grace", "1h").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "of materialized view mv1 is not registered in the storage version") {
+		var lost []storage.TableID
+		for id, owner := range owners {
+			if owner == "materialized view mv1" {
+				lost = append(lost, storage.TableID(id))
+			}
+		}
+		if len(lost) == 0 {
+			t.Fatalf("no state table of mv1 among %v", owners)
+		}
+		if err := e.UnregisterTables(ctx, lost...); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if out, err := d.check("1h"); err == nil || !strings.Contains(out, "of materialized view mv1 is not registered in the storage version") {
 		t.Fatalf("check with mv1's tables missing: %v; want failure naming mv1\n%s", err, out)
 	}
 
-	p = &proc{servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: data, LogPath: logPath})}
-	p.waitReady(t, readyLimit)
-	conn = servertest.Connect(t, p.url())
-	_, err = conn.Exec(ctx, "SELECT * FROM mv1")
+	d.start(t)
+	_, err := d.conn.Exec(context.Background(), "SELECT * FROM mv1")
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "XX001" || !strings.Contains(pgErr.Message, "materialized view mv1 cannot start") {
 		t.Fatalf("SELECT from mv1 with its state missing: %v; want XX001 naming it", err)
 	}
-	servertest.Exec(t, conn, "INSERT INTO base VALUES (1000, 3, 99999)")
-	servertest.Exec(t, conn, "FLUSH")
-	checkViewEquals(t, conn, "keep", keepQuery)
-	if got := servertest.QueryStrings(t, conn, "SELECT name FROM rw_catalog.rw_failed_jobs"); strings.Join(got, ",") != "mv1" {
+	servertest.Exec(t, d.conn, "INSERT INTO base VALUES (1000, 3, 99999)")
+	servertest.Exec(t, d.conn, "FLUSH")
+	checkViewEquals(t, d.conn, "keep", keepQuery)
+	if got := servertest.QueryStrings(t, d.conn, "SELECT name FROM rw_catalog.rw_failed_jobs"); strings.Join(got, ",") != "mv1" {
 		t.Fatalf("rw_failed_jobs = %v; want [mv1]", got)
 	}
-	servertest.Exec(t, conn, "DROP MATERIALIZED VIEW mv1")
-	conn.Close(ctx)
-	if err := exitedCleanly(p.signal(syscall.SIGTERM)); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(bin, "ctl", "storage", "check", "--data-dir", data, "--grace", "0s").CombinedOutput(); err != nil {
+	servertest.Exec(t, d.conn, "DROP MATERIALIZED VIEW mv1")
+	d.stop(t)
+	if out, err := d.check("0s"); err != nil {
 		t.Fatalf("check after DROP: %v\n%s", err, out)
 	}
-}
-
-// catalogOwners maps state tables to their owners as the catalog stores
-// them.
-func catalogOwners(ctx context.Context, meta *metastore.DB) (map[storage.TableID]string, error) {
-	owners, err := catalog.StateTableOwners(ctx, meta)
-	if err != nil {
-		return nil, err
-	}
-	out := map[storage.TableID]string{}
-	for t, o := range owners {
-		out[storage.TableID(t)] = o
-	}
-	return out, nil
 }

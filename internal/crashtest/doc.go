@@ -44,8 +44,10 @@
 // `ctl storage check --grace 0s` to be clean after a SIGTERM: catalog and
 // storage agree, nothing leaked (issue 13 item 6).
 // RUNNEL_DDL_CRASH_ITERS=N repeats every point N times (default 1).
-// TestReconcileOrphanStateTables plants a state table no catalog object
-// owns: the check reports it, the next start unregisters it.
+// TestStateTableOwnership plants a state table no catalog object owns
+// (the check reports it, the next start unregisters it) and removes a
+// view's tables from the version (the check reports it, the server
+// refuses the view with XX001, DROP cleans up).
 //
 // Knobs: RUNNEL_CRASH_ITERS=N SIGKILL iterations (default 20, about a
 // minute), RUNNEL_RECOVER_ROUNDS=N (default 6), RUNNEL_CRASH_SEED=S,

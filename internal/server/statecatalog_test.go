@@ -21,17 +21,10 @@ import (
 // would serve and maintain rows read with the wrong schema.
 func TestStateLayoutChangeRefusesView(t *testing.T) {
 	ctx := context.Background()
-	ts := startTestServer(t, "")
-	conn := ts.connect(t)
-	mustExec(t, conn, "CREATE TABLE t (id INT PRIMARY KEY, g INT, v INT)")
-	mustExec(t, conn, "INSERT INTO t SELECT i, i % 4, i FROM generate_series(1, 100) i")
-	mustExec(t, conn, "CREATE MATERIALIZED VIEW moved AS SELECT g, sum(v) AS total FROM t GROUP BY g")
-	mustExec(t, conn, "CREATE MATERIALIZED VIEW kept AS SELECT g, count(*) AS n FROM t GROUP BY g")
-	mustExec(t, conn, "FLUSH")
-	conn.Close(ctx)
-	rel, err := ts.srv.catalog.RelationByName(viewSchema(t, ts), "moved")
-	if err != nil || rel.StateLayout == nil || len(rel.StateLayout.Tables) != len(rel.StateTables) {
-		t.Fatalf("stored layout of moved = %+v, %v; want one entry per state table %v", rel.StateLayout, err, rel.StateTables)
+	ts, rel := layoutFixture(t, "moved", "CREATE MATERIALIZED VIEW moved AS SELECT g, sum(v) AS total FROM t GROUP BY g",
+		"CREATE MATERIALIZED VIEW kept AS SELECT g, count(*) AS n FROM t GROUP BY g")
+	if rel.StateLayout == nil || len(rel.StateLayout.Tables) != len(rel.StateTables) {
+		t.Fatalf("stored layout of moved = %+v; want one entry per state table %v", rel.StateLayout, rel.StateTables)
 	}
 	ts.stop()
 
@@ -45,9 +38,9 @@ func TestStateLayoutChangeRefusesView(t *testing.T) {
 	layoutHook.Store(&perturb)
 	defer layoutHook.Store(nil)
 	ts = startTestServer(t, ts.dataDir)
-	conn = ts.connect(t)
+	conn := ts.connect(t)
 
-	_, err = conn.Exec(ctx, "SELECT * FROM moved")
+	_, err := conn.Exec(ctx, "SELECT * FROM moved")
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "55000" || !strings.Contains(pgErr.Message, "materialized view moved cannot start") ||
 		!strings.Contains(pgErr.Message, "plans its state differently") {
@@ -78,17 +71,7 @@ func TestStateLayoutChangeRefusesView(t *testing.T) {
 // and later rebuilds compare with it (issue 13 item 7).
 func TestStateLayoutRecordedOnFirstOpen(t *testing.T) {
 	ctx := context.Background()
-	ts := startTestServer(t, "")
-	conn := ts.connect(t)
-	mustExec(t, conn, "CREATE TABLE t (id INT PRIMARY KEY, g INT, v INT)")
-	mustExec(t, conn, "INSERT INTO t SELECT i, i % 4, i FROM generate_series(1, 100) i")
-	mustExec(t, conn, "CREATE MATERIALIZED VIEW old AS SELECT g, max(v) AS hi FROM t GROUP BY g")
-	mustExec(t, conn, "FLUSH")
-	conn.Close(ctx)
-	rel, err := ts.srv.catalog.RelationByName(viewSchema(t, ts), "old")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts, rel := layoutFixture(t, "old", "CREATE MATERIALIZED VIEW old AS SELECT g, max(v) AS hi FROM t GROUP BY g")
 	legacy := *rel
 	legacy.StateLayout = nil
 	if err := ts.srv.catalog.UpdateRelation(ctx, &legacy); err != nil {
@@ -97,7 +80,7 @@ func TestStateLayoutRecordedOnFirstOpen(t *testing.T) {
 	ts.stop()
 
 	ts = startTestServer(t, ts.dataDir)
-	conn = ts.connect(t)
+	conn := ts.connect(t)
 	mustExec(t, conn, "INSERT INTO t VALUES (1000, 1, 5000)")
 	mustExec(t, conn, "FLUSH")
 	got := queryStrings(t, conn, "SELECT g, hi FROM old ORDER BY g")
@@ -106,7 +89,7 @@ func TestStateLayoutRecordedOnFirstOpen(t *testing.T) {
 		t.Fatalf("legacy view after restart = %v; its query = %v", got, want)
 	}
 	conn.Close(ctx)
-	rel, err = ts.srv.catalog.RelationByName(viewSchema(t, ts), "old")
+	rel, err := ts.srv.catalog.RelationByName(viewSchema(t, ts), "old")
 	if err != nil || rel.StateLayout == nil || rel.StateLayout.Fingerprint == "" {
 		t.Fatalf("layout after the first open = %+v, %v; want it recorded", rel.StateLayout, err)
 	}
@@ -121,6 +104,26 @@ func TestStateLayoutRecordedOnFirstOpen(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SELECT * FROM old"); err == nil || !strings.Contains(err.Error(), "materialized view old cannot start") {
 		t.Fatalf("SELECT after a layout change: %v; want the view refused", err)
 	}
+}
+
+// layoutFixture starts a server with a table t (id, g, v) of 100 rows
+// and the views, and returns it with the named view's catalog entry.
+func layoutFixture(t *testing.T, name string, views ...string) (*testServer, *catalog.Relation) {
+	t.Helper()
+	ts := startTestServer(t, "")
+	conn := ts.connect(t)
+	defer conn.Close(context.Background())
+	mustExec(t, conn, "CREATE TABLE t (id INT PRIMARY KEY, g INT, v INT)")
+	mustExec(t, conn, "INSERT INTO t SELECT i, i % 4, i FROM generate_series(1, 100) i")
+	for _, v := range views {
+		mustExec(t, conn, v)
+	}
+	mustExec(t, conn, "FLUSH")
+	rel, err := ts.srv.catalog.RelationByName(viewSchema(t, ts), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts, rel
 }
 
 func viewSchema(t *testing.T, ts *testServer) catalog.ObjectID {
