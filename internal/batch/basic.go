@@ -79,6 +79,19 @@ func (s *scanExec) open(ctx context.Context) (RowIterator, error) {
 			}
 		}
 	}
+	if ts, ok := s.r.env.Data.(TimeScanner); ok {
+		// A time-series table filtered on its time index reads only the
+		// files whose time range overlaps (timerange.go).
+		if lo, hi, ok := timeBounds(s.node.Rel, s.node.Filter, s.r.evalCtx(ctx)); ok {
+			if lo > hi {
+				return emptyRows{}, nil
+			}
+			it, ok, err := ts.ScanTime(ctx, s.node.Rel, lo, hi)
+			if err != nil || ok {
+				return it, err
+			}
+		}
+	}
 	return s.r.env.Data.Scan(ctx, s.node.Rel)
 }
 

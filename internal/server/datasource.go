@@ -31,6 +31,17 @@ type snapshotSource struct {
 var errOwnWritesPending = errors.New("the session's earlier writes are not committed yet")
 
 func (d *snapshotSource) Scan(ctx context.Context, rel *catalog.Relation) (batch.RowIterator, error) {
+	return d.scan(ctx, rel, storage.ReadOptions{})
+}
+
+// ScanTime scans a time-series table reading only the SSTs whose time
+// range may hold rows in [lo, hi] (batch.TimeScanner).
+func (d *snapshotSource) ScanTime(ctx context.Context, rel *catalog.Relation, lo, hi int64) (batch.RowIterator, bool, error) {
+	it, err := d.scan(ctx, rel, storage.ReadOptions{Time: &storage.TimeRange{Min: lo, Max: hi, Valid: true}})
+	return it, err == nil, err
+}
+
+func (d *snapshotSource) scan(ctx context.Context, rel *catalog.Relation, opt storage.ReadOptions) (batch.RowIterator, error) {
 	if rel.Kind == catalog.KindSystem {
 		return scanSystem(d.sess, rel)
 	}
@@ -43,7 +54,7 @@ func (d *snapshotSource) Scan(ctx context.Context, rel *catalog.Relation) (batch
 	if rel.StateTable == 0 {
 		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "%s %q has no stored rows", rel.Kind, rel.Name)
 	}
-	it, err := d.snap.Iter(ctx, storage.TableID(rel.StateTable), nil, nil, storage.ReadOptions{})
+	it, err := d.snap.Iter(ctx, storage.TableID(rel.StateTable), nil, nil, opt)
 	if err != nil {
 		return nil, fmt.Errorf("scan %s %s: %w", rel.Kind, rel.Name, err)
 	}

@@ -29,7 +29,7 @@ type compactionPick struct {
 	// not inputs, ascending: an output SST never spans one, so outputs
 	// stay disjoint from the files left in place (buildSSTs).
 	cuts     [][]byte
-	dropOnly bool // every input belongs to unregistered tables only
+	dropOnly bool // every input belongs to unregistered tables only, or is past its tables' TTL whole
 }
 
 // CompactionJob is one running compaction. Cancel and commit-start are
@@ -128,6 +128,10 @@ func (e *Engine) pick(v *Version, force bool) *compactionPick {
 	// 1. SSTs holding only unregistered tables: drop without rewriting.
 	var drop compactionPick
 	drop.dropOnly = true
+	cutoffs := e.cutoffs()
+	if len(cutoffs) == 0 {
+		cutoffs = nil
+	}
 	for l := range v.Levels {
 		for _, f := range v.Levels[l] {
 			if e.compacting[f.ID] {
@@ -137,7 +141,9 @@ func (e *Engine) pick(v *Version, force bool) *compactionPick {
 			for _, t := range f.Tables {
 				live = live || v.hasTable(t)
 			}
-			if !live {
+			// An SST all of whose rows are past their tables' TTL goes the
+			// same way: out of the version in one delta, then GC (I1).
+			if !live || cutoffs != nil && expiredWhole(v, f, cutoffs) {
 				drop.inputs = append(drop.inputs, LevelFile{l, f.ID})
 				drop.files = append(drop.files, f)
 			}

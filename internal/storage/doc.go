@@ -41,6 +41,15 @@
 // (inputs, reserved output ids, state Planned -> Running -> Committing ->
 // Committed | Aborted) is durable before its first output.
 //
+// # Retention and time ranges (retention.go)
+//
+// A table with a Retention (a time-series table) has its row time decoded
+// from its keys: every SST records its per-table time range in the version
+// (SSTMeta.Times). Keys past a TTL are skipped by reads and dropped by any
+// compaction; an SST whose rows are all past it leaves the version whole
+// in a drop-only compaction (then GC, I1); ReadOptions.Time skips SSTs
+// whose range is outside a scan's time window.
+//
 // # Invariants guarded here (ARCHITECTURE.md §3)
 //
 //   - I1: every object is referenced by a (pinned) version, named by a live

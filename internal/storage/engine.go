@@ -114,6 +114,12 @@ type ReadOptions struct {
 	CommittedOnly bool
 	// Reverse makes Iter iterate from upper down to lower.
 	Reverse bool
+	// Time, when set, skips the SSTs whose time range for the table is
+	// known (SSTMeta.Times) and outside it: a scan filtered on a
+	// time-series table's time index reads only the SSTs that may hold
+	// matching rows. Rows of the SSTs read are all returned (the caller
+	// still filters), and uncommitted data is always read.
+	Time *TimeRange
 }
 
 // Engine is Runnel's LSM storage engine. See doc.go.
@@ -710,6 +716,7 @@ func (e *Engine) buildSSTs(ctx context.Context, m *mergeIter, keep func(s source
 			b.abort()
 		}
 	}()
+	timeOf := e.timeOfs() // SSTMeta.Times of time-series tables (retention.go)
 	flush := func() error {
 		if b == nil || b.empty() {
 			b = nil
@@ -764,6 +771,7 @@ func (e *Engine) buildSSTs(ctx context.Context, m *mergeIter, keep func(s source
 		}
 		if b == nil {
 			b = newSSTBuilder()
+			b.timeOf = timeOf
 		}
 		v, err := s.tagged()
 		if err != nil {

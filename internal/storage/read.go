@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 )
 
@@ -28,7 +29,7 @@ func (e *Engine) Iter(ctx context.Context, table TableID, lower, upper []byte, e
 	if opt.CommittedOnly {
 		buf = nil
 	}
-	it, err := e.newIter(ctx, v, buf, table, lower, upper, epoch, opt.Reverse)
+	it, err := e.newIter(ctx, v, buf, table, lower, upper, epoch, opt.Reverse, opt.Time)
 	if err != nil {
 		e.unpin(v)
 		return nil, err
@@ -37,7 +38,7 @@ func (e *Engine) Iter(ctx context.Context, table TableID, lower, upper []byte, e
 	return it, nil
 }
 
-func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table TableID, lower, upper []byte, epoch uint64, reverse bool) (*tableIter, error) {
+func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table TableID, lower, upper []byte, epoch uint64, reverse bool, times *TimeRange) (*tableIter, error) {
 	if err := e.checkTable(v, table); err != nil {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table 
 			}
 			continue
 		}
-		if !overlaps(it.sst, table, lo, hi) {
+		if !overlaps(it.sst, table, lo, hi) || !overlapsTime(it.sst, table, times) {
 			continue
 		}
 		s, err := e.openSSTSource(ctx, it.sst, loK, hiK, reverse)
@@ -86,7 +87,7 @@ func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table 
 		srcs = append(srcs, s)
 	}
 	for _, f := range v.Levels[0] {
-		if f.MinEpoch > epoch || !overlaps(f, table, lo, hi) {
+		if f.MinEpoch > epoch || !overlaps(f, table, lo, hi) || !overlapsTime(f, table, times) {
 			continue
 		}
 		s, err := e.openSSTSource(ctx, f, loK, hiK, reverse)
@@ -98,7 +99,7 @@ func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table 
 	for l := 1; l < NumLevels; l++ {
 		var files []*SSTMeta
 		for _, f := range v.Levels[l] {
-			if overlaps(f, table, lo, hi) {
+			if overlaps(f, table, lo, hi) && overlapsTime(f, table, times) {
 				files = append(files, f)
 			}
 		}
@@ -117,6 +118,20 @@ func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table 
 	t := &tableIter{ctx: ctx, e: e, v: v, table: table, epoch: epoch, reverse: reverse, expired: e.expiry(table)}
 	t.m = newMergeIter(srcs, reverse)
 	return t, nil
+}
+
+// overlapsTime reports whether f may hold rows of table whose time is in
+// r (nil: any): false only when f's time range for table is known and
+// disjoint from r.
+func overlapsTime(f *SSTMeta, table TableID, r *TimeRange) bool {
+	if r == nil || len(f.Times) != len(f.Tables) {
+		return true
+	}
+	i := slices.Index(f.Tables, table)
+	if i < 0 || !f.Times[i].Valid {
+		return true
+	}
+	return f.Times[i].Max >= r.Min && f.Times[i].Min <= r.Max
 }
 
 // overlaps reports whether f may hold keys of table in [lo, hi) (full
@@ -432,7 +447,7 @@ func (s *Snapshot) Iter(ctx context.Context, table TableID, lower, upper []byte,
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.e.newIter(ctx, s.v, nil, table, lower, upper, s.epoch, opt.Reverse)
+	return s.e.newIter(ctx, s.v, nil, table, lower, upper, s.epoch, opt.Reverse, opt.Time)
 }
 
 func (s *Snapshot) check() error {

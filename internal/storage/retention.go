@@ -20,6 +20,9 @@ import (
 //     expired too, and never resurfaces. The SST that held it leaves the
 //     version through the compaction's delta and goes to the deletion
 //     queue and GC like any other input (I1): nothing is deleted directly.
+//
+// A Retention with TTL 0 expires nothing; its TimeOf still records each
+// SST's per-table time range (SSTMeta.Times).
 type Retention struct {
 	TTL time.Duration
 	// TimeOf returns the row time (Unix microseconds) encoded in a key's
@@ -40,7 +43,7 @@ type retentions struct {
 func (e *Engine) SetRetention(table TableID, r *Retention) {
 	e.ret.mu.Lock()
 	defer e.ret.mu.Unlock()
-	if r == nil || r.TTL <= 0 || r.TimeOf == nil {
+	if r == nil || r.TTL < 0 || r.TimeOf == nil {
 		delete(e.ret.m, table)
 		return
 	}
@@ -57,7 +60,7 @@ func (e *Engine) expiry(table TableID) func(rest []byte) bool {
 	e.ret.mu.RLock()
 	r, ok := e.ret.m[table]
 	e.ret.mu.RUnlock()
-	if !ok {
+	if !ok || r.TTL <= 0 {
 		return nil
 	}
 	cutoff := e.opts.Clock().Add(-r.TTL).UnixMicro()
@@ -79,6 +82,60 @@ func (e *Engine) expiries() map[TableID]func(rest []byte) bool {
 	for _, t := range ids {
 		if f := e.expiry(t); f != nil {
 			out[t] = f
+		}
+	}
+	return out
+}
+
+// timeOfs returns the time decoders of the tables that have one (nil when
+// none), for the SST builder's per-table time ranges.
+func (e *Engine) timeOfs() map[TableID]func(rest []byte) (int64, bool) {
+	e.ret.mu.RLock()
+	defer e.ret.mu.RUnlock()
+	if len(e.ret.m) == 0 {
+		return nil
+	}
+	out := make(map[TableID]func(rest []byte) (int64, bool), len(e.ret.m))
+	for t, r := range e.ret.m {
+		out[t] = r.TimeOf
+	}
+	return out
+}
+
+// expiredWhole reports whether every table of f is unregistered or past
+// its TTL over all of f's rows (f's time range for it is known and ends
+// before the cutoff), so f can leave the version without being read: every
+// version of every key in it is expired, and expiry is a property of the
+// key (see Retention).
+func expiredWhole(v *Version, f *SSTMeta, exps map[TableID]int64) bool {
+	if len(f.Times) != len(f.Tables) {
+		return false
+	}
+	any := false
+	for i, t := range f.Tables {
+		if !v.hasTable(t) {
+			continue
+		}
+		cutoff, ok := exps[t]
+		r := f.Times[i]
+		if !ok || !r.Valid || r.Max >= cutoff {
+			return false
+		}
+		any = true
+	}
+	return any
+}
+
+// cutoffs returns, for every table with a TTL, the time below which its
+// rows are expired now.
+func (e *Engine) cutoffs() map[TableID]int64 {
+	e.ret.mu.RLock()
+	defer e.ret.mu.RUnlock()
+	now := e.opts.Clock()
+	out := map[TableID]int64{}
+	for t, r := range e.ret.m {
+		if r.TTL > 0 {
+			out[t] = now.Add(-r.TTL).UnixMicro()
 		}
 	}
 	return out

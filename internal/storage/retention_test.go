@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -120,5 +121,159 @@ func TestRetention(t *testing.T) {
 	}
 	if v := r.Violations(); len(v) > 0 {
 		t.Fatalf("storage check: %v", v)
+	}
+}
+
+// An SST whose rows are all past their table's TTL leaves the version
+// whole, without being read or rewritten (a drop-only compaction: no
+// output), once its time range — recorded per table in the version, and
+// surviving a reopen — ends before the cutoff; an SST with one live row
+// stays. GC then deletes the object and Check is clean (I1). Fails
+// without SSTMeta.Times or the picker's expiredWhole rule (the old SST
+// would stay until a compaction happened to rewrite it).
+func TestExpiredSSTDroppedWhole(t *testing.T) {
+	noLeaks(t)
+	ctx := context.Background()
+	var (
+		mu  sync.Mutex
+		now = time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
+	)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store, meta := objstore.NewMem(), openMeta(t)
+	mod := func(o *Options) { o.Clock = clock; o.InlineMaxBytes = -1; o.GCGrace = time.Millisecond }
+	e := openEngine(t, store, meta, mod)
+	if err := e.RegisterTables(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	ret := &Retention{TTL: 7 * 24 * time.Hour, TimeOf: tsTimeOf}
+	e.SetRetention(1, ret)
+	old, recent := now.Add(-6*24*time.Hour), now.Add(-time.Hour)
+	for ep, ts := range []time.Time{old, recent} {
+		var kvs []KV
+		for i := range 20 {
+			kvs = append(kvs, KV{Key: tsKey(ts.Add(time.Duration(i)*time.Second), i), Value: []byte("v")})
+		}
+		if err := e.Ingest(uint64(ep+1), 1, kvs); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Commit(ctx, uint64(ep+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l0 := func(e *Engine) []*SSTMeta {
+		e.mu.RLock()
+		defer e.mu.RUnlock()
+		return slices.Clone(e.cur.Levels[0])
+	}
+	files := l0(e)
+	if len(files) != 2 || len(files[1].Times) != 1 || !files[1].Times[0].Valid || files[1].Times[0].Min != old.UnixMicro() || files[1].Times[0].Max != old.Add(19*time.Second).UnixMicro() {
+		t.Fatalf("L0 after two commits: %d files, the older's times %+v", len(files), files[len(files)-1].Times)
+	}
+	oldID, recentID := files[1].ID, files[0].ID
+	// The time ranges are in the version: they survive a reopen.
+	e.Close()
+	e = openEngine(t, store, meta, mod)
+	e.SetRetention(1, ret)
+	if files := l0(e); len(files) != 2 || len(files[1].Times) != 1 || files[1].Times[0].Max != old.Add(19*time.Second).UnixMicro() {
+		t.Fatalf("after reopen: times %+v", files[1].Times)
+	}
+	if ran, err := e.Compact(ctx, false); err != nil || ran {
+		t.Fatalf("before the TTL: compaction ran=%v err=%v; want nothing to do", ran, err)
+	}
+	mu.Lock()
+	now = now.Add(2 * 24 * time.Hour) // the old SST's rows are now 8 days old
+	mu.Unlock()
+	if ran, err := e.Compact(ctx, false); err != nil || !ran {
+		t.Fatalf("past the TTL: compaction ran=%v err=%v; want the expired SST dropped", ran, err)
+	}
+	if files := l0(e); len(files) != 1 || files[0].ID != recentID {
+		t.Fatalf("after the drop: L0 = %v; want only SST %d (SST %d dropped whole, nothing rewritten)", ids(files), recentID, oldID)
+	}
+	if _, err := e.RunGC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Get(ctx, objectKey(oldID)); err == nil {
+		t.Fatalf("object of the dropped SST %d still in the store after GC", oldID)
+	}
+	r, err := Check(ctx, store, meta, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := r.Violations(); len(v) > 0 {
+		t.Fatalf("storage check: %v", v)
+	}
+}
+
+func ids(fs []*SSTMeta) []uint64 {
+	out := make([]uint64, len(fs))
+	for i, f := range fs {
+		out[i] = f.ID
+	}
+	return out
+}
+
+// ReadOptions.Time prunes by the SSTs' time ranges: a scan for a time
+// window opens only the SSTs whose range for the table overlaps it (here
+// one of three), through Iter and snapshots alike, and still returns every
+// row of the SSTs it reads. Fails without overlapsTime in newIter.
+func TestTimeRangePruning(t *testing.T) {
+	noLeaks(t)
+	ctx := context.Background()
+	store, meta := objstore.NewMem(), openMeta(t)
+	e := openEngine(t, store, meta, uploadOnly)
+	if err := e.RegisterTables(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	e.SetRetention(1, &Retention{TimeOf: tsTimeOf}) // no TTL: time ranges only
+	day := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for ep := range 3 {
+		var kvs []KV
+		for i := range 10 {
+			kvs = append(kvs, KV{Key: tsKey(day.Add(time.Duration(ep)*24*time.Hour+time.Duration(i)*time.Minute), i), Value: []byte("v")})
+		}
+		if err := e.Ingest(uint64(ep+1), 1, kvs); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Commit(ctx, uint64(ep+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scan := func(r *TimeRange, snap bool) (sources, rows int) {
+		t.Helper()
+		var it Iterator
+		var err error
+		if snap {
+			s := e.Snapshot()
+			defer s.Close()
+			it, err = s.Iter(ctx, 1, nil, nil, ReadOptions{Time: r})
+		} else {
+			it, err = e.Iter(ctx, 1, nil, nil, 3, ReadOptions{Time: r})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		sources = len(it.(*tableIter).m.all)
+		for it.Next() {
+			rows++
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return sources, rows
+	}
+	second := day.Add(24 * time.Hour)
+	for _, snap := range []bool{false, true} {
+		if s, n := scan(nil, snap); s != 3 || n != 30 {
+			t.Fatalf("snap=%v: unpruned scan: %d sources, %d rows; want 3, 30", snap, s, n)
+		}
+		r := &TimeRange{Min: second.Add(5 * time.Minute).UnixMicro(), Max: second.Add(5 * time.Minute).UnixMicro(), Valid: true}
+		if s, n := scan(r, snap); s != 1 || n != 10 {
+			t.Fatalf("snap=%v: scan of one instant of day 2: %d sources, %d rows; want 1 SST and all its 10 rows", snap, s, n)
+		}
+		r = &TimeRange{Min: second.Add(9 * time.Minute).UnixMicro(), Max: second.Add(24 * time.Hour).UnixMicro(), Valid: true}
+		if s, _ := scan(r, snap); s != 2 {
+			t.Fatalf("snap=%v: scan from day 2's last row on: %d sources; want 2 (bounds inclusive)", snap, s)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"math"
 	"bytes"
 	"context"
 	"errors"
@@ -119,6 +120,10 @@ type sstBuilder struct {
 	lastKey  []byte
 	rawBytes int64
 	tables   map[TableID]struct{}
+	// timeOf decodes row times of the tables that have a time decoder
+	// (SetRetention), for SSTMeta.Times; nil: none.
+	timeOf map[TableID]func(rest []byte) (int64, bool)
+	curTime func(rest []byte) (int64, bool)
 }
 
 func newSSTBuilder() *sstBuilder {
@@ -133,7 +138,7 @@ func (b *sstBuilder) add(key, value []byte) error {
 	if err := b.w.Set(key, value); err != nil {
 		return err
 	}
-	t, _, e, _ := splitKey(key)
+	t, rest, e, _ := splitKey(key)
 	if b.meta.NumEntries == 0 {
 		b.meta.Smallest = append([]byte(nil), key...)
 	}
@@ -151,6 +156,21 @@ func (b *sstBuilder) add(key, value []byte) error {
 		b.tables[t] = struct{}{}
 		b.meta.Tables = append(b.meta.Tables, t)
 		b.meta.Bounds = append(b.meta.Bounds, KeyRange{Smallest: bytes.Clone(key[:epochSplit(key)])})
+		b.curTime = b.timeOf[t]
+		if b.timeOf != nil {
+			b.meta.Times = append(b.meta.Times, TimeRange{Valid: b.curTime != nil, Min: math.MaxInt64, Max: math.MinInt64})
+		}
+	}
+	if b.curTime != nil {
+		r := &b.meta.Times[len(b.meta.Times)-1]
+		if r.Valid {
+			// A key whose time cannot be decoded makes the range unknown.
+			if ts, ok := b.curTime(rest); !ok {
+				r.Valid = false
+			} else {
+				r.Min, r.Max = min(r.Min, ts), max(r.Max, ts)
+			}
+		}
 	}
 	b.lastKey = append(b.lastKey[:0], key...)
 	b.rawBytes += int64(len(key) + len(value))

@@ -31,10 +31,22 @@ type SSTMeta struct {
 	// and a read of one table would open it for nothing. Nil for SSTs
 	// recorded before format 2 (the overall range is used then).
 	Bounds []KeyRange
+	// Times holds, for each table of Tables (same order), the range of
+	// row times (Unix µs) the SST holds for it, when the table had a time
+	// decoder (a time-series table, SetRetention) while the SST was built;
+	// nil or !Valid: unknown. An SST whose tables are all past their TTL
+	// is dropped whole by the picker (retention.go).
+	Times []TimeRange
 	// Inline: the SST's bytes are in the metastore (storage_inline_objects,
 	// written in the transaction of the delta that added it), not in the
 	// object store. Small commits are inline; compaction outputs never.
 	Inline bool
+}
+
+// TimeRange is an inclusive range of row times (Unix µs).
+type TimeRange struct {
+	Min, Max int64
+	Valid    bool
 }
 
 // KeyRange is an inclusive range of key prefixes.
@@ -221,7 +233,10 @@ const (
 )
 
 // SST flags (format 3).
-const sstFlagInline = 1
+const (
+	sstFlagInline = 1
+	sstFlagTimes  = 2 // per-table time ranges follow the flags
+)
 
 var errShortBuffer = errors.New("truncated")
 
@@ -259,7 +274,23 @@ func (e *encoder) sst(s *SSTMeta) {
 	if s.Inline {
 		flags |= sstFlagInline
 	}
+	times := len(s.Times) == len(s.Tables) && slices.ContainsFunc(s.Times, func(r TimeRange) bool { return r.Valid })
+	if times {
+		flags |= sstFlagTimes
+	}
 	e.uvarint(flags)
+	if times {
+		// Flag sstFlagTimes: per table, valid (0/1) then min and max.
+		for _, r := range s.Times {
+			if !r.Valid {
+				e.uvarint(0)
+				continue
+			}
+			e.uvarint(1)
+			e.b = binary.AppendVarint(e.b, r.Min)
+			e.b = binary.AppendVarint(e.b, r.Max)
+		}
+	}
 }
 
 type decoder struct {
@@ -329,12 +360,37 @@ func (d *decoder) sst(format uint64) *SSTMeta {
 	}
 	if format >= 3 {
 		flags := d.uvarint()
-		if d.err == nil && flags&^sstFlagInline != 0 {
+		if d.err == nil && flags&^(sstFlagInline|sstFlagTimes) != 0 {
 			d.err = fmt.Errorf("sst %d: unknown flags %#x", s.ID, flags)
 		}
 		s.Inline = flags&sstFlagInline != 0
+		if flags&sstFlagTimes != 0 {
+			for range s.Tables {
+				if d.err != nil {
+					break
+				}
+				if d.uvarint() == 0 {
+					s.Times = append(s.Times, TimeRange{})
+					continue
+				}
+				s.Times = append(s.Times, TimeRange{Min: d.varint(), Max: d.varint(), Valid: true})
+			}
+		}
 	}
 	return s
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	x, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errShortBuffer
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
 }
 
 // encodeDelta: see docs/storage-format.md "Version delta".

@@ -296,10 +296,12 @@ func TimeOf(rel *catalog.Relation) func(rest []byte) (int64, bool) {
 	}
 }
 
-// Retention is rel's storage retention, nil when it has no TTL.
+// Retention is rel's storage retention (nil for a table that is not a
+// time-series table). Without a TTL it expires nothing, but the time
+// decoder still gives every SST its time range in the version.
 func Retention(rel *catalog.Relation) *storage.Retention {
 	sp, ok := SpecOf(rel)
-	if !ok || sp.TTL <= 0 {
+	if !ok {
 		return nil
 	}
 	return &storage.Retention{TTL: sp.TTL, TimeOf: TimeOf(rel)}
