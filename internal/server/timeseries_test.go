@@ -141,7 +141,9 @@ func TestTimeIndexPruningAnswers(t *testing.T) {
 		}
 		mustExec(t, conn, "FLUSH") // one epoch (SST) per day
 	}
-	at := func(day, hour int) time.Time { return base.Add(time.Duration(day)*24*time.Hour + time.Duration(hour)*time.Hour) }
+	at := func(day, hour int) time.Time {
+		return base.Add(time.Duration(day)*24*time.Hour + time.Duration(hour)*time.Hour)
+	}
 	for _, c := range []struct{ lo, hi time.Time }{
 		{at(0, 0), at(3, 0)}, {at(1, 0), at(1, 9)}, {at(1, 9), at(2, 0)}, {at(0, 10), at(1, 0)},
 		{at(1, 3), at(1, 3)}, {at(2, 5), at(9, 0)}, {at(-5, 0), at(0, 0)}, {at(4, 0), at(5, 0)}, {at(2, 0), at(1, 0)},

@@ -1,11 +1,11 @@
 package storage
 
 import (
-	"math"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -122,7 +122,7 @@ type sstBuilder struct {
 	tables   map[TableID]struct{}
 	// timeOf decodes row times of the tables that have a time decoder
 	// (SetRetention), for SSTMeta.Times; nil: none.
-	timeOf map[TableID]func(rest []byte) (int64, bool)
+	timeOf  map[TableID]func(rest []byte) (int64, bool)
 	curTime func(rest []byte) (int64, bool)
 }
 
