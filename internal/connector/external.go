@@ -94,6 +94,11 @@ type Batch struct {
 	// applied (postgres-cdc: an upstream TRUNCATE, and a snapshot that
 	// starts over after an interrupted one). Tables only.
 	Truncate bool
+	// Notices report upstream events a user must know about that are not
+	// errors (postgres-cdc: a column added upstream that the table does
+	// not store). Shown in rw_catalog.rw_source_stats; each is reported
+	// once.
+	Notices []string
 	// Unchanged, when not nil, has one entry per row of Changes: for an
 	// OpUpdateInsert, the columns (true) that keep their value from the row
 	// the OpUpdateDelete before it removed (postgres-cdc: TOASTed values

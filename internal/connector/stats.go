@@ -1,7 +1,9 @@
 package connector
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +28,13 @@ type SourceStats struct {
 	caughtUp map[string]bool
 	// lag holds each split's last reported Batch.Lag.
 	lag map[string]Lag
+	// notices are the distinct Batch.Notices seen, oldest first, at most
+	// maxNotices.
+	notices []string
 }
+
+// maxNotices bounds the notices kept per source.
+const maxNotices = 20
 
 type splitFailure struct {
 	err   string
@@ -51,6 +59,8 @@ type SourceStatus struct {
 	// LagMessages and LagBytes sum the splits' last reported Lag (-1 when
 	// no split reported one).
 	LagMessages, LagBytes int64
+	// Notices are the connector's notices (Batch.Notices), joined by "; ".
+	Notices string
 }
 
 var stats struct {
@@ -102,7 +112,8 @@ func (s *SourceStats) Status() SourceStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := SourceStatus{Name: s.Name, Rows: s.Rows.Load(), Skipped: s.Skipped.Load(), LastSkipped: s.lastSkipped, Status: "running",
-		CaughtUp: len(s.caughtUp) > 0, Bytes: s.Bytes.Load(), LagMessages: -1, LagBytes: -1}
+		CaughtUp: len(s.caughtUp) > 0, Bytes: s.Bytes.Load(), LagMessages: -1, LagBytes: -1,
+		Notices: strings.Join(s.notices, "; ")}
 	if len(s.lag) > 0 {
 		st.LagMessages, st.LagBytes = 0, 0
 		for _, l := range s.lag {
@@ -135,6 +146,20 @@ func (s *SourceStats) NoteSkipped(sk []Skipped) {
 	s.mu.Lock()
 	s.lastSkipped = last.Where + ": " + last.Reason
 	s.mu.Unlock()
+}
+
+// Note records notices (duplicates once).
+func (s *SourceStats) Note(notices []string) {
+	if len(notices) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range notices {
+		if !slices.Contains(s.notices, n) && len(s.notices) < maxNotices {
+			s.notices = append(s.notices, n)
+		}
+	}
 }
 
 // SplitFailing records that split's last attempt failed with err.

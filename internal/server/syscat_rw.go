@@ -29,7 +29,7 @@ func rwSysTables() []*sysTable {
 		rw("rw_streaming_errors", `database text, job text, expression_errors int8, inconsistencies int8,
 			last_executor text, last_error text, last_at timestamptz`, streamingErrorRows),
 		rw("rw_sources", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindSource)),
-		rw("rw_source_stats", "name text, rows int8, malformed int8, last_malformed text, status text, caught_up bool", sourceStatsRows),
+		rw("rw_source_stats", "name text, rows int8, malformed int8, last_malformed text, status text, caught_up bool, notices text", sourceStatsRows),
 		rw("rw_sinks", `id int4, name text, schema_id int4, owner text, connector text, sink_type text, definition text, append_only bool,
 			status text, pending_rows int8, pending_epochs int4, delivered_epoch int8, delivered_rows int8, last_error text`, sinkRows), // sink.go
 		rw("rw_failed_jobs", "id int4, name text, kind text, error text", failedJobRows), // statecatalog.go
@@ -123,7 +123,7 @@ func recoveryRows(sc *sysCtx) [][]any {
 func sourceStatsRows(sc *sysCtx) [][]any {
 	var out [][]any
 	for _, st := range connector.AllStats() {
-		out = append(out, []any{st.Name, st.Rows, st.Skipped, st.LastSkipped, st.Status, st.CaughtUp})
+		out = append(out, []any{st.Name, st.Rows, st.Skipped, st.LastSkipped, st.Status, st.CaughtUp, st.Notices})
 	}
 	return out
 }

@@ -55,11 +55,13 @@ func (d *decoder) apply(m pglogrepl.Message, out []Change) []Change {
 	return out
 }
 
-// relation maps the upstream columns to the Runnel table's, and reports
-// columns added or dropped upstream since the reader last saw the table.
-// An added column is not applied: the Runnel table keeps its columns (the
-// upstream's extra ones are ignored, as when the table was created with a
-// subset of them); a dropped one is NULL from then on.
+// relation maps the upstream columns to the Runnel table's by name, and
+// reports columns added or dropped upstream since the reader last saw the
+// table. An added column the Runnel table declares (ahead of the upstream
+// ALTER TABLE ... ADD COLUMN) is fed from then on; one it does not declare
+// is ignored, as when the table was created with a subset of the columns,
+// and reported; a Runnel column missing upstream is NULL. Reports go to
+// the log and to Status.Notices, which rw_catalog.rw_source_stats shows.
 func (d *decoder) relation(m *pglogrepl.RelationMessage) {
 	d.rel = m.RelationID
 	d.cols = make([]int, len(m.Columns))
@@ -75,15 +77,20 @@ func (d *decoder) relation(m *pglogrepl.RelationMessage) {
 	}
 	var notes []string
 	if d.known != nil {
-		for _, n := range names {
-			if !slices.Contains(d.known, n) {
+		for i, n := range names {
+			switch {
+			case slices.Contains(d.known, n):
+			case d.cols[i] >= 0:
+				// The Runnel table declared it ahead: applied from now on.
+				d.r.opt.Logger.Info("postgres-cdc: column added upstream is applied", "table", d.r.opt.Name, "upstream", d.r.cfg.TableName(), "column", n)
+			default:
 				notes = append(notes, fmt.Sprintf("column %q was added to upstream table %s; the Runnel table %s does not store it (its columns are unchanged)", n, d.r.cfg.TableName(), d.r.opt.Name))
 			}
 		}
 	}
 	for _, rc := range d.r.cols {
 		if !slices.Contains(names, rc.Name) {
-			notes = append(notes, fmt.Sprintf("column %q no longer exists in upstream table %s; the Runnel table %s stores NULL for it from now on", rc.Name, d.r.cfg.TableName(), d.r.opt.Name))
+			notes = append(notes, fmt.Sprintf("column %q is not in upstream table %s; the Runnel table %s stores NULL for it until it is added there", rc.Name, d.r.cfg.TableName(), d.r.opt.Name))
 		}
 	}
 	d.known = names

@@ -32,8 +32,12 @@
 // NULL and counted; a key that does not parse skips the row; pgoutput
 // messages are size-checked before decoding. An unreachable upstream is
 // retried with backoff (100 ms doubling to 10 s) and shown in Status and,
-// through the framework, rw_catalog.rw_source_stats. Columns added
-// upstream are reported (Status.Notices and a warning), not applied.
+// through the framework, rw_catalog.rw_source_stats. Columns map by
+// name: a column added upstream is applied when the Runnel table declares
+// it (a non-key column may be declared before it exists upstream: NULL
+// until then, read as NULL by the snapshot); otherwise it is reported
+// naming the table and column (a warning, Status.Notices and the notices
+// column of rw_catalog.rw_source_stats) and the other columns go on.
 //
 // DROP TABLE drops the table's slot (DropSlot) after its actor stopped.
 package pgcdc

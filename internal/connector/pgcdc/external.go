@@ -67,6 +67,8 @@ type splitStream struct {
 	carry *Batch
 	// skipped is BadRows as last reported.
 	skipped int64
+	// noticed is how many of the reader's Status.Notices were reported.
+	noticed int
 }
 
 // errorPoll is how often Read looks at the reader's status while no batch
@@ -146,6 +148,10 @@ func (s *splitStream) Read(ctx context.Context) (connector.Batch, error) {
 		s.skipped = n
 	}
 	st := s.r.Status()
+	if len(st.Notices) > s.noticed {
+		out.Notices = st.Notices[s.noticed:]
+		s.noticed = len(st.Notices)
+	}
 	out.CaughtUp = st.Phase == PhaseStream && len(s.r.Batches()) == 0
 	return out, nil
 }

@@ -327,7 +327,13 @@ func (r *Reader) snapshot(ctx context.Context, repl *pgconn.PgConn, st State) (S
 	st = State{Phase: PhaseSnapshot, LSN: cp, Slot: st.Slot}
 	// Whatever an interrupted snapshot stored is replaced.
 	batch := []Change{{Op: OpTruncate}}
-	rr := conn.ExecParams(ctx, "SELECT "+selectList(r.cols)+" FROM "+r.cfg.QualifiedTable(), nil, nil, nil, nil)
+	// Columns of the Runnel table not (or no longer) upstream read as NULL
+	// (described inside the snapshot's transaction: the same instant).
+	up, err := describe(ctx, conn, r.cfg)
+	if err != nil {
+		return st, err
+	}
+	rr := conn.ExecParams(ctx, "SELECT "+selectListOf(r.cols, up.Columns)+" FROM "+r.cfg.QualifiedTable(), nil, nil, nil, nil)
 	for rr.NextRow() {
 		row, ok := r.snapshotRow(rr.Values())
 		if !ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,9 +157,12 @@ func Check(ctx context.Context, c Config, cols []Column, pk []int) error {
 	for _, n := range up.Columns {
 		have[n] = true
 	}
-	for _, col := range cols {
-		if !have[col.Name] {
-			return sqlerr.Errorf(sqlerr.UndefinedColumn, "postgres-cdc: column %q does not exist in upstream table %s", col.Name, c.TableName())
+	// A column the upstream table does not have (yet) is allowed outside
+	// the key: it is NULL until ALTER TABLE ... ADD COLUMN adds it
+	// upstream, and fed from then on (decoder.relation maps by name).
+	for i, col := range cols {
+		if !have[col.Name] && slices.Contains(pk, i) {
+			return sqlerr.Errorf(sqlerr.UndefinedColumn, "postgres-cdc: primary key column %q does not exist in upstream table %s", col.Name, c.TableName())
 		}
 	}
 	key := map[string]bool{}
@@ -324,10 +328,17 @@ func Slot(ctx context.Context, c Config, slot string) (SlotStatus, error) {
 
 // selectList is the snapshot query's column list, in the Runnel table's
 // order.
-func selectList(cols []Column) string {
+func selectList(cols []Column) string { return selectListOf(cols, nil) }
+
+// selectListOf is selectList where only the columns in upstream (when not
+// nil) exist upstream: the others are read as NULL.
+func selectListOf(cols []Column, upstream []string) string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
 		parts[i] = quoteIdent(c.Name)
+		if upstream != nil && !slices.Contains(upstream, c.Name) {
+			parts[i] = "NULL"
+		}
 	}
 	return strings.Join(parts, ", ")
 }

@@ -383,6 +383,7 @@ func (f *externalFeed) consume(sb splitBatch) *types.Chunk {
 	}
 	f.mu.Unlock()
 	f.stats.SplitRead(sb.split, &sb.b)
+	f.stats.Note(sb.b.Notices)
 	if n := len(sb.b.Skipped); n > 0 {
 		f.stats.NoteSkipped(sb.b.Skipped)
 		f.unloggedSkip += n
