@@ -12,6 +12,7 @@ import (
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/sink"
+	_ "github.com/runneldb/runnel/internal/sink/file"     // registers s3, fs and file
 	_ "github.com/runneldb/runnel/internal/sink/kafka"    // registers kafka
 	_ "github.com/runneldb/runnel/internal/sink/postgres" // registers postgres and jdbc
 	"github.com/runneldb/runnel/internal/sql"
@@ -161,13 +162,18 @@ func (ss *session) createSink(ctx context.Context, cs *parser.CreateSink) (pgwir
 		}
 		return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateTable, "relation %q already exists", cs.Name)
 	}
-	spec, err := sink.ParseSpec(cs.Name, cs.Options)
-	if err != nil {
-		return pgwire.Result{}, err
-	}
 	opts := map[string]string{}
 	for k, v := range cs.Options {
 		opts[k] = v
+	}
+	// RisingWave also takes force_append_only as an ENCODE option
+	// (FORMAT PLAIN ENCODE PARQUET (force_append_only = 'true')).
+	if v, ok := cs.EncodeOptions["force_append_only"]; ok && opts["force_append_only"] == "" {
+		opts["force_append_only"] = v
+	}
+	spec, err := sink.ParseSpec(cs.Name, opts)
+	if err != nil {
+		return pgwire.Result{}, err
 	}
 	query := cs.Query
 	if cs.From != "" {

@@ -6,6 +6,7 @@
 // the epoch like all state. This package holds the other half: the Worker,
 // one goroutine per sink, that drains the log off the barrier path, and the
 // Target interface the connectors implement (internal/sink/postgres,
+// internal/sink/kafka, internal/sink/file,
 // blackhole here).
 //
 // The worker's contract:

@@ -120,46 +120,11 @@ func (t *target) Begin(ctx context.Context, epoch uint64) (sink.Txn, error) {
 
 type txn struct{ t *target }
 
-// jsonValue renders a datum for a JSON object.
-func jsonValue(d types.Datum, ty types.Type) any {
-	if d.IsNull() {
-		return nil
-	}
-	switch ty.Kind {
-	case types.KindInt16, types.KindInt32, types.KindInt64:
-		return d.Int()
-	case types.KindFloat32, types.KindFloat64:
-		return d.Float()
-	case types.KindBool:
-		return d.Bool()
-	}
-	return types.FormatText(d, ty, nil)
-}
-
 func (t *target) object(r types.Row, cols []int) json.RawMessage {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, c := range cols {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(t.cfg.Columns[c].Name)
-		v, _ := json.Marshal(jsonValue(r[c], t.cfg.Columns[c].Type))
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return json.RawMessage(b.String())
+	return sink.AppendJSONObject(nil, t.cfg.Columns, r, cols)
 }
 
-func (t *target) all() []int {
-	out := make([]int, len(t.cfg.Columns))
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
+func (t *target) all() []int { return sink.AllColumns(len(t.cfg.Columns)) }
 
 func (x *txn) Write(ctx context.Context, changes []sink.Change) error {
 	t := x.t
