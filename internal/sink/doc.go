@@ -30,8 +30,11 @@
 //     last epoch it holds in the same transaction as the rows (postgres)
 //     returns it from Open, and the worker skips the epochs it has; after
 //     a crash it re-reads the log and delivers exactly the epochs the
-//     target lacks. Other targets get at least once: an epoch delivered but
-//     not yet truncated when the process dies is delivered again.
+//     target lacks (kafka with is_exactly_once keeps it as a consumer
+//     group's transactional offset). A file target (s3, fs) overwrites an
+//     epoch's file, named by the epoch, when it is delivered again. Other
+//     targets get at least once: an epoch delivered but not yet truncated
+//     when the process dies is delivered again.
 //  5. A slow or unreachable target never holds a barrier up: the Sink
 //     executor only appends to the log. Delivery failures are retried with
 //     backoff (100 ms doubling to 10 s) and shown in rw_catalog.rw_sinks

@@ -14,23 +14,40 @@
 //   - FORMAT DEBEZIUM ENCODE JSON: key as UPSERT; value = {"payload":
 //     {"before", "after", "op": "c" | "u" | "d"}}.
 //
-// Delivery is at least once: the producer is idempotent (no duplicates
-// from its own retries) and an epoch counts as delivered once every record
-// of it is acknowledged by all in-sync replicas, but an epoch delivered and
-// not yet truncated when Runnel dies is produced again after the restart.
-// Consumers that deduplicate by key (UPSERT, DEBEZIUM) see exactly the
-// view. (An exactly-once mode with one Kafka transaction per epoch is not
-// built yet.)
+// Delivery is at least once by default: the producer is idempotent (no
+// duplicates from its own retries) and an epoch counts as delivered once
+// every record of it is acknowledged by all in-sync replicas, but an epoch
+// delivered and not yet truncated when Runnel dies is produced again after
+// the restart. Consumers that deduplicate by key (UPSERT, DEBEZIUM) see
+// exactly the view.
+//
+// is_exactly_once = 'true' makes it exactly once for read_committed
+// consumers (I8): each delivered epoch is one Kafka transaction of a
+// transactional producer whose id derives from the sink (runnel-sink-<id>-
+// <database.schema.name>), and the same transaction commits the epoch as
+// the offset of partition 0 of the topic in a consumer group of the same
+// name, which no consumer joins: the group's committed offset is the
+// target's record of the last epoch it holds, written atomically with the
+// epoch's records. Open first initialises the producer id — which fences
+// an older incarnation of the sink and aborts its open transaction, so a
+// crash during an epoch's produce leaves nothing a read_committed consumer
+// sees — then reads that offset (require_stable: a commit in flight is
+// waited for), and the worker skips the epochs it covers. A crash between
+// the commit and the log's truncation therefore repeats nothing.
 package kafka
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runneldb/runnel/internal/sink"
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -47,7 +64,20 @@ type target struct {
 	topic   string
 	format  string
 	client  *kgo.Client
+	// exactlyOnce: is_exactly_once = 'true'; txnID names the
+	// transactional producer and the consumer group holding the epoch.
+	exactlyOnce bool
+	txnID       string
+	topicID     [16]byte // for TxnOffsetCommit v6+, which names topics by id
 }
+
+// txnTimeout is the transaction timeout: an epoch's records are produced
+// in well under it, and a crashed incarnation's transaction is aborted by
+// the broker after it if no new incarnation fences it first.
+const txnTimeout = 60 * time.Second
+
+// epochMetadata marks the group offset that is an epoch, not a position.
+const epochMetadata = "runnel sink: last delivered epoch"
 
 // New checks a kafka sink's options.
 func New(cfg *sink.Config) (sink.Target, error) {
@@ -69,6 +99,14 @@ func New(cfg *sink.Config) (sink.Target, error) {
 	if cfg.Encode != "JSON" {
 		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "sink %q: ENCODE %s is not supported (ENCODE JSON)", cfg.Name, cfg.Encode)
 	}
+	switch strings.ToLower(cfg.Options["is_exactly_once"]) {
+	case "", "false":
+	case "true":
+		t.exactlyOnce = true
+		t.txnID = fmt.Sprintf("runnel-sink-%d-%s", cfg.ID, cfg.Name)
+	default:
+		return nil, bad("is_exactly_once must be 'true' or 'false', not %q", cfg.Options["is_exactly_once"])
+	}
 	switch t.format {
 	case "PLAIN":
 		if cfg.Upsert() {
@@ -86,10 +124,15 @@ func New(cfg *sink.Config) (sink.Target, error) {
 
 // Open implements sink.Target: a client with the idempotent producer
 // (franz-go's default) and acks from all in-sync replicas; the topic must
-// exist.
+// exist. Exactly once: a transactional producer, and the last epoch the
+// topic holds (see the package comment).
 func (t *target) Open(ctx context.Context) (uint64, error) {
-	c, err := kgo.NewClient(kgo.SeedBrokers(t.brokers...), kgo.DefaultProduceTopic(t.topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordDeliveryTimeout(30*time.Second))
+	opts := []kgo.Opt{kgo.SeedBrokers(t.brokers...), kgo.DefaultProduceTopic(t.topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordDeliveryTimeout(30 * time.Second)}
+	if t.exactlyOnce {
+		opts = append(opts, kgo.TransactionalID(t.txnID), kgo.TransactionTimeout(txnTimeout))
+	}
+	c, err := kgo.NewClient(opts...)
 	if err != nil {
 		return 0, fmt.Errorf("sink %s: kafka client: %w", t.cfg.Name, err)
 	}
@@ -99,8 +142,47 @@ func (t *target) Open(ctx context.Context) (uint64, error) {
 		c.Close()
 		return 0, fmt.Errorf("sink %s: kafka %s: %w", t.cfg.Name, strings.Join(t.brokers, ","), err)
 	}
+	var delivered uint64
+	if t.exactlyOnce {
+		if delivered, err = t.recover(pctx, c); err != nil {
+			c.Close()
+			return 0, fmt.Errorf("sink %s: kafka %s: %w", t.cfg.Name, strings.Join(t.brokers, ","), err)
+		}
+	}
 	t.client = c
-	return 0, nil
+	return delivered, nil
+}
+
+// recover fences older incarnations of the transactional producer (their
+// open transaction is aborted) and reads the last epoch committed.
+func (t *target) recover(ctx context.Context, c *kgo.Client) (uint64, error) {
+	if _, _, err := c.ProducerID(ctx); err != nil {
+		return 0, fmt.Errorf("init transactional producer %s: %w", t.txnID, err)
+	}
+	adm := kadm.NewClient(c)
+	topics, err := adm.ListTopics(ctx, t.topic)
+	if err == nil {
+		err = topics.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("topic %s: %w", t.topic, err)
+	}
+	t.topicID = topics[t.topic].ID
+	offs, err := adm.FetchOffsets(kadm.RequireStable(ctx), t.txnID)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return 0, nil // nothing delivered yet (Kafka answers "no offset"; kfake this)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the delivered epoch (group %s): %w", t.txnID, err)
+	}
+	o, ok := offs.Lookup(t.topic, 0)
+	if !ok || o.Err != nil || o.At < 0 {
+		if ok && o.Err != nil {
+			return 0, fmt.Errorf("read the delivered epoch (group %s): %w", t.txnID, o.Err)
+		}
+		return 0, nil
+	}
+	return uint64(o.At), nil
 }
 
 func (t *target) Close() error {
@@ -115,10 +197,21 @@ func (t *target) Begin(ctx context.Context, epoch uint64) (sink.Txn, error) {
 	if t.client == nil {
 		return nil, sink.ErrClosed
 	}
-	return &txn{t: t}, nil
+	x := &txn{t: t, epoch: epoch}
+	if t.exactlyOnce {
+		if err := t.client.BeginTransaction(); err != nil {
+			return nil, err
+		}
+		x.open = true
+	}
+	return x, nil
 }
 
-type txn struct{ t *target }
+type txn struct {
+	t     *target
+	epoch uint64
+	open  bool // a Kafka transaction is open
+}
 
 func (t *target) object(r types.Row, cols []int) json.RawMessage {
 	return sink.AppendJSONObject(nil, t.cfg.Columns, r, cols)
@@ -196,6 +289,73 @@ func lastPerKey(changes []sink.Change, t *target, key []int) []sink.Change {
 }
 
 // Commit waits until every record is acknowledged (ProduceSync already
-// did; Flush covers anything buffered).
-func (x *txn) Commit(ctx context.Context) error { return x.t.client.Flush(ctx) }
-func (x *txn) Rollback()                        {}
+// did; Flush covers anything buffered). Exactly once: the epoch goes into
+// the transaction as the group's offset, and the transaction commits.
+func (x *txn) Commit(ctx context.Context) error {
+	t := x.t
+	if !x.open {
+		return t.client.Flush(ctx)
+	}
+	if err := t.commitEpoch(ctx, x.epoch); err != nil {
+		return fmt.Errorf("record epoch %d in group %s: %w", x.epoch, t.txnID, err)
+	}
+	x.open = false
+	// An error here is ambiguous (the commit may have landed): the worker
+	// reconnects, and Open reads which epoch the topic holds.
+	return t.client.EndTransaction(ctx, kgo.TryCommit)
+}
+
+// Rollback aborts an open transaction.
+func (x *txn) Rollback() {
+	if !x.open {
+		return
+	}
+	x.open = false
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = x.t.client.EndTransaction(ctx, kgo.TryAbort)
+}
+
+// commitEpoch adds the sink's group to the open transaction and stages
+// the epoch as its offset of partition 0 of the topic (a standalone
+// commit: generation -1, no member), applied when the transaction commits.
+// franz-go commits transactional offsets only for a group it consumes in,
+// so the two requests are issued here.
+func (t *target) commitEpoch(ctx context.Context, epoch uint64) error {
+	id, pepoch, err := t.client.ProducerID(ctx)
+	if err != nil {
+		return err
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = t.txnID, id, pepoch, t.txnID
+	aresp, err := add.RequestWith(ctx, t.client)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(aresp.ErrorCode); err != nil {
+		return err
+	}
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = t.txnID, t.txnID, id, pepoch
+	req.Generation = -1
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic, rt.TopicID = t.topic, t.topicID
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = 0, int64(epoch), -1
+	meta := epochMetadata
+	rp.Metadata = &meta
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, t.client)
+	if err != nil {
+		return err
+	}
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
