@@ -22,7 +22,20 @@ import (
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// TestMain is pgtest.Main plus the removal of the shared build.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedBuild.dir != "" {
+		os.RemoveAll(sharedBuild.dir)
+	}
+	if err := pgtest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 const (
 	numWriters = 3

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -11,8 +12,17 @@ import (
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
+// sharedBuild is the one build of cmd/runnel every test of the package
+// runs (each used to build its own: about 30 s apiece on a loaded 2-core
+// machine). TestMain removes its directory.
+var sharedBuild struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
 // buildRunnel compiles cmd/runnel from the module that holds this package
-// into a temporary directory and returns the binary's path.
+// (once per test binary) and returns the binary's path.
 //
 // RUNNEL_CRASH_BIN=path skips the build and uses that binary instead.
 func buildRunnel(t *testing.T) string {
@@ -20,7 +30,15 @@ func buildRunnel(t *testing.T) string {
 	if bin := os.Getenv("RUNNEL_CRASH_BIN"); bin != "" {
 		return bin
 	}
-	return servertest.BuildBinary(t)
+	sharedBuild.once.Do(func() {
+		if sharedBuild.dir, sharedBuild.err = os.MkdirTemp("", "runnel-crashtest-bin-"); sharedBuild.err == nil {
+			sharedBuild.bin, sharedBuild.err = servertest.BuildBinaryInto(sharedBuild.dir)
+		}
+	})
+	if sharedBuild.err != nil {
+		t.Fatal(sharedBuild.err)
+	}
+	return sharedBuild.bin
 }
 
 // proc is one running `runnel serve` subprocess.

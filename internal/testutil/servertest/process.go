@@ -25,21 +25,32 @@ func BuildBinary(t testing.TB) string {
 	if bin := os.Getenv("RUNNEL_TEST_BIN"); bin != "" {
 		return bin
 	}
+	bin, err := BuildBinaryInto(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// BuildBinaryInto compiles cmd/runnel of the module that holds the
+// calling test into dir and returns the binary's path (for a package
+// whose tests share one build).
+func BuildBinaryInto(dir string) (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
+		return "", fmt.Errorf("go env GOMOD: %v", err)
 	}
 	gomod := strings.TrimSpace(string(out))
 	if gomod == "" || gomod == os.DevNull {
-		t.Fatalf("go env GOMOD: not inside a module (%q)", gomod)
+		return "", fmt.Errorf("go env GOMOD: not inside a module (%q)", gomod)
 	}
-	bin := filepath.Join(t.TempDir(), "runnel")
+	bin := filepath.Join(dir, "runnel")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/runnel")
 	cmd.Dir = filepath.Dir(gomod)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/runnel: %v\n%s", err, b)
+		return "", fmt.Errorf("go build ./cmd/runnel: %v\n%s", err, b)
 	}
-	return bin
+	return bin, nil
 }
 
 // FreeAddr returns a loopback address whose port was free a moment ago.
