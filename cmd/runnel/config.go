@@ -25,6 +25,7 @@ import (
 //	log_level = "info"
 //	streaming_cache_mb = 256
 //	http_listen = "127.0.0.1:5691"
+//	pprof = true
 type fileConfig struct {
 	Listen          string `toml:"listen"`
 	DataDir         string `toml:"data_dir"`
@@ -39,6 +40,8 @@ type fileConfig struct {
 	StreamingCacheMB int64 `toml:"streaming_cache_mb"`
 	// HTTPListen is the HTTP listener's address (metrics, dashboard).
 	HTTPListen string `toml:"http_listen"`
+	// Pprof serves /debug/pprof/ on the HTTP listener.
+	Pprof bool `toml:"pprof"`
 }
 
 // applyConfigFile sets every flag that the command line and the
@@ -63,6 +66,9 @@ func applyConfigFile(fs *flag.FlagSet, path string, envNames map[string]string) 
 		"listen": fc.Listen, "data-dir": fc.DataDir, "object-store": fc.ObjectStore, "meta-store": fc.MetaStore,
 		"barrier-interval": fc.BarrierInterval, "tls-cert": fc.TLSCert, "tls-key": fc.TLSKey,
 		"log-format": fc.LogFormat, "log-level": fc.LogLevel, "http-listen": fc.HTTPListen,
+	}
+	if fc.Pprof {
+		values["pprof"] = "true"
 	}
 	if fc.StreamingCacheMB != 0 {
 		values["streaming-cache-mb"] = strconv.FormatInt(fc.StreamingCacheMB, 10)

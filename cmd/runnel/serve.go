@@ -62,6 +62,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", envOr("RUNNEL_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	cacheMB := fs.Int64("streaming-cache-mb", envInt64("RUNNEL_STREAMING_CACHE_MB"), "memory budget of the streaming operators' caches in MiB (default 256; env RUNNEL_STREAMING_CACHE_MB)")
 	httpListen := fs.String("http-listen", envOr("RUNNEL_HTTP_LISTEN", "127.0.0.1:5691"), "HTTP listen address for /metrics, the /api/ JSON APIs, the dashboard and the time-series ingest APIs; empty disables it (env RUNNEL_HTTP_LISTEN)")
+	pprofOn := fs.Bool("pprof", os.Getenv("RUNNEL_PPROF") == "true", "serve /debug/pprof/ on the HTTP listener (env RUNNEL_PPROF=true)")
 	configFile := fs.String("config", os.Getenv("RUNNEL_CONFIG"), "TOML configuration file (flags and environment variables override it)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -72,7 +73,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			"meta-store": "RUNNEL_META_STORE", "tls-cert": "RUNNEL_TLS_CERT", "tls-key": "RUNNEL_TLS_KEY",
 			"log-format": "RUNNEL_LOG_FORMAT", "log-level": "RUNNEL_LOG_LEVEL",
 			"streaming-cache-mb": "RUNNEL_STREAMING_CACHE_MB", "barrier-interval": "RUNNEL_BARRIER_INTERVAL",
-			"http-listen": "RUNNEL_HTTP_LISTEN",
+			"http-listen": "RUNNEL_HTTP_LISTEN", "pprof": "RUNNEL_PPROF",
 		}
 		if err := applyConfigFile(fs, *configFile, envNames); err != nil {
 			fmt.Fprintln(stderr, "runnel:", err)
@@ -102,6 +103,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		TLSCertFile:     *tlsCert,
 		TLSKeyFile:      *tlsKey,
 		HTTPListen:      *httpListen,
+		Pprof:           *pprofOn,
 		Logger:          log,
 
 		StreamingCacheBytes: *cacheMB << 20,

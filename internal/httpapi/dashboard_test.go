@@ -228,7 +228,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for pid == "" {
 		var active []string
-		load("sessions", "sessions", `[...document.querySelectorAll('#sessions tbody tr[data-state="active"]')].filter(r => r.textContent.includes('pg_sleep')).map(r => r.dataset.pid)`, &active)
+		load("sessions", "sessions", `[...document.querySelectorAll('#sessions tbody tr[data-state="active"]')].filter(r => r.textContent.includes('pg_sleep') && r.textContent.includes('root')).map(r => r.dataset.pid)`, &active)
 		if len(active) > 0 {
 			pid = active[0]
 		} else if time.Now().After(deadline) {

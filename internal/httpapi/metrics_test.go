@@ -173,3 +173,25 @@ func TestMetricNames(t *testing.T) {
 		}
 	}
 }
+
+// /debug/pprof/ is served only when enabled (Config.Pprof, --pprof).
+func TestPprofOffUnlessEnabled(t *testing.T) {
+	_, base := startServer(t)
+	if code := getStatus(t, base+"/debug/pprof/"); code != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ without --pprof: %d; want 404", code)
+	}
+	srv := servertest.Start(t, servertest.WithConfig(func(c *server.Config) { c.HTTPListen, c.Pprof = "127.0.0.1:0", true }))
+	if code := getStatus(t, "http://"+srv.Server.HTTPAddr()+"/debug/pprof/goroutine?debug=1"); code != http.StatusOK {
+		t.Errorf("GET /debug/pprof/goroutine with --pprof: %d; want 200", code)
+	}
+}
+
+func getStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -29,7 +30,10 @@ type Config struct {
 	Backend  Backend
 	// Mount, when set, adds other HTTP APIs to the listener (the
 	// time-series ingest paths, package ingest).
-	Mount  func(*http.ServeMux)
+	Mount func(*http.ServeMux)
+	// Pprof serves net/http/pprof's profiles under /debug/pprof/ (off by
+	// default: a profile costs CPU and shows the process's internals).
+	Pprof  bool
 	Logger *slog.Logger
 }
 
@@ -92,6 +96,13 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("GET /api/connectors", get(func(ctx context.Context, _ *http.Request) (any, error) { return b.Connectors(ctx) }))
 	if cfg.Mount != nil {
 		cfg.Mount(mux)
+	}
+	if cfg.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
 	sub, _ := fs.Sub(static, "static")
 	mux.Handle("GET /", http.FileServerFS(sub))

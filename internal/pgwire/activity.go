@@ -51,7 +51,7 @@ func (c *conn) endActivity() {
 
 // connInfo is what startup learnt about the connection.
 type connInfo struct {
-	database, app, remote string
+	user, database, app, remote string
 	connected             time.Time
 }
 
@@ -69,7 +69,7 @@ func (s *Server) Sessions() []SessionInfo {
 		if info == nil {
 			continue // still starting up
 		}
-		si := SessionInfo{PID: c.pid, User: c.user, Database: info.database, Application: info.app, Remote: info.remote,
+		si := SessionInfo{PID: c.pid, User: info.user, Database: info.database, Application: info.app, Remote: info.remote,
 			Connected: info.connected, State: "idle"}
 		if a := c.act.Load(); a != nil {
 			si.Query, si.QueryStart = a.query, a.start

@@ -338,7 +338,7 @@ func (c *conn) startup() error {
 	if params.RemoteAddr != nil {
 		remote = params.RemoteAddr.String()
 	}
-	c.info.Store(&connInfo{database: params.Database, app: params.ApplicationName, remote: remote, connected: time.Now()})
+	c.info.Store(&connInfo{user: params.User, database: params.Database, app: params.ApplicationName, remote: remote, connected: time.Now()})
 	obs.SessionOpened()
 	for _, name := range c.status.names {
 		c.send(&pgproto3.ParameterStatus{Name: name, Value: c.status.values[name]})

@@ -39,7 +39,7 @@ func (s *Server) startHTTP() error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&metricsCollector{s: s})
 	s.httpAPI = &observer{s: s, started: time.Now(), rates: map[fragKey]rateSample{}}
-	s.http = httpapi.New(httpapi.Config{Gatherer: prometheus.Gatherers{obs.Default, reg}, Backend: s.httpAPI, Logger: s.log,
+	s.http = httpapi.New(httpapi.Config{Gatherer: prometheus.Gatherers{obs.Default, reg}, Backend: s.httpAPI, Logger: s.log, Pprof: s.cfg.Pprof,
 		Mount: func(mux *http.ServeMux) { ingest.Register(mux, s.IngestWriter()) }})
 	s.httpAddr = ln.Addr().String()
 	go func() {

@@ -57,7 +57,9 @@ type Config struct {
 	// the /api/ JSON APIs and the dashboard (observe_api.go; "" disables
 	// it; the runnel command's default is 127.0.0.1:5691).
 	HTTPListen string
-	Logger     *slog.Logger
+	// Pprof serves /debug/pprof/ on the HTTP listener.
+	Pprof  bool
+	Logger *slog.Logger
 }
 
 func (c *Config) fill() {
