@@ -14,22 +14,45 @@ import "github.com/runneldb/runnel/internal/types"
 // window_end of TUMBLE (TimeWindowBound) over a monotone argument. Casts
 // are not: timestamp → timestamptz can reorder around a DST change.
 func MonotoneIn(e Expr, col int) bool {
+	return monotoneBy(e, func(x Expr) bool {
+		c, ok := x.(*ColumnRef)
+		return ok && c.Index == col
+	})
+}
+
+// MonotoneInNow reports whether e is a non-decreasing function of now()
+// alone (now() itself, ± constants, by MonotoneIn's rules): a temporal
+// filter's bound, which must never move back as epochs pass.
+func MonotoneInNow(e Expr) bool {
+	return monotoneBy(e, func(x Expr) bool {
+		f, ok := x.(*FuncExpr)
+		return ok && len(f.Args) == 0 && f.Volatile() && statementTimeFuncs[f.Name]
+	})
+}
+
+// statementTimeFuncs return the statement's (in a view: the epoch's) time.
+var statementTimeFuncs = map[string]bool{"now": true, "current_timestamp": true, "transaction_timestamp": true, "statement_timestamp": true}
+
+// monotoneBy reports whether e is a non-decreasing function of the leaves
+// leaf accepts, constants aside.
+func monotoneBy(e Expr, leaf func(Expr) bool) bool {
+	if leaf(e) {
+		return true
+	}
 	switch e := e.(type) {
-	case *ColumnRef:
-		return e.Index == col
 	case *TimeWindowBound:
-		return MonotoneIn(e.Arg, col)
+		return monotoneBy(e.Arg, leaf)
 	case *binaryExpr:
-		return monotoneArith(e.name, e.l, e.r, e.typ, col)
+		return monotoneArith(e.name, e.l, e.r, e.typ, leaf)
 	case *FuncExpr:
 		if len(e.Args) == 2 {
-			return monotoneArith(e.Name, e.Args[0], e.Args[1], e.typ, col)
+			return monotoneArith(e.Name, e.Args[0], e.Args[1], e.typ, leaf)
 		}
 	}
 	return false
 }
 
-func monotoneArith(op string, l, r Expr, typ types.Type, col int) bool {
+func monotoneArith(op string, l, r Expr, typ types.Type, leaf func(Expr) bool) bool {
 	switch typ.Kind {
 	case types.KindTimestamp, types.KindTimestamptz, types.KindDate,
 		types.KindInt16, types.KindInt32, types.KindInt64:
@@ -38,9 +61,9 @@ func monotoneArith(op string, l, r Expr, typ types.Type, col int) bool {
 	}
 	switch op {
 	case "+":
-		return (MonotoneIn(l, col) && isConstant(r)) || (isConstant(l) && MonotoneIn(r, col))
+		return (monotoneBy(l, leaf) && isConstant(r)) || (isConstant(l) && monotoneBy(r, leaf))
 	case "-":
-		return MonotoneIn(l, col) && isConstant(r)
+		return monotoneBy(l, leaf) && isConstant(r)
 	}
 	return false
 }

@@ -13,9 +13,10 @@ import (
 //
 // Each such conjunct of a WHERE (or of a scan's pushed-down filter) becomes
 // an OpTemporalFilter over the rest of the plan (exec.TemporalFilter). One
-// side of the comparison must be made of now() and constants only, the
-// other must not call any volatile function; now() anywhere else in a view
-// is still refused (check.go), since a row would keep the value it had when
+// side of the comparison must be now() plus or minus constants (a bound
+// that never moves back as epochs pass: expr.MonotoneInNow), the other
+// must not call any volatile function; now() anywhere else in a view is
+// still refused (check.go), since a row would keep the value it had when
 // it was computed.
 
 // TemporalSpec is one temporal filter conjunct.
@@ -28,10 +29,6 @@ type TemporalSpec struct {
 	// Otherwise Key < f(now()) or <=: rows pass as now() grows.
 	Expiring bool
 }
-
-// nowFuncs are the functions a temporal filter may compare with: now() of
-// the epoch. clock_timestamp() and random() stay refused.
-var nowFuncs = map[string]bool{"now": true, "current_timestamp": true, "transaction_timestamp": true, "statement_timestamp": true}
 
 // splitTemporal separates the temporal-filter conjuncts of cond from the
 // rest (nil when nothing remains).
@@ -62,41 +59,17 @@ func temporalConjunct(c expr.Expr) *TemporalSpec {
 	if !ok {
 		return nil
 	}
-	if nowOnly(l) {
+	if expr.MonotoneInNow(l) {
 		l, r = r, l
 		op = map[string]string{"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
 	}
-	if !nowOnly(r) {
+	if !expr.MonotoneInNow(r) {
 		return nil
 	}
 	if name, tooDeep := volatileCall(l); name != "" || tooDeep {
 		return nil
 	}
 	return &TemporalSpec{Cond: c, Key: l, Expiring: op == ">" || op == ">="}
-}
-
-// nowOnly reports whether e calls now() and reads no column and no other
-// volatile function: its value depends on the epoch alone.
-func nowOnly(e expr.Expr) bool {
-	callsNow, other := false, false
-	complete := walkBound(e, func(x any) bool {
-		switch x := x.(type) {
-		case *expr.ColumnRef:
-			other = true
-		case *expr.FuncExpr:
-			if x.Volatile() {
-				if nowFuncs[x.Name] {
-					callsNow = true
-				} else {
-					other = true
-				}
-			}
-		case *plan.Subquery:
-			other = true
-		}
-		return !other
-	})
-	return complete && callsNow && !other
 }
 
 // temporalFilter puts the filter t over in. Its state is distributed like
