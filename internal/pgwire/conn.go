@@ -962,12 +962,18 @@ func (c *conn) copyIn(ctx context.Context, cp *Copy) (tag string, err error) {
 	if err := cp.Options.validate(); err != nil {
 		return "", err
 	}
-	c.send(&pgproto3.CopyInResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, len(cp.Columns))})
+	format, colFormats := copyWireFormats(cp)
+	c.send(&pgproto3.CopyInResponse{OverallFormat: format, ColumnFormatCodes: colFormats})
 	c.flush()
 	if c.werr != nil {
 		return "", errWrite
 	}
-	p := newCopyParser(cp.Options, cp.Columns, &c.fopts)
+	var p rowDecoder
+	if cp.Options.Format == CopyBinary {
+		p = newCopyBinaryParser(cp.Columns)
+	} else {
+		p = newCopyParser(cp.Options, cp.Columns, &c.fopts)
+	}
 	var count int64
 	write := func(rows []types.Row) error {
 		if len(rows) == 0 {
@@ -1031,10 +1037,22 @@ func (c *conn) copyOut(ctx context.Context, res *Result) (string, error) {
 	if res.Rows == nil {
 		return "", errors.New("COPY TO STDOUT result without rows")
 	}
-	c.send(&pgproto3.CopyOutResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, len(cp.Columns))})
-	f := &copyFormatter{opts: cp.Options, cols: cp.Columns, fopts: &c.fopts}
-	if cp.Options.Header {
-		c.appendCopyData(func(b []byte) ([]byte, error) { return f.appendHeader(b), nil })
+	format, colFormats := copyWireFormats(cp)
+	c.send(&pgproto3.CopyOutResponse{OverallFormat: format, ColumnFormatCodes: colFormats})
+	var f interface {
+		appendRow([]byte, types.Row) ([]byte, error)
+	}
+	var bf *copyBinaryFormatter
+	if cp.Options.Format == CopyBinary {
+		bf = &copyBinaryFormatter{cols: cp.Columns}
+		f = bf
+		c.appendCopyData(func(b []byte) ([]byte, error) { return bf.appendHeader(b), nil })
+	} else {
+		tf := &copyFormatter{opts: cp.Options, cols: cp.Columns, fopts: &c.fopts}
+		f = tf
+		if cp.Options.Header {
+			c.appendCopyData(func(b []byte) ([]byte, error) { return tf.appendHeader(b), nil })
+		}
 	}
 	var n int64
 	for {
@@ -1056,11 +1074,27 @@ func (c *conn) copyOut(ctx context.Context, res *Result) (string, error) {
 			return "", errWrite
 		}
 	}
+	if bf != nil {
+		c.appendCopyData(func(b []byte) ([]byte, error) { return bf.appendTrailer(b), nil })
+	}
 	c.send(&pgproto3.CopyDone{})
 	if res.Tag != "" {
 		return res.Tag, nil
 	}
 	return fmt.Sprintf("COPY %d", n), nil
+}
+
+// copyWireFormats returns the overall and per-column format codes of a
+// CopyInResponse / CopyOutResponse (0 text, 1 binary).
+func copyWireFormats(cp *Copy) (uint8, []uint16) {
+	cols := make([]uint16, len(cp.Columns))
+	if cp.Options.Format != CopyBinary {
+		return 0, cols
+	}
+	for i := range cols {
+		cols[i] = 1
+	}
+	return 1, cols
 }
 
 // appendCopyData frames what fill appends as one CopyData message.

@@ -34,7 +34,7 @@ type CopyFormat uint8
 const (
 	CopyText CopyFormat = iota
 	CopyCSV
-	CopyBinary // not supported by the server: reported as 0A000
+	CopyBinary // see copy_binary.go
 )
 
 // CopyOptions are the options of a COPY statement. Start from
@@ -60,7 +60,7 @@ func (o *CopyOptions) validate() error {
 	switch o.Format {
 	case CopyText, CopyCSV:
 	case CopyBinary:
-		return sqlerr.New(sqlerr.FeatureNotSupported, "COPY BINARY is not supported")
+		return nil
 	default:
 		return sqlerr.Errorf(sqlerr.InvalidParameterValue, "COPY format %d not recognized", o.Format)
 	}

@@ -3,7 +3,7 @@
 // of SQL: it speaks to an Engine (implemented by the frontend) and does all
 // protocol work itself — startup, TLS and GSSENC negotiation, SCRAM-SHA-256
 // authentication, the simple and extended query protocols, COPY FROM
-// STDIN / TO STDOUT in text and CSV formats, cancel requests, encoding of
+// STDIN / TO STDOUT in text, CSV and binary formats, cancel requests, encoding of
 // result rows in text or binary format, and mapping of errors to
 // ErrorResponse.
 //

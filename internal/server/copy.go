@@ -57,7 +57,10 @@ func copyOptions(b *binder.Copy) (pgwire.CopyOptions, error) {
 	case "csv":
 		o = pgwire.DefaultCopyOptions(pgwire.CopyCSV)
 	case "binary":
-		return o, sqlerr.New(sqlerr.FeatureNotSupported, "COPY BINARY is not supported")
+		if b.Header || b.Delimiter != "\t" || b.Null != `\N` {
+			return o, sqlerr.New(sqlerr.SyntaxError, "cannot specify DELIMITER, NULL or HEADER in BINARY mode")
+		}
+		return pgwire.DefaultCopyOptions(pgwire.CopyBinary), nil
 	default:
 		return o, sqlerr.Errorf(sqlerr.InvalidParameterValue, "COPY format %q not recognized", b.Format)
 	}
