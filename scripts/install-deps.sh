@@ -18,6 +18,14 @@
 #      it at a running Runnel.
 #   5. chromium (Debian's package), the headless browser that
 #      internal/httpapi's dashboard tests drive with chromedp.
+#   6. The client matrix's runtimes (internal/clienttest): psql (Debian's
+#      postgresql-client), psycopg2, SQLAlchemy and pandas for Debian's own
+#      /usr/bin/python3, pgjdbc and a JDK (javac compiles the test program),
+#      and Node.js with npm. Debian packages are those of the release
+#      (bookworm: psycopg2 2.9.5, SQLAlchemy 1.4.46, pandas 1.5.3, pgjdbc
+#      42.5.5, OpenJDK 17, Node 18+); the npm drivers are pinned exactly by
+#      internal/clienttest/testdata/node/package-lock.json and installed by
+#      `npm ci` into that directory (offline if already there).
 set -euo pipefail
 
 VERSITYGW_VERSION="v1.8.0"
@@ -90,5 +98,32 @@ else
 	export DEBIAN_FRONTEND=noninteractive
 	as_root apt-get update
 	as_root apt-get install -y --no-install-recommends chromium
+fi
+# --- client matrix runtimes (internal/clienttest) ---------------------------
+need_pkgs=()
+command -v psql >/dev/null 2>&1 || need_pkgs+=(postgresql-client)
+/usr/bin/python3 -c 'import psycopg2' >/dev/null 2>&1 || need_pkgs+=(python3-psycopg2)
+/usr/bin/python3 -c 'import sqlalchemy' >/dev/null 2>&1 || need_pkgs+=(python3-sqlalchemy)
+/usr/bin/python3 -c 'import pandas' >/dev/null 2>&1 || need_pkgs+=(python3-pandas)
+[ -e /usr/share/java/postgresql.jar ] || need_pkgs+=(libpostgresql-jdbc-java)
+command -v javac >/dev/null 2>&1 || need_pkgs+=(default-jdk-headless)
+command -v node >/dev/null 2>&1 || need_pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_pkgs+=(npm)
+if [ ${#need_pkgs[@]} -eq 0 ]; then
+	log "clients: psql, psycopg2, sqlalchemy, pandas, pgjdbc, javac, node, npm found"
+else
+	log "clients: running apt-get install -y ${need_pkgs[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update
+	as_root apt-get install -y --no-install-recommends "${need_pkgs[@]}"
+fi
+node_dir="$(cd "$(dirname "$0")/.." && pwd)/internal/clienttest/testdata/node"
+if [ -f "$node_dir/package-lock.json" ]; then
+	if (cd "$node_dir" && npm ls --omit=dev >/dev/null 2>&1); then
+		log "clients: node drivers found in $node_dir/node_modules"
+	else
+		log "clients: npm ci in $node_dir (versions from package-lock.json)"
+		(cd "$node_dir" && npm ci --no-audit --no-fund)
+	fi
 fi
 log "done"
