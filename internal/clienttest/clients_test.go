@@ -74,6 +74,16 @@ func wantSQLState(t *testing.T, err error, code string) {
 // non-zero.
 func runClient(t *testing.T, srv *servertest.Server, dir string, name string, args ...string) string {
 	t.Helper()
+	out, err := runClientErr(t, srv, dir, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// runClientErr is runClient returning the error.
+func runClientErr(t *testing.T, srv *servertest.Server, dir string, name string, args ...string) (string, error) {
+	t.Helper()
 	host, port, _ := strings.Cut(srv.Addr, ":")
 	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
@@ -86,10 +96,7 @@ func runClient(t *testing.T, srv *servertest.Server, dir string, name string, ar
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s %s: %v", name, strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return string(out), err
 }
 
 // need skips the test when a runtime is absent.

@@ -355,8 +355,9 @@ func toJSONNode(ctx *EvalContext, d types.Datum, t types.Type) (*jnode, error) {
 // jsonBuild is jsonb_build_object / jsonb_build_array / to_jsonb: the
 // arguments keep their own types.
 type jsonBuild struct {
-	name string
-	args []Expr
+	name    string // the jsonb function computed
+	display string // the name called (json_build_object is computed as jsonb_build_object)
+	args    []Expr
 }
 
 func (j *jsonBuild) Type() types.Type { return types.Jsonb }
@@ -365,7 +366,7 @@ func (j *jsonBuild) String() string {
 	for i, a := range j.args {
 		parts[i] = a.String()
 	}
-	return j.name + "(" + strings.Join(parts, ", ") + ")"
+	return j.display + "(" + strings.Join(parts, ", ") + ")"
 }
 
 func (j *jsonBuild) Eval(ctx *EvalContext, row types.Row) (types.Datum, error) {
@@ -407,7 +408,11 @@ func (j *jsonBuild) Eval(ctx *EvalContext, row types.Row) (types.Datum, error) {
 	return out.datum()
 }
 
-func newJSONBuild(name string) func(args []Expr) (Expr, error) {
+func newJSONBuild(display string) func(args []Expr) (Expr, error) {
+	name := display
+	if !strings.HasPrefix(name, "jsonb") {
+		name = strings.Replace(name, "json", "jsonb", 1)
+	}
 	return func(args []Expr) (Expr, error) {
 		switch {
 		case name == "to_jsonb" && len(args) != 1:
@@ -423,7 +428,7 @@ func newJSONBuild(name string) func(args []Expr) (Expr, error) {
 			}
 			out[i] = c
 		}
-		return &jsonBuild{name: name, args: out}, nil
+		return &jsonBuild{name: name, display: display, args: out}, nil
 	}
 }
 
@@ -613,7 +618,12 @@ func init() {
 		}
 		return n.text(), nil
 	}})
-	for _, n := range []string{"jsonb_build_object", "jsonb_build_array", "to_jsonb"} {
+	// Runnel has no json type: json_build_object, json_build_array and
+	// to_json (SQLAlchemy's column reflection calls json_build_object)
+	// build the same values as jsonb. The difference shows only in text
+	// output: json keeps the keys' order, duplicates and spacing as built,
+	// jsonb prints them normalized.
+	for _, n := range []string{"jsonb_build_object", "jsonb_build_array", "to_jsonb", "json_build_object", "json_build_array", "to_json"} {
 		specialFuncs[n] = newJSONBuild(n)
 	}
 }

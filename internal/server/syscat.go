@@ -73,6 +73,8 @@ func (c sysCol) sqlType() types.Type {
 		return types.Interval
 	case "oidvector":
 		return types.OIDVector
+	case "int2vector":
+		return types.Int2Vector
 	}
 	return types.Text
 }
@@ -227,6 +229,7 @@ var sysTypes = []sysType{
 	{3802, "jsonb", -1, false, "U", "jsonb_in", "", 0},
 	// The types of pg_proc's signatures that are not types of values.
 	{30, "oidvector", -1, false, "A", "oidvectorin", "", 26},
+	{22, "int2vector", -1, false, "A", "int2vectorin", "", 21},
 	{2276, "any", 4, true, "P", "any_in", "p", 0},
 	{2278, "void", 4, true, "P", "void_in", "p", 0},
 	{2283, "anyelement", 4, true, "P", "anyelement_in", "p", 0},
@@ -257,6 +260,8 @@ func formatType(oid uint32, mod int32, hasMod bool) string {
 		return `"char"`
 	case types.OIDOIDVector:
 		return "oidvector"
+	case types.OIDInt2Vector:
+		return "int2vector"
 	case 2276:
 		return `"any"`
 	case 2283:

@@ -161,6 +161,17 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 			}
 			return textDatum(functionArguments(b)), nil
 		})
+	case "pg_get_function_sqlbody":
+		// Built-ins have no SQL-standard body (psql's \df+ reads prosrc).
+		return mk(types.Text, 1, 1, true, func([]types.Datum) (types.Datum, error) { return types.Datum{}, nil })
+	case "pg_has_role":
+		// Runnel has no role membership: a user has exactly its own role's
+		// privileges, and every user may use every object (as
+		// has_*_privilege answer).
+		return mk(types.Bool, 2, 3, true, func([]types.Datum) (types.Datum, error) { return types.DBool(true), nil })
+	case "pg_get_serial_sequence":
+		// Runnel has no sequences: no column owns one.
+		return mk(types.Text, 2, 2, true, func([]types.Datum) (types.Datum, error) { return types.Datum{}, nil })
 	case "pg_type_is_visible", "pg_function_is_visible", "pg_operator_is_visible":
 		return mk(types.Bool, 1, 1, true, func([]types.Datum) (types.Datum, error) { return types.DBool(true), nil })
 	case "format_type":

@@ -39,7 +39,7 @@ func buildSysTables() []*sysTable {
 		pg("pg_index", `indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, indisunique bool,
 			indnullsnotdistinct bool, indisprimary bool, indisexclusion bool, indimmediate bool,
 			indisclustered bool, indisvalid bool, indcheckxmin bool, indisready bool, indislive bool,
-			indisreplident bool, indkey text, indcollation arr, indclass arr, indoption arr,
+			indisreplident bool, indkey int2vector, indcollation arr, indclass arr, indoption arr,
 			indexprs text, indpred text`, indexRows),
 		pg("pg_constraint", `oid oid, conname name, connamespace oid, contype char, condeferrable bool,
 			condeferred bool, convalidated bool, conrelid oid, contypid oid, conindid oid, conparentid oid,
@@ -67,6 +67,19 @@ func buildSysTables() []*sysTable {
 			pronargdefaults int2, prorettype oid, proargtypes oidvector, proallargtypes arr, proargmodes arr,
 			proargnames arr, proargdefaults text, protrftypes arr, prosrc text, probin text,
 			prosqlbody text, proconfig arr, proacl arr`, procRows),
+		pg("pg_language", `oid oid, lanname name, lanowner oid, lanispl bool, lanpltrusted bool,
+			lanplcallfoid oid, laninline oid, lanvalidator oid, lanacl arr`, func(*sysCtx) [][]any {
+			return [][]any{
+				{oidInternalLang, "internal", oidBootstrapUser, false, false, 0, 0, 2246, nil},
+				{13, "c", oidBootstrapUser, false, false, 0, 0, 2247, nil},
+				{14, "sql", oidBootstrapUser, false, true, 0, 0, 2248, nil},
+			}
+		}),
+		// Runnel has no enum types and no sequences (a table without a
+		// primary key gets a hidden _row_id, not a serial column).
+		pg("pg_enum", "oid oid, enumtypid oid, enumsortorder float4, enumlabel name", emptyRows),
+		pg("pg_sequence", `seqrelid oid, seqtypid oid, seqstart int8, seqincrement int8, seqmax int8,
+			seqmin int8, seqcache int8, seqcycle bool`, emptyRows),
 		pg("pg_operator", `oid oid, oprname name, oprnamespace oid, oprowner oid, oprkind char,
 			oprcanmerge bool, oprcanhash bool, oprleft oid, oprright oid, oprresult oid, oprcom oid,
 			oprnegate oid, oprcode oid, oprrest oid, oprjoin oid`, operatorRows),

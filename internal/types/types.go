@@ -54,6 +54,7 @@ const (
 	OIDVoid        uint32 = 2278
 	OIDUUID        uint32 = 2950
 	OIDOIDVector   uint32 = 30
+	OIDInt2Vector  uint32 = 22
 )
 
 // Type is a SQL type: a Kind plus a type modifier. The zero Type is the type
@@ -96,10 +97,30 @@ var (
 	// except that unnest() at the top of a select list returns its
 	// elements. Any coercion drops the marker modifier (the result is text).
 	OIDVector = Type{Kind: KindVarchar, Text: true, Mod: modOIDVector}
+	// Int2Vector is PostgreSQL's int2vector, the type of pg_index.indkey
+	// (column numbers, "1 3"); like OIDVector, text with a marker.
+	Int2Vector = Type{Kind: KindVarchar, Text: true, Mod: modInt2Vector}
 )
 
-// modOIDVector marks OIDVector; no text type has a modifier otherwise.
-const modOIDVector = -30
+// modOIDVector and modInt2Vector mark OIDVector and Int2Vector; no text
+// type has a modifier otherwise.
+const (
+	modOIDVector  = -30
+	modInt2Vector = -22
+)
+
+// VectorElem returns the element type of the system catalogs' vector
+// types (OIDVector: int4 oids, Int2Vector: int2), and false for any other
+// type.
+func (t Type) VectorElem() (Type, bool) {
+	switch t {
+	case OIDVector:
+		return Int32, true
+	case Int2Vector:
+		return Int16, true
+	}
+	return Type{}, false
+}
 
 // OID returns the PostgreSQL type OID.
 func (t Type) OID() uint32 {
@@ -121,6 +142,9 @@ func (t Type) OID() uint32 {
 	case KindVarchar:
 		if t == OIDVector {
 			return OIDOIDVector
+		}
+		if t == Int2Vector {
+			return OIDInt2Vector
 		}
 		if t.Text {
 			return OIDText
@@ -174,6 +198,8 @@ func FromOID(oid uint32) (Type, bool) {
 		return Text, true
 	case OIDOIDVector:
 		return OIDVector, true
+	case OIDInt2Vector:
+		return Int2Vector, true
 	case OIDBytea:
 		return Bytea, true
 	case OIDDate:
@@ -222,6 +248,9 @@ func (t Type) Name() string {
 	case KindVarchar:
 		if t == OIDVector {
 			return "oidvector"
+		}
+		if t == Int2Vector {
+			return "int2vector"
 		}
 		if t.Text {
 			return "text"

@@ -746,7 +746,7 @@ func (b *Binder) bindGroupBy(sel *pg.SelectStmt, targets []selItem, ac *aggCtx) 
 
 func isSRFName(fc *pg.FuncCall) bool {
 	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
-	return name == "generate_series" || name == "unnest"
+	return name == "generate_series" || name == "unnest" || name == "generate_subscripts"
 }
 
 // bindSRF binds a set-returning function at the top of a select item; its
@@ -761,15 +761,41 @@ func (b *Binder) bindSRF(fc *pg.FuncCall, ec *exprCtx, hasAgg bool, srfs *[]*pla
 	}
 	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
 	var typ types.Type
-	if name == "unnest" {
-		// Runnel has no arrays; the one vector it has is the oidvector of
-		// the system catalogs (pg_proc.proargtypes), whose elements are oids.
-		if len(args) != 1 || args[0].Type() != types.OIDVector {
-			return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "unnest in a select list is only supported for oidvector columns of the system catalogs")
+	switch {
+	case name == "unnest":
+		// Runnel has no arrays; the vectors it has are the oidvector and
+		// int2vector columns of the system catalogs (pg_proc.proargtypes,
+		// pg_index.indkey).
+		var ok bool
+		if len(args) == 1 {
+			typ, ok = args[0].Type().VectorElem()
+		}
+		if !ok {
+			return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "unnest in a select list is only supported for oidvector and int2vector columns of the system catalogs")
+		}
+	case name == "generate_subscripts":
+		// generate_subscripts(vector, 1): the vectors' subscripts start at
+		// 0, as in PostgreSQL (SQLAlchemy orders index columns by them).
+		if len(args) < 2 || len(args) > 3 {
+			return nil, b.errorf(fc.Location, sqlerr.UndefinedFunction, "function generate_subscripts with %d arguments does not exist", len(args))
+		}
+		if _, ok := args[0].Type().VectorElem(); !ok {
+			return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "generate_subscripts is only supported for oidvector and int2vector columns of the system catalogs")
+		}
+		for i := 1; i < len(args); i++ {
+			want := types.Int32
+			if i == 2 {
+				want = types.Bool
+			}
+			if args[i], err = expr.NewCast(args[i], want, expr.CastImplicit); err != nil {
+				return nil, b.errAt(err, fc.Location)
+			}
 		}
 		typ = types.Int32
-	} else if typ, args, err = seriesSignature(args); err != nil {
-		return nil, b.errAt(err, fc.Location)
+	default:
+		if typ, args, err = seriesSignature(args); err != nil {
+			return nil, b.errAt(err, fc.Location)
+		}
 	}
 	idx := base + len(*srfs)
 	*srfs = append(*srfs, &plan.SRFCall{Name: name, Args: args, Type: typ})
