@@ -6,6 +6,5 @@ import (
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
-func testJDBC(t *testing.T, srv *servertest.Server)         { t.Skip("todo") }
 func testNodePostgres(t *testing.T, srv *servertest.Server) { t.Skip("todo") }
 func testPostgresJS(t *testing.T, srv *servertest.Server)   { t.Skip("todo") }

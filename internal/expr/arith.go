@@ -336,6 +336,12 @@ func init() {
 		regBinop("*", &overload{args: two, ret: t, fn2: intMul(k)})
 		regBinop("/", &overload{args: two, ret: t, fn2: intDiv(k)})
 		regBinop("%", &overload{args: two, ret: t, fn2: intMod(k)})
+		// Bitwise operators (pgjdbc's getIndexInfo reads indoption & 1).
+		// The result of two values of one width fits that width.
+		regBinop("&", &overload{args: two, ret: t, fn2: func(a, b types.Datum) (types.Datum, error) { return mkInt(k, a.Int()&b.Int()), nil }})
+		regBinop("|", &overload{args: two, ret: t, fn2: func(a, b types.Datum) (types.Datum, error) { return mkInt(k, a.Int()|b.Int()), nil }})
+		regBinop("#", &overload{args: two, ret: t, fn2: func(a, b types.Datum) (types.Datum, error) { return mkInt(k, a.Int()^b.Int()), nil }})
+		regUnop("~", &overload{args: []types.Type{t}, ret: t, fn1: func(a types.Datum) (types.Datum, error) { return mkInt(k, ^a.Int()), nil }})
 		regUnop("-", &overload{args: []types.Type{t}, ret: t, fn1: intNeg(k)})
 		regUnop("+", &overload{args: []types.Type{t}, ret: t, fn1: func(a types.Datum) (types.Datum, error) { return a, nil }})
 	}

@@ -62,6 +62,15 @@ func datumInt(d types.Datum) (int64, bool) {
 
 func textDatum(s string) types.Datum { return types.DVarchar(s) }
 
+// quoteArrayElem quotes an element of an array's text form as PostgreSQL's
+// array_out does.
+func quoteArrayElem(s string) string {
+	if s != "" && !strings.ContainsAny(s, "{},\"\\ \t\n") && !strings.EqualFold(s, "null") {
+		return s
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
 // ResolveFunction implements binder.FunctionCatalog: functions that read
 // the catalog or the session.
 func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Expr, bool, error) {
@@ -124,20 +133,71 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 			return types.DBool(c.tableVisible(n)), nil
 		})
 	case "array_upper", "array_lower", "array_length", "cardinality", "array_ndims":
-		// Only the NULL arrays of the system catalogs exist.
+		// Only the catalogs' array-like values (types.CatalogArray) and
+		// their NULL arrays exist.
 		if len(args) == 0 {
 			return nil, false, nil
 		}
 		if k := args[0].Type().Kind; k != types.KindVarchar && k != types.KindNull {
 			return nil, false, nil
 		}
-		return mk(types.Int32, 1, 2, true, func([]types.Datum) (types.Datum, error) {
-			return types.Datum{}, sqlerr.New(sqlerr.FeatureNotSupported, "arrays are not supported")
+		at := args[0].Type()
+		_, lower, isArr := at.CatalogArray()
+		return mk(types.Int32, 1, 2, true, func(a []types.Datum) (types.Datum, error) {
+			if !isArr {
+				return types.Datum{}, sqlerr.New(sqlerr.FeatureNotSupported, "arrays are not supported")
+			}
+			n := len(types.CatalogArrayElems(a[0].Str(), at))
+			if name == "cardinality" {
+				return types.DInt32(int32(n)), nil
+			}
+			if len(a) < 2 {
+				if name == "array_ndims" && n > 0 {
+					return types.DInt32(1), nil
+				}
+				return types.Datum{}, nil
+			}
+			if dim, _ := datumInt(a[1]); dim != 1 || n == 0 {
+				return types.Datum{}, nil
+			}
+			switch name {
+			case "array_upper":
+				return types.DInt32(int32(lower + n - 1)), nil
+			case "array_lower":
+				return types.DInt32(int32(lower)), nil
+			}
+			return types.DInt32(int32(n)), nil
+		})
+	case "current_schemas":
+		// The schemas of search_path that exist, with pg_catalog first
+		// when asked for the implicit ones, as a name[]
+		// (types.NameArray); pgjdbc's type lookups read it.
+		return mk(types.NameArray, 1, 1, true, func(a []types.Datum) (types.Datum, error) {
+			var names []string
+			if a[0].Bool() {
+				names = append(names, "pg_catalog")
+			}
+			for _, n := range ss.searchPath() {
+				if n == "pg_catalog" && a[0].Bool() {
+					continue
+				}
+				if _, err := ss.s.catalog.SchemaByName(ss.db.ID, n); err == nil || n == "pg_catalog" || n == "information_schema" {
+					names = append(names, quoteArrayElem(n))
+				}
+			}
+			return types.DVarchar("{" + strings.Join(names, ",") + "}"), nil
 		})
 	case "regclassin", "regtypein", "regnamespacein", "regrolein":
 		return mk(types.Int32, 1, 1, true, func(a []types.Datum) (types.Datum, error) {
 			oid, err := c.regIn(name, a[0].Str())
 			return types.DInt32(int32(oid)), err
+		})
+	case "regprocin":
+		// The catalogs name functions by text (pg_type.typinput is
+		// "array_in"), so 'pg_catalog.array_in'::regproc is the function's
+		// name (pgjdbc compares typinput with it).
+		return mk(types.Text, 1, 1, true, func(a []types.Datum) (types.Datum, error) {
+			return textDatum(strings.TrimPrefix(strings.TrimSpace(a[0].Str()), "pg_catalog.")), nil
 		})
 	case "pg_relation_is_publishable":
 		// Runnel has no logical-replication publications.
@@ -197,6 +257,16 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 			r := c.relByOID(n - pkIndexBase)
 			if r == nil || !hasPKIndex(r) {
 				return types.Datum{}, nil
+			}
+			if len(a) > 1 {
+				// pg_get_indexdef(index, column, pretty): the column's
+				// definition (its name), or "" past the last one.
+				if k, _ := datumInt(a[1]); k > 0 {
+					if int(k) > len(r.PK) {
+						return textDatum(""), nil
+					}
+					return textDatum(pgQuoteIdent(r.Columns[r.PK[k-1]].Name)), nil
+				}
 			}
 			sc := newSysCtx(ss)
 			return textDatum(fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s.%s USING btree (%s)", pgQuoteIdent(pkName(r)),

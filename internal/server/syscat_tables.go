@@ -2,6 +2,7 @@ package server
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/types"
@@ -39,7 +40,7 @@ func buildSysTables() []*sysTable {
 		pg("pg_index", `indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, indisunique bool,
 			indnullsnotdistinct bool, indisprimary bool, indisexclusion bool, indimmediate bool,
 			indisclustered bool, indisvalid bool, indcheckxmin bool, indisready bool, indislive bool,
-			indisreplident bool, indkey int2vector, indcollation arr, indclass arr, indoption arr,
+			indisreplident bool, indkey int2vector, indcollation oidvector, indclass oidvector, indoption int2vector,
 			indexprs text, indpred text`, indexRows),
 		pg("pg_constraint", `oid oid, conname name, connamespace oid, contype char, condeferrable bool,
 			condeferred bool, convalidated bool, conrelid oid, contypid oid, conindid oid, conparentid oid,
@@ -255,6 +256,12 @@ func typeRows(*sysCtx) [][]any {
 	return out
 }
 
+// zeroVector is a vector of n zeros: the index columns' collations,
+// operator classes (Runnel has neither) and options (0: ASC NULLS LAST).
+func zeroVector(n int) string {
+	return strings.TrimSpace(strings.Repeat("0 ", n))
+}
+
 func indexRows(sc *sysCtx) [][]any {
 	var out [][]any
 	for _, r := range sc.rels {
@@ -263,7 +270,8 @@ func indexRows(sc *sysCtx) [][]any {
 		}
 		oid := userOID(r.ID)
 		out = append(out, []any{pkIndexBase + oid, oid, len(r.PK), len(r.PK), true, false, true, false, true,
-			false, true, false, true, true, false, pkAttnums(r), nil, nil, nil, nil, nil})
+			false, true, false, true, true, false, pkAttnums(r), zeroVector(len(r.PK)), zeroVector(len(r.PK)),
+			zeroVector(len(r.PK)), nil, nil})
 	}
 	return out
 }
@@ -331,13 +339,31 @@ func settingsRows(sc *sysCtx) [][]any {
 		vals[k] = v
 	}
 	ss.mu.Unlock()
+	for n, v := range presetSettings {
+		names = append(names, n)
+		vals[n] = v
+	}
 	sort.Strings(names)
 	var out [][]any
 	for _, n := range names {
+		if v, ok := presetSettings[n]; ok {
+			out = append(out, []any{n, v, nil, "Preset Options", "", nil, "internal", "integer", "default", v, v,
+				nil, v, v, nil, nil, false})
+			continue
+		}
 		out = append(out, []any{n, vals[n], nil, "Runnel", "", nil, "user", "string", "session", nil, nil,
 			nil, settingDefaults[n], settingDefaults[n], nil, nil, false})
 	}
 	return out
+}
+
+// presetSettings are PostgreSQL's compiled-in limits that clients read
+// from pg_settings (pgjdbc's getImportedKeys reads max_index_keys), with
+// PostgreSQL's default values.
+var presetSettings = map[string]string{
+	"max_index_keys":    "32",
+	"max_function_args": "100",
+	"block_size":        "8192",
 }
 
 func tablesRows(sc *sysCtx) [][]any {

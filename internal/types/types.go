@@ -1,6 +1,9 @@
 package types
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Kind is the physical representation of a value.
 type Kind uint8
@@ -55,6 +58,8 @@ const (
 	OIDUUID        uint32 = 2950
 	OIDOIDVector   uint32 = 30
 	OIDInt2Vector  uint32 = 22
+	OIDNameArray   uint32 = 1003
+	OIDRecord      uint32 = 2249
 )
 
 // Type is a SQL type: a Kind plus a type modifier. The zero Type is the type
@@ -100,27 +105,59 @@ var (
 	// Int2Vector is PostgreSQL's int2vector, the type of pg_index.indkey
 	// (column numbers, "1 3"); like OIDVector, text with a marker.
 	Int2Vector = Type{Kind: KindVarchar, Text: true, Mod: modInt2Vector}
+	// NameArray is name[], the result of current_schemas(bool), in
+	// PostgreSQL's array output form ("{pg_catalog,public}").
+	NameArray = Type{Kind: KindVarchar, Text: true, Mod: modNameArray}
+	// ExpandArrayRecord is the record (x, n) that
+	// information_schema._pg_expandarray returns, in PostgreSQL's record
+	// output form ("(3,1)"); (r).x and (r).n select its fields.
+	ExpandArrayRecord = Type{Kind: KindVarchar, Text: true, Mod: modExpandArrayRecord}
 )
 
 // modOIDVector and modInt2Vector mark OIDVector and Int2Vector; no text
 // type has a modifier otherwise.
 const (
-	modOIDVector  = -30
-	modInt2Vector = -22
+	modOIDVector         = -30
+	modInt2Vector        = -22
+	modNameArray         = -1003
+	modExpandArrayRecord = -2249
 )
 
-// VectorElem returns the element type of the system catalogs' vector
-// types (OIDVector: int4 oids, Int2Vector: int2), and false for any other
-// type.
-func (t Type) VectorElem() (Type, bool) {
+// CatalogArray describes the array-like types of the system catalogs
+// (Runnel has no arrays): their element type and lower bound (0 for the
+// vectors, 1 for name[]). ok is false for any other type.
+func (t Type) CatalogArray() (elem Type, lower int, ok bool) {
 	switch t {
 	case OIDVector:
-		return Int32, true
+		return Int32, 0, true
 	case Int2Vector:
-		return Int16, true
+		return Int16, 0, true
+	case NameArray:
+		return Text, 1, true
 	}
-	return Type{}, false
+	return Type{}, 0, false
 }
+
+// CatalogArrayElems splits a catalog array's text (see CatalogArray) into
+// its elements.
+func CatalogArrayElems(s string, t Type) []string {
+	if t != NameArray {
+		return strings.Fields(s)
+	}
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}")
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if len(e) >= 2 && e[0] == '"' {
+			e = strings.ReplaceAll(e[1:len(e)-1], `\"`, `"`)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 
 // OID returns the PostgreSQL type OID.
 func (t Type) OID() uint32 {
@@ -145,6 +182,12 @@ func (t Type) OID() uint32 {
 		}
 		if t == Int2Vector {
 			return OIDInt2Vector
+		}
+		if t == NameArray {
+			return OIDNameArray
+		}
+		if t == ExpandArrayRecord {
+			return OIDRecord
 		}
 		if t.Text {
 			return OIDText
@@ -251,6 +294,12 @@ func (t Type) Name() string {
 		}
 		if t == Int2Vector {
 			return "int2vector"
+		}
+		if t == NameArray {
+			return "name[]"
+		}
+		if t == ExpandArrayRecord {
+			return "record"
 		}
 		if t.Text {
 			return "text"

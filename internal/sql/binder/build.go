@@ -313,6 +313,23 @@ func walkAST(n *pg.Node, f func(*pg.Node) bool) {
 		kids = []*pg.Node{n.GetResTarget().Val}
 	case n.GetSortBy() != nil:
 		kids = []*pg.Node{n.GetSortBy().Node}
+	case n.GetAIndirection() != nil:
+		// arr[i], (rec).field: without this, refTables missed the table
+		// of con.confkey in "pka.attnum = con.confkey[pos.n]" (pgjdbc's
+		// getImportedKeys) and pushed the conjunct to pka's side.
+		ind := n.GetAIndirection()
+		kids = append(kids, ind.Arg)
+		for _, x := range ind.Indirection {
+			if ai := x.GetAIndices(); ai != nil {
+				kids = append(kids, ai.Lidx, ai.Uidx)
+			}
+		}
+	case n.GetAArrayExpr() != nil:
+		kids = n.GetAArrayExpr().Elements
+	case n.GetRowExpr() != nil:
+		kids = n.GetRowExpr().Args
+	case n.GetNullIfExpr() != nil:
+		kids = n.GetNullIfExpr().Args
 	}
 	for _, k := range kids {
 		walkAST(k, f)

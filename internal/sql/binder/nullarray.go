@@ -146,6 +146,9 @@ func (b *Binder) bindNullArrayCast(tc *pg.TypeCast, ec *exprCtx) (expr.Expr, err
 // bindNullArraySubscript binds arr[i] (and slices); the element is an
 // untyped NULL, so it compares with any type.
 func (b *Binder) bindNullArraySubscript(ind *pg.A_Indirection, ec *exprCtx) (expr.Expr, error) {
+	if e, ok, err := b.bindCatalogArrayIndirection(ind, ec); ok || err != nil {
+		return e, err // see catalogarray.go
+	}
 	for _, x := range ind.Indirection {
 		if x.GetAIndices() == nil {
 			return nil, unsupported("field selection is not supported")

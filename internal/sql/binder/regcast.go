@@ -23,7 +23,7 @@ func (b *Binder) bindRegCast(tn *pg.TypeName, arg expr.Expr) (expr.Expr, bool, e
 	}
 	name := tn.Names[len(tn.Names)-1].GetString_().GetSval()
 	switch name {
-	case "regclass", "regtype", "regnamespace", "regrole":
+	case "regclass", "regtype", "regnamespace", "regrole", "regproc":
 	default:
 		return nil, false, nil
 	}

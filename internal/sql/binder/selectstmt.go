@@ -424,6 +424,17 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 				items = append(items, t)
 				continue
 			}
+			if fc, ind := srfFieldSelect(t.ast); fc != nil {
+				e, err := b.bindSRF(fc, ec, hasAgg, &srfs, len(node.Schema()))
+				if err != nil {
+					return err
+				}
+				if t.e, err = b.selectFields(e, ind); err != nil {
+					return err
+				}
+				items = append(items, t)
+				continue
+			}
 			e, err := b.bindExpr(t.ast, ec)
 			if err != nil {
 				return err
@@ -746,7 +757,21 @@ func (b *Binder) bindGroupBy(sel *pg.SelectStmt, targets []selItem, ac *aggCtx) 
 
 func isSRFName(fc *pg.FuncCall) bool {
 	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
-	return name == "generate_series" || name == "unnest" || name == "generate_subscripts"
+	return name == "generate_series" || name == "unnest" || name == "generate_subscripts" || name == "_pg_expandarray"
+}
+
+// srfFieldSelect recognizes (f(...)).field at the top of a select item
+// where f is a set-returning function (pgjdbc's
+// (information_schema._pg_expandarray(i.indkey)).n).
+func srfFieldSelect(n *pg.Node) (*pg.FuncCall, *pg.A_Indirection) {
+	ind := n.GetAIndirection()
+	if ind == nil {
+		return nil, nil
+	}
+	if fc := ind.Arg.GetFuncCall(); fc != nil && fc.Over == nil && isSRFName(fc) {
+		return fc, ind
+	}
+	return nil, nil
 }
 
 // bindSRF binds a set-returning function at the top of a select item; its
@@ -768,7 +793,7 @@ func (b *Binder) bindSRF(fc *pg.FuncCall, ec *exprCtx, hasAgg bool, srfs *[]*pla
 		// pg_index.indkey).
 		var ok bool
 		if len(args) == 1 {
-			typ, ok = args[0].Type().VectorElem()
+			typ, _, ok = args[0].Type().CatalogArray()
 		}
 		if !ok {
 			return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "unnest in a select list is only supported for oidvector and int2vector columns of the system catalogs")
@@ -779,8 +804,8 @@ func (b *Binder) bindSRF(fc *pg.FuncCall, ec *exprCtx, hasAgg bool, srfs *[]*pla
 		if len(args) < 2 || len(args) > 3 {
 			return nil, b.errorf(fc.Location, sqlerr.UndefinedFunction, "function generate_subscripts with %d arguments does not exist", len(args))
 		}
-		if _, ok := args[0].Type().VectorElem(); !ok {
-			return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "generate_subscripts is only supported for oidvector and int2vector columns of the system catalogs")
+		if _, _, ok := args[0].Type().CatalogArray(); !ok {
+			return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "generate_subscripts is only supported for the vector and array columns of the system catalogs")
 		}
 		for i := 1; i < len(args); i++ {
 			want := types.Int32
@@ -792,6 +817,16 @@ func (b *Binder) bindSRF(fc *pg.FuncCall, ec *exprCtx, hasAgg bool, srfs *[]*pla
 			}
 		}
 		typ = types.Int32
+	case name == "_pg_expandarray":
+		// information_schema._pg_expandarray(arr): one record (x, n) per
+		// element: the element and its 1-based position.
+		if len(args) != 1 {
+			return nil, b.errorf(fc.Location, sqlerr.UndefinedFunction, "function _pg_expandarray with %d arguments does not exist", len(args))
+		}
+		if _, _, ok := args[0].Type().CatalogArray(); !ok {
+			return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "_pg_expandarray is only supported for the vector and array columns of the system catalogs")
+		}
+		typ = types.ExpandArrayRecord
 	default:
 		if typ, args, err = seriesSignature(args); err != nil {
 			return nil, b.errAt(err, fc.Location)
