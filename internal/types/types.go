@@ -158,7 +158,6 @@ func CatalogArrayElems(s string, t Type) []string {
 	return out
 }
 
-
 // OID returns the PostgreSQL type OID.
 func (t Type) OID() uint32 {
 	switch t.Kind {
