@@ -141,3 +141,76 @@ func (b *Binder) bindCatalogArrayIndirection(ind *pg.A_Indirection, ec *exprCtx)
 	e, err := b.applyIndirection(arg, ind.Indirection, ec)
 	return e, true, err
 }
+
+// catalogArrayCmp is x op ANY/ALL (arr) over a catalog array
+// (a.attnum = ANY(i.indkey), as node tools and psql write it), with
+// PostgreSQL's NULL rules: ANY is true if some comparison is true, else
+// NULL if some was NULL, else false; ALL the converse.
+type catalogArrayCmp struct {
+	arr   expr.Expr
+	elem  *catalogElemSlot
+	cmp   expr.Expr // x op elem
+	all   bool
+	label string
+}
+
+// catalogElemSlot is the element catalogArrayCmp compares with, set before
+// each evaluation of cmp.
+type catalogElemSlot struct {
+	typ types.Type
+	val types.Datum
+}
+
+func (s *catalogElemSlot) Type() types.Type { return s.typ }
+func (s *catalogElemSlot) String() string   { return "element" }
+func (s *catalogElemSlot) Eval(*expr.EvalContext, types.Row) (types.Datum, error) {
+	return s.val, nil
+}
+
+func (e *catalogArrayCmp) Type() types.Type { return types.Bool }
+func (e *catalogArrayCmp) String() string   { return e.label }
+func (e *catalogArrayCmp) Eval(ctx *expr.EvalContext, row types.Row) (types.Datum, error) {
+	a, err := e.arr.Eval(ctx, row)
+	if err != nil || a.IsNull() {
+		return types.NullDatum, err
+	}
+	sawNull := false
+	for _, s := range types.CatalogArrayElems(a.Str(), e.arr.Type()) {
+		if e.elem.val, err = catalogElemDatum(s, e.elem.typ); err != nil {
+			return types.NullDatum, err
+		}
+		v, err := e.cmp.Eval(ctx, row)
+		if err != nil {
+			return types.NullDatum, err
+		}
+		switch {
+		case v.IsNull():
+			sawNull = true
+		case v.Bool() != e.all:
+			return types.DBool(!e.all), nil
+		}
+	}
+	if sawNull {
+		return types.NullDatum, nil
+	}
+	return types.DBool(e.all), nil
+}
+
+// catalogArrayOp binds l op ANY/ALL (r) when r is a catalog array; ok is
+// false otherwise.
+func catalogArrayOp(op, q string, l, r expr.Expr) (expr.Expr, bool, error) {
+	elem, _, ok := r.Type().CatalogArray()
+	if !ok {
+		return nil, false, nil
+	}
+	slot := &catalogElemSlot{typ: elem}
+	cmp, err := expr.NewBinaryOp(op, l, slot)
+	if err != nil {
+		return nil, true, err
+	}
+	if cmp.Type().Kind != types.KindBool {
+		return nil, true, sqlerr.Errorf(sqlerr.WrongObjectType, "op ANY/ALL (array) requires operator to yield boolean")
+	}
+	return &catalogArrayCmp{arr: r, elem: slot, cmp: cmp, all: q == "ALL",
+		label: l.String() + " " + op + " " + q + "(" + r.String() + ")"}, true, nil
+}

@@ -49,6 +49,9 @@ func (b *Binder) bindNullArrayOp(a *pg.A_Expr, ec *exprCtx) (expr.Expr, error) {
 	if a.Kind == pg.A_Expr_Kind_AEXPR_OP_ALL {
 		q = "ALL"
 	}
+	if e, ok, err := catalogArrayOp(opName(a.Name), q, l, r); ok || err != nil {
+		return e, err // see catalogarray.go
+	}
 	return &nullArrayOp{arr: r, label: l.String() + " " + opName(a.Name) + " " + q + "(" + r.String() + ")"}, nil
 }
 
