@@ -410,8 +410,9 @@ func (j *jsonBuild) Eval(ctx *EvalContext, row types.Row) (types.Datum, error) {
 
 func newJSONBuild(display string) func(args []Expr) (Expr, error) {
 	name := display
-	if !strings.HasPrefix(name, "jsonb") {
-		name = strings.Replace(name, "json", "jsonb", 1)
+	switch display {
+	case "json_build_object", "json_build_array", "to_json":
+		name = strings.Replace(display, "json", "jsonb", 1)
 	}
 	return func(args []Expr) (Expr, error) {
 		switch {
