@@ -237,7 +237,7 @@ func (r *runner) build(n plan.Node) (executor, error) {
 			return nil, err
 		}
 		for _, c := range n.Calls {
-			if c.Name != "generate_series" && c.Name != "unnest" && c.Name != "generate_subscripts" && c.Name != "_pg_expandarray" {
+			if !expr.IsSelectListSRF(c.Name) {
 				return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "set-returning function %s is not supported", c.Name)
 			}
 		}

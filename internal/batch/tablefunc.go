@@ -104,7 +104,7 @@ func (p *projectSetExec) Next(ctx context.Context) (types.Row, error) {
 			if err != nil {
 				return nil, err
 			}
-			if p.gens[i], err = expr.SelectListSRF(c.Name, args, c.Type, ec.Location); err != nil {
+			if p.gens[i], err = expr.SelectListSRF(c.Name, args, c.Args[0].Type(), c.Type, ec.Location); err != nil {
 				return nil, err
 			}
 		}

@@ -2,7 +2,6 @@ package expr
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
@@ -15,13 +14,73 @@ import (
 // and select lists) and the streaming ProjectSet. A generator returns the
 // next value and true, or false when done; a nil generator yields nothing.
 
+// IsSelectListSRF reports whether SelectListSRF knows name.
+func IsSelectListSRF(name string) bool {
+	switch name {
+	case "generate_series", "unnest", "generate_subscripts", "_pg_expandarray":
+		return true
+	}
+	return false
+}
+
 // SelectListSRF returns the generator of the set-returning function name
-// (generate_series or unnest) over evaluated args, of result type typ.
-func SelectListSRF(name string, args []types.Datum, typ types.Type, loc *time.Location) (func() (types.Datum, bool, error), error) {
-	if name == "unnest" {
-		return unnestVector(args[0]), nil
+// (generate_series, or unnest, generate_subscripts and
+// information_schema._pg_expandarray over the system catalogs' array-like
+// values) over evaluated args, the first of type argType, of result type
+// typ.
+func SelectListSRF(name string, args []types.Datum, argType, typ types.Type, loc *time.Location) (func() (types.Datum, bool, error), error) {
+	switch name {
+	case "unnest":
+		return unnestVector(args[0], argType, typ), nil
+	case "generate_subscripts":
+		return vectorSubscripts(args, argType), nil
+	case "_pg_expandarray":
+		return expandArray(args[0], argType), nil
 	}
 	return GenerateSeries(args, typ, loc)
+}
+
+// expandArray is information_schema._pg_expandarray(arr) over a catalog
+// array: one record "(x,n)" per element x at 1-based position n
+// (types.ExpandArrayRecord).
+func expandArray(v types.Datum, t types.Type) func() (types.Datum, bool, error) {
+	var elems []string
+	if !v.IsNull() {
+		elems = types.CatalogArrayElems(v.Str(), t)
+	}
+	n := 0
+	return func() (types.Datum, bool, error) {
+		if n >= len(elems) {
+			return types.NullDatum, false, nil
+		}
+		n++
+		return types.DVarchar("(" + elems[n-1] + "," + strconv.Itoa(n) + ")"), true, nil
+	}
+}
+
+// vectorSubscripts is generate_subscripts(arr, dim [, reverse]) for the
+// system catalogs' arrays: lower .. lower+n-1 for dim 1 (the vectors'
+// lower bound is 0, as in PostgreSQL), nothing for NULL or another
+// dimension.
+func vectorSubscripts(args []types.Datum, t types.Type) func() (types.Datum, bool, error) {
+	n := 0
+	_, lower, _ := t.CatalogArray()
+	if !args[0].IsNull() && !args[1].IsNull() && args[1].Int() == 1 {
+		n = len(types.CatalogArrayElems(args[0].Str(), t))
+	}
+	reverse := len(args) > 2 && !args[2].IsNull() && args[2].Bool()
+	i := 0
+	return func() (types.Datum, bool, error) {
+		if i >= n {
+			return types.NullDatum, false, nil
+		}
+		v := i
+		if reverse {
+			v = n - 1 - i
+		}
+		i++
+		return types.DInt32(int32(lower + v)), true, nil
+	}
 }
 
 // GenerateSeries returns the generator for generate_series(start, stop
@@ -113,16 +172,30 @@ func GenerateSeries(args []types.Datum, typ types.Type, loc *time.Location) (fun
 	return nil, sqlerr.Errorf(sqlerr.UndefinedFunction, "function generate_series(%s) does not exist", typ.Name())
 }
 
-// unnestVector yields the elements of an oidvector (types.OIDVector:
-// space-separated oids, PostgreSQL's output form); NULL yields nothing.
-func unnestVector(v types.Datum) func() (types.Datum, bool, error) {
+// unnestVector yields the elements of a catalog array
+// (types.CatalogArray: oidvector, int2vector, name[]) as elem; NULL
+// yields nothing.
+func unnestVector(v types.Datum, t, elem types.Type) func() (types.Datum, bool, error) {
 	var elems []string
 	if !v.IsNull() {
-		elems = strings.Fields(v.Str())
+		elems = types.CatalogArrayElems(v.Str(), t)
 	}
 	return func() (types.Datum, bool, error) {
 		if len(elems) == 0 {
 			return types.NullDatum, false, nil
+		}
+		if elem.Kind == types.KindVarchar {
+			e := elems[0]
+			elems = elems[1:]
+			return types.DVarchar(e), true, nil
+		}
+		if elem.Kind == types.KindInt16 {
+			n, err := strconv.ParseInt(elems[0], 10, 16)
+			if err != nil {
+				return types.NullDatum, false, sqlerr.Errorf(sqlerr.InvalidTextRepresentation, "invalid input syntax for type smallint: %q", elems[0])
+			}
+			elems = elems[1:]
+			return types.DInt16(int16(n)), true, nil
 		}
 		n, err := strconv.ParseInt(elems[0], 10, 32)
 		if err != nil {

@@ -166,7 +166,7 @@ func (p *ProjectSet) start(ctx context.Context, ec *expr.EvalContext, row types.
 		if failed {
 			continue // this call yields nothing for the row
 		}
-		g, err := expr.SelectListSRF(c.Name, args, c.Type, ec.Location)
+		g, err := expr.SelectListSRF(c.Name, args, c.Args[0].Type(), c.Type, ec.Location)
 		if err != nil {
 			if err := exprError(ctx, p.Identity(), nil, err); err != nil {
 				return err
