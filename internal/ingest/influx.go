@@ -63,6 +63,7 @@ func ParseLineProtocol(b []byte, prec lineprotocol.Precision, now time.Time) (*R
 	req := &Request{TimeColumn: InfluxTimeColumn, Protocol: "line protocol"}
 	byName := map[string]*TableWrite{}
 	var tw *TableWrite
+	n := 0
 	// One decoder per line, so every point knows its line for the
 	// writer's errors (a type conflict is found only against the table).
 	for line := 1; len(b) > 0; line++ {
@@ -84,6 +85,9 @@ func ParseLineProtocol(b []byte, prec lineprotocol.Precision, now time.Time) (*R
 			return nil, badRequest("line %d: %v", line, err)
 		}
 		p.Line = line
+		if n++; n > MaxPoints {
+			return nil, &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("line %d: more than %d points in one request", line, MaxPoints)}
+		}
 		if tw == nil || tw.Table != string(name) {
 			tw = byName[string(name)]
 			if tw == nil {

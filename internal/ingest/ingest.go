@@ -14,8 +14,14 @@ import (
 	"github.com/runneldb/runnel/internal/types"
 )
 
-// MaxBodyBytes bounds a request body after decompression (I9).
-const MaxBodyBytes = 64 << 20
+// MaxBodyBytes bounds a request body after decompression, and MaxPoints
+// the points of one request (I9: a request's parsed rows are held in
+// memory until they are written; 32 MiB of line protocol is about 150k
+// TSBS rows, and a client batches 5k–10k).
+const (
+	MaxBodyBytes = 32 << 20
+	MaxPoints    = 1 << 20
+)
 
 // Time index and value column names of created tables (GreptimeDB's).
 const (

@@ -255,3 +255,22 @@ func TestPrometheusRemoteWrite(t *testing.T) {
 }
 
 func staleNaN() float64 { return math.Float64frombits(0x7ff0000000000002) }
+
+// I9: a gzip body that inflates beyond MaxBodyBytes is refused with 413
+// after reading at most the bound, and the server stays up.
+func TestIngestBodyBound(t *testing.T) {
+	e := start(t)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	line := []byte("m,host=a v=1 1\n")
+	for n := 0; n <= ingest.MaxBodyBytes; n += len(line) {
+		zw.Write(line)
+	}
+	zw.Close()
+	if code, msg := e.post(t, "/v1/influxdb/write", "gzip", gz.Bytes()); code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("gzip bomb: %d %s; want 413", code, msg)
+	}
+	if code, msg := e.post(t, "/v1/influxdb/write", "", line); code != http.StatusNoContent {
+		t.Fatalf("write after the refused body: %d %s", code, msg)
+	}
+}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 
@@ -51,6 +52,7 @@ func ParseRemoteWrite(b []byte) (*Request, error) {
 	}
 	req := &Request{TimeColumn: PromTimeColumn, Protocol: "remote write"}
 	byName := map[string]*TableWrite{}
+	n = 0 // samples so far
 	for i, ts := range wr.Timeseries {
 		if len(ts.Histograms) > 0 {
 			return nil, badRequest("remote write: series %d: native histograms are not supported", i+1)
@@ -72,6 +74,9 @@ func ParseRemoteWrite(b []byte) (*Request, error) {
 			tw = &TableWrite{Table: name}
 			byName[name] = tw
 			req.Tables = append(req.Tables, tw)
+		}
+		if n += len(ts.Samples); n > MaxPoints {
+			return nil, &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("remote write: more than %d samples in one request", MaxPoints)}
 		}
 		for _, s := range ts.Samples {
 			if math.IsNaN(s.Value) && math.Float64bits(s.Value) == staleNaN {

@@ -277,6 +277,10 @@ func (s *Server) addIngestColumns(ctx context.Context, rel *catalog.Relation, ta
 		return nil, fmt.Errorf("add columns to %s: %w", rel.Name, err)
 	}
 	if err := s.catalog.UpdateRelation(ctx, &nr); err != nil {
+		// The table keeps its columns: start its actor again as it was.
+		if serr := s.epochs.WithGraphLock(func(curr uint64) error { return s.spawnTable(ctx, rel, curr) }); serr != nil {
+			s.log.Error("restart the actor of a table whose column addition failed", "table", rel.Name, "err", serr)
+		}
 		return nil, err
 	}
 	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.spawnTable(ctx, &nr, curr) }); err != nil {
