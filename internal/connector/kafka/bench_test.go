@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,7 +45,7 @@ func TestKafkaIngestBench(t *testing.T) {
 	cols := `(auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, date_time TIMESTAMP, extra VARCHAR)`
 	servertest.Exec(t, conn, fmt.Sprintf(`CREATE SOURCE kbid %s WITH (connector = 'kafka', topic = 'bids',
 		properties.bootstrap.server = '%s') FORMAT PLAIN ENCODE JSON`, cols, b.addr))
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), servertest.ProcessCPU()
 	servertest.Exec(t, conn, `CREATE MATERIALIZED VIEW kcount AS SELECT count(*) AS n, sum(price) AS p FROM kbid`)
 	for {
 		rows := servertest.QueryText(t, conn, `SELECT n FROM kcount`)
@@ -55,31 +54,21 @@ func TestKafkaIngestBench(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	kafka, kafkaCPU := time.Since(start), cpuTime()-cpu0
+	kafka, kafkaCPU := time.Since(start), servertest.ProcessCPU()-cpu0
 
 	servertest.Exec(t, conn, fmt.Sprintf(`CREATE SOURCE nbid %s WITH (connector = 'nexmark', nexmark.table.type = 'Bid',
 		nexmark.split.num = '2', nexmark.min.event.gap.in.ns = '0', nexmark.event.num = '%d')`, cols, n*50/46))
-	start, cpu0 = time.Now(), cpuTime()
+	start, cpu0 = time.Now(), servertest.ProcessCPU()
 	servertest.Exec(t, conn, `CREATE MATERIALIZED VIEW ncount AS SELECT count(*) AS n, sum(price) AS p FROM nbid`)
 	if err := srv.Server.WaitSources(ctx, "ncount"); err != nil {
 		t.Fatal(err)
 	}
 	servertest.Exec(t, conn, `FLUSH`)
-	nexmark, nexmarkCPU := time.Since(start), cpuTime()-cpu0
+	nexmark, nexmarkCPU := time.Since(start), servertest.ProcessCPU()-cpu0
 	nn, _ := strconv.Atoi(servertest.QueryText(t, conn, `SELECT n FROM ncount`)[0])
 	procs := runtime.GOMAXPROCS(0)
 	t.Logf("kafka JSON: %d bids in %v = %.0f events/s (%.0f per core, GOMAXPROCS=%d, broker in-process); %.2f CPU s = %.0f events per CPU-second (the broker's fetches included)",
 		n, kafka.Round(time.Millisecond), float64(n)/kafka.Seconds(), float64(n)/kafka.Seconds()/float64(procs), procs, kafkaCPU.Seconds(), float64(n)/kafkaCPU.Seconds())
 	t.Logf("nexmark generator: %d bids in %v = %.0f events/s (%.0f per core); %.2f CPU s = %.0f events per CPU-second",
 		nn, nexmark.Round(time.Millisecond), float64(nn)/nexmark.Seconds(), float64(nn)/nexmark.Seconds()/float64(procs), nexmarkCPU.Seconds(), float64(nn)/nexmarkCPU.Seconds())
-}
-
-// cpuTime is the CPU time (user + system) this process has used: the
-// per-core figure that a machine shared with other work does not skew.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

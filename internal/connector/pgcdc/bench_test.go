@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,13 +73,13 @@ func TestCDCApplyBench(t *testing.T) {
 		}
 	}
 	phase := func(name, sql, query, want string) {
-		start, cpu0 := time.Now(), cpuTime()
+		start, cpu0 := time.Now(), servertest.ProcessCPU()
 		for i := 0; i < n; i += 1000 {
 			exec(up, fmt.Sprintf(sql, i+1, min(n, i+1000)))
 		}
 		upstream := time.Since(start)
 		wait(query, want)
-		d, cpu := time.Since(start), cpuTime()-cpu0
+		d, cpu := time.Since(start), servertest.ProcessCPU()-cpu0
 		t.Logf("%s: %d rows in %v (upstream statements %v) = %.0f rows/s; %.2f CPU s in the test process = %.0f rows per CPU-second",
 			name, n, d.Round(time.Millisecond), upstream.Round(time.Millisecond), float64(n)/d.Seconds(), cpu.Seconds(), float64(n)/cpu.Seconds())
 	}
@@ -97,13 +96,4 @@ func sumMod(n int) int {
 		s += i % 100
 	}
 	return s
-}
-
-// cpuTime is the CPU time (user + system) of this process.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

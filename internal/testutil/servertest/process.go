@@ -232,3 +232,14 @@ func ExitedCleanly(err error) error {
 	}
 	return err
 }
+
+// ProcessCPU is the CPU time (user + system) this process has used so
+// far: benchmarks divide by it for a per-core figure that a machine
+// shared with other work does not skew.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
