@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -156,9 +157,45 @@ func createTableText(rel *catalog.Relation, qualified string) string {
 		slices.Sort(keys)
 		opts := make([]string, len(keys))
 		for i, k := range keys {
-			opts[i] = k + " = '" + strings.ReplaceAll(rel.Options[k], "'", "''") + "'"
+			opts[i] = optionText(k, rel.Options[k])
 		}
 		b.WriteString(" WITH (" + strings.Join(opts, ", ") + ")")
 	}
 	return b.String()
+}
+
+// redacted replaces a secret in SHOW CREATE and rw_catalog definitions.
+const redacted = "[REDACTED]"
+
+// secretOption reports whether a WITH option holds a secret: password,
+// properties.sasl.password, s3.credentials.secret, a token, a private key.
+func secretOption(key string) bool {
+	k := strings.ToLower(key)
+	for _, w := range []string{"password", "secret", "token", "private"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// urlSecrets finds the password of a URL's user info or query
+// (jdbc:postgresql://h/db?user=u&password=p, postgres://u:p@h/db).
+var urlSecrets = regexp.MustCompile(`(?i)(password=)[^&;\s]*|(://[^/:@\s]*:)[^@/\s]*@`)
+
+// optionText renders a WITH option as k = 'v' for SHOW CREATE and the
+// definitions in rw_catalog, with secrets redacted (the connector itself
+// keeps the value in the catalog).
+func optionText(k, v string) string {
+	if secretOption(k) {
+		v = redacted
+	} else {
+		v = urlSecrets.ReplaceAllStringFunc(v, func(m string) string {
+			if i := strings.IndexByte(m, '='); i >= 0 && strings.EqualFold(m[:i+1], "password=") {
+				return m[:i+1] + redacted
+			}
+			return m[:strings.LastIndexByte(m, ':')+1] + redacted + "@"
+		})
+	}
+	return k + " = '" + strings.ReplaceAll(v, "'", "''") + "'"
 }

@@ -459,10 +459,9 @@ func createSinkText(rel *catalog.Relation, qualified string) string {
 	}
 	sort.Strings(keys)
 	sort.Strings(enc)
-	opt := func(k, v string) string { return k + " = '" + strings.ReplaceAll(v, "'", "''") + "'" }
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = opt(k, rel.Options[k])
+		parts[i] = optionText(k, rel.Options[k])
 	}
 	b.WriteString(" WITH (" + strings.Join(parts, ", ") + ")")
 	if f := rel.Options[sinkOptFormat]; f != "" {
@@ -470,7 +469,7 @@ func createSinkText(rel *catalog.Relation, qualified string) string {
 		if len(enc) > 0 {
 			parts := make([]string, len(enc))
 			for i, k := range enc {
-				parts[i] = opt(strings.TrimPrefix(k, sinkEncodeOpt), rel.Options[k])
+				parts[i] = optionText(strings.TrimPrefix(k, sinkEncodeOpt), rel.Options[k])
 			}
 			b.WriteString(" (" + strings.Join(parts, ", ") + ")")
 		}
