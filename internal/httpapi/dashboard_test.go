@@ -55,17 +55,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	chrome := chromiumPath(t)
 	srv, base := startServer(t)
 	conn := srv.Connect(t)
-	for _, q := range []string{
-		"CREATE TABLE t (k INT PRIMARY KEY, v INT)",
-		"RECOVER",
-		"INSERT INTO t SELECT i, i % 7 FROM generate_series(1, 1000) g(i)",
-		"CREATE MATERIALIZED VIEW mv AS SELECT v, count(*) AS n FROM t GROUP BY v",
-		"CREATE SINK sk FROM mv WITH (connector = 'blackhole', type = 'upsert', primary_key = 'v')",
-		"INSERT INTO t SELECT i, i % 7 FROM generate_series(1001, 1500) g(i)",
-		"FLUSH",
-	} {
-		servertest.Exec(t, conn, q)
-	}
+	workload(t, conn)
 	sqlInt := func(q string) int {
 		t.Helper()
 		v, err := strconv.Atoi(servertest.QueryStrings(t, conn, q)[0])

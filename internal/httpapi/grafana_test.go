@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
 // seriesOnlyWith are series a server shows only when a connector of that
@@ -55,19 +53,7 @@ func TestGrafanaDashboardQueriesExist(t *testing.T) {
 
 	srv, base := startServer(t)
 	conn := srv.Connect(t)
-	for _, q := range []string{
-		"CREATE TABLE t (k INT PRIMARY KEY, v INT)",
-		"INSERT INTO t SELECT i, i % 7 FROM generate_series(1, 200) g(i)",
-		"CREATE MATERIALIZED VIEW mv AS SELECT v, count(*) AS n FROM t GROUP BY v",
-		"CREATE SINK sk FROM mv WITH (connector = 'blackhole', type = 'upsert', primary_key = 'v')",
-		"RECOVER",
-		"FLUSH",
-	} {
-		servertest.Exec(t, conn, q)
-	}
-	if _, err := conn.Exec(t.Context(), "SELECT * FROM missing"); err == nil {
-		t.Fatal("a query of a missing table succeeded")
-	}
+	workload(t, conn)
 	fams := scrape(t, base)
 	src, err := os.ReadFile("../obs/metrics.go")
 	if err != nil {

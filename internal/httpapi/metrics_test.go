@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -21,6 +22,27 @@ func startServer(t *testing.T) (*servertest.Server, string) {
 		t.Fatal("HTTPAddr is empty with HTTPListen set")
 	}
 	return srv, "http://" + addr
+}
+
+// workload gives a server something to show: a table, a RECOVER, a view
+// over the table, a sink from the view, rows before and after the view, a
+// FLUSH and a statement that fails (42P01).
+func workload(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	for _, q := range []string{
+		"CREATE TABLE t (k INT PRIMARY KEY, v INT)",
+		"RECOVER",
+		"INSERT INTO t SELECT i, i % 7 FROM generate_series(1, 1000) g(i)",
+		"CREATE MATERIALIZED VIEW mv AS SELECT v, count(*) AS n FROM t GROUP BY v",
+		"CREATE SINK sk FROM mv WITH (connector = 'blackhole', type = 'upsert', primary_key = 'v')",
+		"INSERT INTO t SELECT i, i % 7 FROM generate_series(1001, 1500) g(i)",
+		"FLUSH",
+	} {
+		servertest.Exec(t, conn, q)
+	}
+	if _, err := conn.Exec(t.Context(), "SELECT * FROM no_such_table"); err == nil {
+		t.Fatal("a query of a missing table succeeded")
+	}
 }
 
 // scrape fetches /metrics and parses it as Prometheus text.
