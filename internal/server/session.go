@@ -44,6 +44,8 @@ type session struct {
 	txFailed bool
 	// txWrote: a write was staged inside the block.
 	txWrote bool
+	// savepoints are the block's open savepoints, oldest first (txn.go).
+	savepoints []savepoint
 	// written holds the distinct epochs this session's acknowledged writes
 	// went to since its last FLUSH, ascending.
 	written []uint64
@@ -228,7 +230,8 @@ func (st *statement) Describe(ctx context.Context) (pgwire.StatementDescription,
 func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.Result, error) {
 	if st.sess.txFailed {
 		if ts := st.p.AST.GetTransactionStmt(); st.p.AST == nil || ts == nil ||
-			(ts.Kind != pg_query.TransactionStmtKind_TRANS_STMT_COMMIT && ts.Kind != pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK) {
+			(ts.Kind != pg_query.TransactionStmtKind_TRANS_STMT_COMMIT && ts.Kind != pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK &&
+				ts.Kind != pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO) {
 			return pgwire.Result{}, sqlerr.New(sqlerr.InFailedSQLTransaction, "current transaction is aborted, commands ignored until end of transaction block")
 		}
 	}
@@ -378,7 +381,15 @@ func (ss *session) set(n *pg_query.VariableSetStmt) (pgwire.Result, error) {
 		return pgwire.Result{Tag: "RESET"}, nil
 	}
 	if name == "transaction" || name == "session characteristics" || strings.HasPrefix(name, "transaction_") {
+		if err := refuseSerializable(n.Args); err != nil {
+			return pgwire.Result{}, err
+		}
 		return pgwire.Result{Tag: "SET"}, nil
+	}
+	if name == "default_transaction_isolation" {
+		if err := refuseSerializable(n.Args); err != nil {
+			return pgwire.Result{}, err
+		}
 	}
 	if _, ok := settingDefaults[name]; !ok {
 		return pgwire.Result{}, sqlerr.Errorf(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", n.Name)
@@ -583,6 +594,9 @@ func (ss *session) show(name string) (pgwire.Result, error) {
 func (ss *session) transaction(ctx context.Context, n *pg_query.TransactionStmt) (pgwire.Result, error) {
 	switch n.Kind {
 	case pg_query.TransactionStmtKind_TRANS_STMT_BEGIN, pg_query.TransactionStmtKind_TRANS_STMT_START:
+		if err := refuseSerializable(n.Options); err != nil {
+			return pgwire.Result{}, err
+		}
 		if ss.inTxBlock {
 			ss.client.Notice(pgwire.Notice{Severity: "WARNING", Code: sqlerr.ActiveSQLTransaction, Message: "there is already a transaction in progress"})
 		}
@@ -620,8 +634,14 @@ func (ss *session) transaction(ctx context.Context, n *pg_query.TransactionStmt)
 		}
 		ss.endTxn()
 		return pgwire.Result{Tag: "ROLLBACK"}, nil
+	case pg_query.TransactionStmtKind_TRANS_STMT_SAVEPOINT:
+		return ss.savepoint(n.SavepointName)
+	case pg_query.TransactionStmtKind_TRANS_STMT_RELEASE:
+		return ss.releaseSavepoint(n.SavepointName)
+	case pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
+		return ss.rollbackToSavepoint(n.SavepointName)
 	}
-	return pgwire.Result{}, sqlerr.New(sqlerr.FeatureNotSupported, "savepoints and two-phase commit are not supported")
+	return pgwire.Result{}, sqlerr.New(sqlerr.FeatureNotSupported, "two-phase commit is not supported")
 }
 
 // acknowledge finishes a write statement that went to epoch: with

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+
 	"github.com/runneldb/runnel/internal/batch"
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/sql/binder"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/storage"
@@ -153,6 +157,7 @@ func (ss *session) endTxn() {
 	ss.tx.close()
 	ss.tx = nil
 	ss.inTxBlock, ss.txFailed, ss.txWrote = false, false, false
+	ss.savepoints = nil
 }
 
 // ddlInTxBlock handles DDL inside a transaction block. DDL is not
@@ -495,3 +500,121 @@ func (s *Server) commitRound(ctx context.Context, parts []txPart, timeout time.D
 }
 
 var errReplaced = fmt.Errorf("table actor replaced by a recovery")
+
+// Savepoints (SAVEPOINT, ROLLBACK TO SAVEPOINT, RELEASE SAVEPOINT), which
+// drivers and ORMs use for nested transactions. A savepoint records the
+// block's write set as it stands (every table's buffered writes: a copy,
+// O(writes so far)); ROLLBACK TO rebuilds each table's write set over the
+// same snapshot from that copy — the statements after the savepoint,
+// including a failed one's half-staged writes, are gone — and leaves the
+// block usable again if an error had aborted it. The snapshot is kept (as
+// PostgreSQL keeps a REPEATABLE READ transaction's). RELEASE forgets the
+// savepoint and those after it, keeping their writes; COMMIT and ROLLBACK
+// end them all.
+type savepoint struct {
+	name   string
+	wrote  bool
+	tables map[catalog.ObjectID][]savedWrite // nil: no statement had run yet
+}
+
+type savedWrite struct {
+	key string
+	row types.Row // nil: a delete
+}
+
+func (ss *session) savepoint(name string) (pgwire.Result, error) {
+	if !ss.inTxBlock {
+		return pgwire.Result{}, sqlerr.New(sqlerr.NoActiveSQLTransaction, "SAVEPOINT can only be used in transaction blocks")
+	}
+	sp := savepoint{name: name, wrote: ss.txWrote}
+	if ss.tx != nil {
+		sp.tables = map[catalog.ObjectID][]savedWrite{}
+		for id, tt := range ss.tx.tables {
+			var ws []savedWrite
+			if err := tt.tbl.Buffered(func(key string, row types.Row) error {
+				ws = append(ws, savedWrite{key: key, row: row})
+				return nil
+			}); err != nil {
+				return pgwire.Result{}, mapStorageErr(err)
+			}
+			sp.tables[id] = ws
+		}
+	}
+	ss.savepoints = append(ss.savepoints, sp)
+	return pgwire.Result{Tag: "SAVEPOINT"}, nil
+}
+
+// findSavepoint returns the index of the newest savepoint called name.
+func (ss *session) findSavepoint(name string) (int, error) {
+	for i := len(ss.savepoints) - 1; i >= 0; i-- {
+		if ss.savepoints[i].name == name {
+			return i, nil
+		}
+	}
+	return 0, sqlerr.Errorf(sqlerr.InvalidSavepointSpecification, "savepoint %q does not exist", name)
+}
+
+func (ss *session) releaseSavepoint(name string) (pgwire.Result, error) {
+	if !ss.inTxBlock {
+		return pgwire.Result{}, sqlerr.New(sqlerr.NoActiveSQLTransaction, "RELEASE SAVEPOINT can only be used in transaction blocks")
+	}
+	i, err := ss.findSavepoint(name)
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	ss.savepoints = ss.savepoints[:i]
+	return pgwire.Result{Tag: "RELEASE"}, nil
+}
+
+func (ss *session) rollbackToSavepoint(name string) (pgwire.Result, error) {
+	if !ss.inTxBlock {
+		return pgwire.Result{}, sqlerr.New(sqlerr.NoActiveSQLTransaction, "ROLLBACK TO SAVEPOINT can only be used in transaction blocks")
+	}
+	i, err := ss.findSavepoint(name)
+	if err != nil {
+		return pgwire.Result{}, err
+	}
+	sp := ss.savepoints[i]
+	ss.savepoints = ss.savepoints[:i+1]
+	if tx := ss.tx; tx != nil {
+		for id, tt := range tx.tables {
+			tt.tbl = state.New(storage.TableID(tt.rel.StateTable), tableStateSchema(tt.rel), snapshotStore{tx.snap}, tx.snap.Epoch())
+			for _, w := range sp.tables[id] {
+				if w.row == nil {
+					tt.tbl.DeleteKey(w.key)
+				} else {
+					tt.tbl.InsertKey(w.key, w.row)
+				}
+			}
+		}
+	}
+	ss.txWrote = sp.wrote
+	ss.txFailed = false
+	return pgwire.Result{Tag: "ROLLBACK"}, nil
+}
+
+// refuseSerializable fails a request for SERIALIZABLE isolation (BEGIN
+// ISOLATION LEVEL ..., SET TRANSACTION ..., SET
+// default_transaction_isolation): Runnel's blocks are snapshot isolation,
+// which allows write skew, and running a SERIALIZABLE request with less
+// would be silently wrong. READ COMMITTED and READ UNCOMMITTED requests
+// run as REPEATABLE READ, which the SQL standard allows (a stronger level).
+func refuseSerializable(opts []*pg_query.Node) error {
+	for _, o := range opts {
+		v := ""
+		if d := o.GetDefElem(); d != nil {
+			if d.Defname != "transaction_isolation" {
+				continue
+			}
+			v = constText(d.Arg)
+		} else {
+			v = constText(o)
+		}
+		if strings.EqualFold(strings.TrimSpace(v), "serializable") {
+			return sqlerr.New(sqlerr.FeatureNotSupported, "SERIALIZABLE isolation is not supported").
+				WithDetail("Runnel's transactions are snapshot isolation (REPEATABLE READ): concurrent writers of a row get 40001, but write skew between rows only read is possible.").
+				WithHint("Use REPEATABLE READ, or make conflicting transactions write a common row.")
+		}
+	}
+	return nil
+}

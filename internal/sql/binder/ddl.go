@@ -146,13 +146,14 @@ type SetVar struct {
 // ShowVar is SHOW name (SHOW ALL: Name "all").
 type ShowVar struct{ Name string }
 
-// TxnKind is BEGIN / COMMIT / ROLLBACK.
+// TxnKind is BEGIN / COMMIT / ROLLBACK / a savepoint statement.
 type TxnKind uint8
 
 const (
 	TxnBegin TxnKind = iota
 	TxnCommit
 	TxnRollback
+	TxnSavepoint // SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK TO [SAVEPOINT]
 )
 
 // Transaction is BEGIN / START TRANSACTION / COMMIT / END / ROLLBACK /

@@ -69,8 +69,11 @@ func (b *Binder) bindOther(n *pg.Node) (Statement, bool, error) {
 			s = &Transaction{Kind: TxnCommit}
 		case pg.TransactionStmtKind_TRANS_STMT_ROLLBACK:
 			s = &Transaction{Kind: TxnRollback}
+		case pg.TransactionStmtKind_TRANS_STMT_SAVEPOINT, pg.TransactionStmtKind_TRANS_STMT_RELEASE,
+			pg.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
+			s = &Transaction{Kind: TxnSavepoint} // run by the session (server/txn.go)
 		default:
-			return nil, true, sqlerr.New(sqlerr.FeatureNotSupported, "savepoints and two-phase commit are not supported")
+			return nil, true, sqlerr.New(sqlerr.FeatureNotSupported, "two-phase commit is not supported")
 		}
 	case n.GetInsertStmt() != nil:
 		s, err = b.bindInsert(n.GetInsertStmt())
