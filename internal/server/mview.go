@@ -14,6 +14,7 @@ import (
 	"github.com/runneldb/runnel/internal/sql"
 	"github.com/runneldb/runnel/internal/sql/binder"
 	"github.com/runneldb/runnel/internal/sql/parser"
+	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
@@ -155,42 +156,11 @@ func (ss *session) createView(ctx context.Context, cv *binder.CreateView) (pgwir
 // and for the epoch that completes it to commit, and only then makes the
 // view visible.
 func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relation, cv *binder.CreateView, root *streamplan.Node) error {
-	n := 0
-	if err := streamplan.AssignStateTables(root, rel.Name, func() (catalog.TableID, error) { n++; return 0, nil }); err != nil {
-		return err
-	}
-	ids, err := s.catalog.AllocateTableIDs(ctx, n)
+	err := s.createJobState(ctx, rel, root, rel.Name, func() {
+		rel.DistKey = streamplan.MaterializeSchema(root).DistKey
+		rel.Columns = jobColumns(root, cv.Columns)
+	})
 	if err != nil {
-		return err
-	}
-	next := 0
-	if err := streamplan.AssignStateTables(root, rel.Name, func() (catalog.TableID, error) { next++; return ids[next-1], nil }); err != nil {
-		return err
-	}
-	mat := streamplan.MaterializeSchema(root)
-	rel.PK = root.Key
-	rel.DistKey = mat.DistKey
-	rel.StateTable = root.StateTables[0]
-	rel.StateTables = ids
-	rel.Creating = true
-	visible := 0
-	for i, c := range root.Schema {
-		col := catalog.Column{Type: c.Type, Hidden: c.Hidden}
-		if !c.Hidden && visible < len(cv.Columns) {
-			col.Name = cv.Columns[visible].Name
-			visible++
-		} else {
-			col.Hidden = true
-			col.Name = fmt.Sprintf("_%s_%d", c.Name, i)
-		}
-		rel.Columns = append(rel.Columns, col)
-	}
-	tids := make([]storage.TableID, len(ids))
-	for i, id := range ids {
-		tids[i] = storage.TableID(id)
-	}
-	rel.StateLayout = streamplan.StateLayout(root) // checked by every rebuild (statecatalog.go)
-	if err := s.createWithState(ctx, rel, tids); err != nil {
 		return err
 	}
 	// The statement's context, which CANCEL JOBS can cancel too.
@@ -212,7 +182,7 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 		}
 		return ctx.Err()
 	}
-	job, err := s.startView(ctx, rel, root)
+	job, err := s.startView(ctx, rel, root, nil)
 	if err != nil {
 		s.dropView(context.Background(), rel)
 		if ctx.Err() != nil {
@@ -242,9 +212,71 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 		}
 		return err
 	}
-	// Publish under the graph lock: recovery (which drops views still being
-	// created) cannot interleave, so either it purged the view before this
-	// point or the view is published whole.
+	return s.publishJob(ctx, rel, job, func() error {
+		s.purgeInterrupted(rel)
+		return errCreationInterrupted(rel)
+	})
+}
+
+// createJobState assigns and allocates the state tables of a new
+// streaming job (a view or a sink; stateName names them in errors),
+// records them in rel (the first one is the job's own: the view's table,
+// the sink's log store), lets set fill in the rest of rel, and writes the
+// catalog entry, marked Creating, in the version delta that registers the
+// tables (I1, I3: createWithState).
+func (s *Server) createJobState(ctx context.Context, rel *catalog.Relation, root *streamplan.Node, stateName string, set func()) error {
+	n := 0
+	if err := streamplan.AssignStateTables(root, stateName, func() (catalog.TableID, error) { n++; return 0, nil }); err != nil {
+		return err
+	}
+	ids, err := s.catalog.AllocateTableIDs(ctx, n)
+	if err != nil {
+		return err
+	}
+	next := 0
+	if err := streamplan.AssignStateTables(root, stateName, func() (catalog.TableID, error) { next++; return ids[next-1], nil }); err != nil {
+		return err
+	}
+	rel.PK = root.Key
+	rel.StateTable = root.StateTables[0]
+	rel.StateTables = ids
+	rel.Creating = true
+	if set != nil {
+		set()
+	}
+	tids := make([]storage.TableID, len(ids))
+	for i, id := range ids {
+		tids[i] = storage.TableID(id)
+	}
+	rel.StateLayout = streamplan.StateLayout(root) // checked by every rebuild (statecatalog.go)
+	return s.createWithState(ctx, rel, tids)
+}
+
+// jobColumns names a new job's columns: the visible ones after the
+// query's output columns, the hidden ones (stream key parts) _name_i.
+func jobColumns(root *streamplan.Node, out []plan.Column) []catalog.Column {
+	var cols []catalog.Column
+	visible := 0
+	for i, c := range root.Schema {
+		col := catalog.Column{Type: c.Type, Hidden: c.Hidden}
+		if !c.Hidden && visible < len(out) {
+			col.Name = out[visible].Name
+			visible++
+		} else {
+			col.Hidden = true
+			col.Name = fmt.Sprintf("_%s_%d", c.Name, i)
+		}
+		cols = append(cols, col)
+	}
+	return cols
+}
+
+// publishJob makes a created job visible once its backfill's last epoch
+// is committed: under the graph lock, so a recovery (which drops jobs
+// still being created) cannot interleave — either it replaced the job
+// before this point (interrupted reports that) or the job is published
+// whole.
+func (s *Server) publishJob(ctx context.Context, rel *catalog.Relation, job *viewJob, interrupted func() error) error {
 	done := *rel
 	done.Creating = false
 	return s.epochs.WithGraphLock(func(uint64) error {
@@ -252,11 +284,10 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 		current := s.jobs.views[rel.ID] == job
 		s.jobs.mu.Unlock()
 		if !current {
-			s.purgeInterrupted(rel)
-			return errCreationInterrupted(rel)
+			return interrupted()
 		}
 		// Publishing is not cut short by a late cancellation: CANCEL
-		// JOBS then finds the view made and says so.
+		// JOBS then finds the job made and says so.
 		if err := s.catalog.UpdateRelation(context.WithoutCancel(ctx), &done); err != nil {
 			return err
 		}
@@ -312,11 +343,15 @@ func (s *Server) viewEnv(rel *catalog.Relation, backfill bool, curr uint64) *str
 // startView instantiates a new view's actors and connects them to their
 // upstreams with one barrier (they take part in every barrier from that
 // one on).
-func (s *Server) startView(ctx context.Context, rel *catalog.Relation, root *streamplan.Node) (*viewJob, error) {
+func (s *Server) startView(ctx context.Context, rel *catalog.Relation, root *streamplan.Node, setEnv func(*streamplan.Env)) (*viewJob, error) {
 	var vj *viewJob
 	mut := &stream.Mutation{}
 	err := s.epochs.InjectMutation(ctx, mut, func(curr uint64) error {
-		job, err := streamplan.Instantiate(root, s.viewEnv(rel, true, curr))
+		env := s.viewEnv(rel, true, curr)
+		if setEnv != nil {
+			setEnv(env)
+		}
+		job, err := streamplan.Instantiate(root, env)
 		if err != nil {
 			return err
 		}

@@ -22,7 +22,6 @@ import (
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/storage"
-	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/stream/exec"
 	"github.com/runneldb/runnel/internal/streamplan"
 )
@@ -205,18 +204,7 @@ func (ss *session) createSink(ctx context.Context, cs *parser.CreateSink) (pgwir
 	}
 	rel := &catalog.Relation{DatabaseID: ss.db.ID, SchemaID: sc.ID, Name: cs.Name, Owner: ss.user.Name, Kind: catalog.KindSink,
 		Definition: query, DependsOn: cv.DependsOn, Options: opts, AppendOnly: spec.Type == sink.TypeAppendOnly}
-	visible := 0
-	for i, c := range root.Schema {
-		col := catalog.Column{Type: c.Type, Hidden: c.Hidden}
-		if !c.Hidden && visible < len(cv.Columns) {
-			col.Name = cv.Columns[visible].Name
-			visible++
-		} else {
-			col.Hidden = true
-			col.Name = fmt.Sprintf("_%s_%d", c.Name, i)
-		}
-		rel.Columns = append(rel.Columns, col)
-	}
+	rel.Columns = jobColumns(root, cv.Columns)
 	cfg, _, err := sinkConfig(s, rel)
 	if err != nil {
 		return pgwire.Result{}, err
@@ -247,28 +235,7 @@ func (ss *session) createSink(ctx context.Context, cs *parser.CreateSink) (pgwir
 // plan order) and catalog entry, starts its worker and actors, waits for
 // the backfill, and publishes it.
 func (s *Server) createSinkJob(ctx context.Context, rel *catalog.Relation, root *streamplan.Node) error {
-	n := 0
-	if err := streamplan.AssignStateTables(root, "sink "+rel.Name, func() (catalog.TableID, error) { n++; return 0, nil }); err != nil {
-		return err
-	}
-	ids, err := s.catalog.AllocateTableIDs(ctx, n)
-	if err != nil {
-		return err
-	}
-	next := 0
-	if err := streamplan.AssignStateTables(root, "sink "+rel.Name, func() (catalog.TableID, error) { next++; return ids[next-1], nil }); err != nil {
-		return err
-	}
-	rel.PK = root.Key
-	rel.StateTable = root.StateTables[0] // the log store
-	rel.StateTables = ids
-	rel.Creating = true
-	tids := make([]storage.TableID, len(ids))
-	for i, id := range ids {
-		tids[i] = storage.TableID(id)
-	}
-	rel.StateLayout = streamplan.StateLayout(root) // checked by every rebuild (statecatalog.go)
-	if err := s.createWithState(ctx, rel, tids); err != nil {
+	if err := s.createJobState(ctx, rel, root, "sink "+rel.Name, nil); err != nil {
 		return err
 	}
 	fail := func(err error) error {
@@ -277,23 +244,14 @@ func (s *Server) createSinkJob(ctx context.Context, rel *catalog.Relation, root 
 		}
 		return err
 	}
+	interrupted := func() error {
+		return fail(sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "creation of sink %q was interrupted by a recovery; it was dropped, run CREATE again", rel.Name))
+	}
 	w, err := s.startSinkWorker(rel, root)
 	if err != nil {
 		return fail(err)
 	}
-	var vj *viewJob
-	mut := &stream.Mutation{}
-	err = s.epochs.InjectMutation(ctx, mut, func(curr uint64) error {
-		env := s.viewEnv(rel, true, curr)
-		env.Name, env.SinkLog = "sink "+rel.Name, w
-		job, err := streamplan.Instantiate(root, env)
-		if err != nil {
-			return err
-		}
-		mut.AddOutputs = job.Connect
-		vj = s.registerView(rel, job, true)
-		return nil
-	})
+	vj, err := s.startView(ctx, rel, root, func(env *streamplan.Env) { env.Name, env.SinkLog = "sink "+rel.Name, w })
 	if err != nil {
 		return fail(err)
 	}
@@ -301,7 +259,7 @@ func (s *Server) createSinkJob(ctx context.Context, rel *catalog.Relation, root 
 		select {
 		case <-bf.Done():
 		case <-vj.replaced:
-			return fail(sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "creation of sink %q was interrupted by a recovery; it was dropped, run CREATE again", rel.Name))
+			return interrupted()
 		case <-ctx.Done():
 			return fail(ctx.Err())
 		}
@@ -309,23 +267,7 @@ func (s *Server) createSinkJob(ctx context.Context, rel *catalog.Relation, root 
 	if err := s.epochs.Flush(ctx); err != nil {
 		return fail(err)
 	}
-	done := *rel
-	done.Creating = false
-	return s.epochs.WithGraphLock(func(uint64) error {
-		s.jobs.mu.Lock()
-		current := s.jobs.views[rel.ID] == vj
-		s.jobs.mu.Unlock()
-		if !current {
-			return fail(sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "creation of sink %q was interrupted by a recovery; it was dropped, run CREATE again", rel.Name))
-		}
-		if err := s.catalog.UpdateRelation(context.WithoutCancel(ctx), &done); err != nil {
-			return err
-		}
-		s.jobs.mu.Lock()
-		vj.rel = &done
-		s.jobs.mu.Unlock()
-		return nil
-	})
+	return s.publishJob(ctx, rel, vj, interrupted)
 }
 
 // startSinkWorker creates and starts the worker of a sink (planned, state
