@@ -153,6 +153,9 @@ public class Matrix {
             st.executeUpdate("INSERT INTO items (id, t) VALUES (100, 'rolled back')");
             conn.rollback();
             st.executeUpdate("INSERT INTO items (id, t) VALUES (101, 'committed')");
+            Savepoint sp = conn.setSavepoint("sp1");
+            st.executeUpdate("INSERT INTO items (id, t) VALUES (102, 'rolled back to sp1')");
+            conn.rollback(sp);
             conn.commit();
         }
         conn.setAutoCommit(true);

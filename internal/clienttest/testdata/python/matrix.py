@@ -125,6 +125,17 @@ def sqlalchemy_leg():
         except sa.exc.IntegrityError as e:
             check("SQLAlchemy duplicate SQLSTATE", e.orig.pgcode, "23505")
         conn.execute(items.delete().where(items.c.id == 3))
+        # A nested transaction (SAVEPOINT / ROLLBACK TO SAVEPOINT).
+        with conn.begin():
+            conn.execute(items.insert().values(id=4, t="kept"))
+            try:
+                with conn.begin_nested():
+                    conn.execute(items.insert().values(id=5, t="undone"))
+                    conn.execute(items.insert().values(id=4))
+            except sa.exc.IntegrityError as e:
+                check("SQLAlchemy nested duplicate SQLSTATE", e.orig.pgcode, "23505")
+        check("SQLAlchemy after begin_nested", [r.id for r in conn.execute(sa.select(items.c.id).where(items.c.id.in_([4, 5])))], [4])
+        conn.execute(items.delete().where(items.c.id == 4))
 
     # pandas: read_sql_table reflects, read_sql_query binds, to_sql bulk-loads.
     df = pd.read_sql_table("items", engine)
