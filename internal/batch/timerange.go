@@ -43,7 +43,7 @@ func timeBounds(rel *catalog.Relation, filter expr.Expr, ec *expr.EvalContext) (
 			op = map[string]string{"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}[op]
 		}
 		col, isCol := l.(*expr.ColumnRef)
-		if !isCol || col.Index != sp.TimeIndex || !constantExpr(r) {
+		if !isCol || col.Index != sp.TimeIndex || !plan.StatementConstant(r) {
 			continue
 		}
 		d, err := r.Eval(ec, nil)
@@ -61,16 +61,4 @@ func timeBounds(rel *catalog.Relation, filter expr.Expr, ec *expr.EvalContext) (
 		}
 	}
 	return lo, hi, lo != math.MinInt64 || hi != math.MaxInt64
-}
-
-// constantExpr reports whether e is the same for every row of a
-// statement: a literal, a parameter, or a cast of one.
-func constantExpr(e expr.Expr) bool {
-	switch e := e.(type) {
-	case *expr.Const, *plan.Param:
-		return true
-	case *expr.CastExpr:
-		return constantExpr(e.E)
-	}
-	return false
 }

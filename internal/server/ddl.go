@@ -242,17 +242,23 @@ func (s *Server) dropRelation(ctx context.Context, rel *catalog.Relation) error 
 	return sqlerr.Errorf(sqlerr.FeatureNotSupported, "DROP %s is not supported yet", strings.ToUpper(rel.Kind.String()))
 }
 
+// tableActor lists the actor of rel's table job, for stopJob (called
+// with s.jobs.mu held).
+func (s *Server) tableActor(rel *catalog.Relation) func() []stream.ActorID {
+	return func() []stream.ActorID {
+		if j := s.jobs.tables[rel.ID]; j != nil {
+			return []stream.ActorID{j.actor}
+		}
+		return nil
+	}
+}
+
 // dropTable stops the table's actor at a barrier, joins it, and only then
 // unregisters its state table and removes it from the catalog (I3: state
 // is purged only after nothing can touch it).
 func (s *Server) dropTable(ctx context.Context, rel *catalog.Relation) error {
 	defer s.markDropping(rel.ID)()
-	if err := s.stopJob(ctx, rel, func() []stream.ActorID {
-		if j := s.jobs.tables[rel.ID]; j != nil {
-			return []stream.ActorID{j.actor}
-		}
-		return nil
-	}); err != nil {
+	if err := s.stopJob(ctx, rel, s.tableActor(rel)); err != nil {
 		return fmt.Errorf("drop table %s: %w", rel.Name, err)
 	}
 	if err := s.dropWithState(ctx, rel); err != nil { // one transaction (statecatalog.go)

@@ -13,7 +13,6 @@ import (
 	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/sql/binder"
 	"github.com/runneldb/runnel/internal/sqlerr"
-	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/stream/exec"
 	"github.com/runneldb/runnel/internal/tsdb"
 	"github.com/runneldb/runnel/internal/types"
@@ -268,12 +267,7 @@ func (s *Server) addIngestColumns(ctx context.Context, rel *catalog.Relation, ta
 		nr.Options[tsdb.OptTags] = strings.Join(append(strings.Split(rel.Options[tsdb.OptTags], ","), tags...), ",")
 		nr.Options[tsdb.OptTags] = strings.Trim(nr.Options[tsdb.OptTags], ",")
 	}
-	if err := s.stopJob(ctx, rel, func() []stream.ActorID {
-		if j := s.jobs.tables[rel.ID]; j != nil {
-			return []stream.ActorID{j.actor}
-		}
-		return nil
-	}); err != nil {
+	if err := s.stopJob(ctx, rel, s.tableActor(rel)); err != nil {
 		return nil, fmt.Errorf("add columns to %s: %w", rel.Name, err)
 	}
 	if err := s.catalog.UpdateRelation(ctx, &nr); err != nil {

@@ -18,6 +18,14 @@ func tsKey(t time.Time, i int) []byte {
 	return fmt.Appendf(binary.BigEndian.AppendUint64(nil, uint64(t.UnixMicro())), "-%04d", i)
 }
 
+// fakeClock is a settable clock starting at 2026-01-10.
+func fakeClock() (clock func() time.Time, advance func(time.Duration)) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
+	return func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+}
+
 func tsTimeOf(rest []byte) (int64, bool) {
 	if len(rest) < 8 {
 		return 0, false
@@ -34,12 +42,8 @@ func tsTimeOf(rest []byte) (int64, bool) {
 func TestRetention(t *testing.T) {
 	noLeaks(t)
 	ctx := context.Background()
-	var (
-		mu  sync.Mutex
-		now = time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
-	)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clock, advance := fakeClock()
+	now := clock()
 	store, meta := objstore.NewMem(), openMeta(t)
 	e := openEngine(t, store, meta, func(o *Options) { o.Clock = clock; o.InlineMaxBytes = -1; o.GCGrace = time.Millisecond })
 	if err := e.RegisterTables(ctx, 1, 2); err != nil {
@@ -134,11 +138,8 @@ func TestRetention(t *testing.T) {
 func TestExpiredSSTDroppedWhole(t *testing.T) {
 	noLeaks(t)
 	ctx := context.Background()
-	var (
-		mu  sync.Mutex
-		now = time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
-	)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	clock, advance := fakeClock()
+	now := clock()
 	store, meta := objstore.NewMem(), openMeta(t)
 	mod := func(o *Options) { o.Clock = clock; o.InlineMaxBytes = -1; o.GCGrace = time.Millisecond }
 	e := openEngine(t, store, meta, mod)
@@ -180,9 +181,7 @@ func TestExpiredSSTDroppedWhole(t *testing.T) {
 	if ran, err := e.Compact(ctx, false); err != nil || ran {
 		t.Fatalf("before the TTL: compaction ran=%v err=%v; want nothing to do", ran, err)
 	}
-	mu.Lock()
-	now = now.Add(2 * 24 * time.Hour) // the old SST's rows are now 8 days old
-	mu.Unlock()
+	advance(2 * 24 * time.Hour) // the old SST's rows are now 8 days old
 	if ran, err := e.Compact(ctx, false); err != nil || !ran {
 		t.Fatalf("past the TTL: compaction ran=%v err=%v; want the expired SST dropped", ran, err)
 	}

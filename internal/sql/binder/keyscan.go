@@ -26,7 +26,7 @@ func keyPrefix(rel *catalog.Relation, conds []expr.Expr) []expr.Expr {
 		}
 		for _, side := range [2][2]expr.Expr{{l, r}, {r, l}} {
 			col, ok := side[0].(*expr.ColumnRef)
-			if !ok || col.Index < 0 || col.Index >= len(rel.Columns) || !isKeyConstant(side[1]) {
+			if !ok || col.Index < 0 || col.Index >= len(rel.Columns) || !plan.StatementConstant(side[1]) {
 				continue
 			}
 			if v := keyValue(side[1], rel.Columns[col.Index].Type); v != nil {
@@ -43,18 +43,6 @@ func keyPrefix(rel *catalog.Relation, conds []expr.Expr) []expr.Expr {
 		out = append(out, v)
 	}
 	return out
-}
-
-// isKeyConstant reports whether e is the same for every row of a
-// statement: a literal, a parameter, or a cast of one.
-func isKeyConstant(e expr.Expr) bool {
-	switch e := e.(type) {
-	case *expr.Const, *plan.Param:
-		return true
-	case *expr.CastExpr:
-		return isKeyConstant(e.E)
-	}
-	return false
 }
 
 func isIntKind(k types.Kind) bool {

@@ -112,6 +112,19 @@ func (o *OuterRef) Eval(ctx *expr.EvalContext, _ types.Row) (types.Datum, error)
 	return rows[i][o.Index], nil
 }
 
+// StatementConstant reports whether e is the same for every row of a
+// statement: a literal, a parameter, or a cast of one (a key prefix or a
+// time bound a scan can use before reading).
+func StatementConstant(e expr.Expr) bool {
+	switch e := e.(type) {
+	case *expr.Const, *Param:
+		return true
+	case *expr.CastExpr:
+		return StatementConstant(e.E)
+	}
+	return false
+}
+
 // Param is the statement parameter $N (1-based), read from the context.
 type Param struct {
 	N   int
