@@ -1,6 +1,7 @@
 package sinktest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -8,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/runneldb/runnel/internal/objstore"
 	"github.com/runneldb/runnel/internal/server"
+	"github.com/runneldb/runnel/internal/testutil/s3test"
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
@@ -92,4 +96,62 @@ func TestSinkThroughput(t *testing.T) {
 	t.Logf("upsert sink, after the FLUSH:         %8.0f rows/s (%v; ingest+FLUSH %v)  %.2fx COPY", rate(upsert), upsert.Round(time.Millisecond), ingest.Round(time.Millisecond), copyTime.Seconds()/upsert.Seconds())
 	t.Logf("append-only sink, after the FLUSH:    %8.0f rows/s (%v; ingest+FLUSH %v)  %.2fx COPY", rate(appendOnly), appendOnly.Round(time.Millisecond), ingest2.Round(time.Millisecond), copyTime.Seconds()/appendOnly.Seconds())
 	t.Logf("upsert sink backfill, CREATE to done: %8.0f rows/s (%v)  %.2fx COPY", rate(backfill), backfill.Round(time.Millisecond), copyTime.Seconds()/backfill.Seconds())
+}
+
+// TestS3SinkThroughput measures the s3 sink (ENCODE PARQUET into a local
+// versitygw): n rows committed in Runnel (INSERT + FLUSH), then timed
+// until the bucket's files hold them all (counted from the Parquet
+// footers). Off by default, like TestSinkThroughput:
+//
+//	RUNNEL_SINK_BENCH=1 go test -run TestS3SinkThroughput -v ./internal/sinktest/
+func TestS3SinkThroughput(t *testing.T) {
+	if os.Getenv("RUNNEL_SINK_BENCH") == "" {
+		t.Skip("set RUNNEL_SINK_BENCH=1")
+	}
+	n := 200_000
+	if v := os.Getenv("RUNNEL_SINK_BENCH_ROWS"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	s3 := s3test.Start(t)
+	bucket := s3.NewBucket(t)
+	st, err := objstore.NewS3(s3.Config(bucket, "ev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Start(t, servertest.WithConfig(func(c *server.Config) { c.BarrierInterval = time.Second }))
+	rw := srv.Connect(t)
+	mustExec(t, rw, "CREATE TABLE ev (k bigint, v bigint, s text) APPEND ONLY")
+	mustExec(t, rw, s3SinkSQL(s3, "ev_s3", "ev", bucket, "ev", ""))
+	ctx := context.Background()
+	count := func() (rows int, files int) {
+		infos, err := st.List(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, info := range infos {
+			data, err := st.Get(ctx, info.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pf, err := file.NewParquetReader(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows += int(pf.NumRows())
+		}
+		return rows, len(infos)
+	}
+	t0 := time.Now()
+	mustExec(t, rw, fmt.Sprintf("INSERT INTO ev SELECT i, i * 7, 'row ' || i FROM generate_series(0, %d) g(i)", n-1))
+	mustExec(t, rw, "FLUSH")
+	ingest := time.Since(t0)
+	t0 = time.Now()
+	rows, files := 0, 0
+	for rows < n {
+		time.Sleep(20 * time.Millisecond)
+		rows, files = count()
+	}
+	d := time.Since(t0)
+	t.Logf("%d rows (k bigint, v bigint, s text) in %d Parquet files", n, files)
+	t.Logf("s3 sink (versitygw), after the FLUSH: %8.0f rows/s (%v; ingest+FLUSH %v)", float64(n)/d.Seconds(), d.Round(time.Millisecond), ingest.Round(time.Millisecond))
 }
