@@ -241,18 +241,7 @@ func TestS3SinkRedeliveryOverwrites(t *testing.T) {
 	mustExec(t, rw, "CREATE TABLE ev ("+evTypes+") APPEND ONLY")
 	mustExec(t, rw, s3SinkSQL(s3, "ev_s3", "ev", bucket, "ev", ""))
 
-	held := make(chan uint64, 1)
-	sink.SetDeliveredHook(func(ctx context.Context, name string, epoch uint64) {
-		if name != "ev_s3" {
-			return
-		}
-		select {
-		case held <- epoch:
-		default:
-		}
-		<-ctx.Done() // "crash" here: until the server stops
-	})
-	defer sink.SetDeliveredHook(nil)
+	held := holdAfterDelivery(t, "ev_s3")["ev_s3"]
 	insertEv(t, rw, 1, 100)
 	mustExec(t, rw, "FLUSH")
 	var epoch uint64

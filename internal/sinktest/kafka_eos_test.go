@@ -63,19 +63,7 @@ func TestKafkaExactlyOnceSink(t *testing.T) {
 			topic = '%s', type = 'append-only', is_exactly_once = '%s') FORMAT PLAIN ENCODE JSON`, s.name, addr, s.topic, s.eos))
 	}
 
-	held := map[string]chan uint64{"eos_sink": make(chan uint64, 1), "alo_sink": make(chan uint64, 1)}
-	sink.SetDeliveredHook(func(ctx context.Context, name string, epoch uint64) {
-		ch := held[name]
-		if ch == nil {
-			return
-		}
-		select {
-		case ch <- epoch:
-		default:
-		}
-		<-ctx.Done() // "crash" here: until the server stops
-	})
-	defer sink.SetDeliveredHook(nil)
+	held := holdAfterDelivery(t, "eos_sink", "alo_sink")
 	mustExec(t, rw, "INSERT INTO ev SELECT i, i FROM generate_series(1, 100) g(i)")
 	mustExec(t, rw, "FLUSH")
 	for name, ch := range held {

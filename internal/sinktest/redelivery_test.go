@@ -26,18 +26,7 @@ func TestRedeliveryIsSkipped(t *testing.T) {
 	mustExec(t, rw, "CREATE TABLE ev (id int, v int) APPEND ONLY")
 	mustExec(t, rw, fmt.Sprintf(`CREATE SINK ev_sink FROM ev WITH (connector = 'jdbc', jdbc.url = '%s', table.name = 'ev', type = 'append-only')`, jdbcURL(t, target)))
 
-	held := make(chan uint64, 1)
-	sink.SetDeliveredHook(func(ctx context.Context, name string, epoch uint64) {
-		if name != "ev_sink" {
-			return
-		}
-		select {
-		case held <- epoch:
-		default:
-		}
-		<-ctx.Done() // "crash" here: until the server stops
-	})
-	defer sink.SetDeliveredHook(nil)
+	held := holdAfterDelivery(t, "ev_sink")["ev_sink"]
 	mustExec(t, rw, "INSERT INTO ev SELECT i, i FROM generate_series(1, 100) g(i)")
 	mustExec(t, rw, "FLUSH")
 	select {
@@ -56,4 +45,28 @@ func TestRedeliveryIsSkipped(t *testing.T) {
 	if dups := rowsOf(t, pg, "SELECT id, count(*) FROM ev GROUP BY id HAVING count(*) > 1"); len(dups) > 0 {
 		t.Fatalf("delivered twice: %v", head(dups))
 	}
+}
+
+// holdAfterDelivery installs the delivered hook for the named sinks: each
+// one's worker stops right after its target committed an epoch, as a crash
+// there would, until the server stops; the epoch is sent on the sink's
+// channel. The hook is removed when the test ends.
+func holdAfterDelivery(t *testing.T, names ...string) map[string]chan uint64 {
+	held := map[string]chan uint64{}
+	for _, n := range names {
+		held[n] = make(chan uint64, 1)
+	}
+	sink.SetDeliveredHook(func(ctx context.Context, name string, epoch uint64) {
+		ch := held[name]
+		if ch == nil {
+			return
+		}
+		select {
+		case ch <- epoch:
+		default:
+		}
+		<-ctx.Done() // "crash" here: until the server stops
+	})
+	t.Cleanup(func() { sink.SetDeliveredHook(nil) })
+	return held
 }
