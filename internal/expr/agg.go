@@ -108,8 +108,19 @@ type aggState struct {
 }
 
 func (s *aggState) strictSkip(args []types.Datum) bool {
-	if s.agg.Name == "string_agg" {
-		return args[0].IsNull() // a NULL delimiter is allowed
+	return StrictSkip(s.agg.Name, args)
+}
+
+// StrictSkip reports whether the aggregate name ignores a row with these
+// arguments: any NULL argument for most; string_agg only a NULL value (a
+// NULL delimiter is allowed); jsonb_agg and jsonb_object_agg none (NULL
+// values become JSON null; a NULL key is an error).
+func StrictSkip(name string, args []types.Datum) bool {
+	switch name {
+	case "string_agg":
+		return len(args) > 0 && args[0].IsNull()
+	case "jsonb_agg", "jsonb_object_agg":
+		return false
 	}
 	for _, a := range args {
 		if a.IsNull() {
@@ -252,6 +263,11 @@ func LookupAggregate(name string, args []types.Type, distinct bool) (*Aggregate,
 		// count("any")
 		return newAggregate(lname, sigs[1], args, distinct), nil
 	}
+	if anyArgs(sigs[0].args) && len(sigs) == 1 && len(args) == len(sigs[0].args) {
+		// jsonb_agg("any"), jsonb_object_agg("any", "any"): the
+		// arguments keep their own types.
+		return newAggregate(lname, sigs[0], args, distinct), nil
+	}
 	o, ambiguous := resolveOverload(ovs, args, resolveFunc)
 	if o == nil {
 		if ambiguous {
@@ -265,6 +281,16 @@ func LookupAggregate(name string, args []types.Type, distinct bool) (*Aggregate,
 		}
 	}
 	return nil, undefinedFunction(lname, args)
+}
+
+// anyArgs reports whether every argument of a signature is "any".
+func anyArgs(ts []types.Type) bool {
+	for _, t := range ts {
+		if t.Kind != types.KindUnknown {
+			return false
+		}
+	}
+	return len(ts) > 0
 }
 
 func newAggregate(name string, s *aggSig, argTypes []types.Type, distinct bool) *Aggregate {

@@ -115,7 +115,7 @@ func Builtins() []Builtin {
 		for _, s := range sigs {
 			b := Builtin{Name: name, Kind: BuiltinAggregate, Args: append([]types.Type(nil), s.args...), Result: s.ret}
 			for i, a := range b.Args {
-				if a.Kind == types.KindUnknown {
+				if _, pseudo := PseudoOID(a); a.Kind == types.KindUnknown && !pseudo {
 					b.Args[i] = PseudoAny // count("any")
 				}
 			}

@@ -449,19 +449,8 @@ func (h *HashAgg) group(ctx context.Context, key types.Row) (*aggGroup, error) {
 	return g, nil
 }
 
-// strictSkip mirrors the aggregates' NULL handling: a row whose arguments
-// hold a NULL is ignored (string_agg: only a NULL value, not delimiter).
-func strictSkip(name string, args types.Row) bool {
-	if name == "string_agg" {
-		return len(args) > 0 && args[0].IsNull()
-	}
-	for _, a := range args {
-		if a.IsNull() {
-			return true
-		}
-	}
-	return false
-}
+// strictSkip mirrors the aggregates' NULL handling (expr.StrictSkip).
+func strictSkip(name string, args types.Row) bool { return expr.StrictSkip(name, args) }
 
 func (h *HashAgg) apply(ctx context.Context, c *types.Chunk) error {
 	var tk ticker
