@@ -52,7 +52,7 @@ func (c *conn) endActivity() {
 // connInfo is what startup learnt about the connection.
 type connInfo struct {
 	user, database, app, remote string
-	connected             time.Time
+	connected                   time.Time
 }
 
 // Sessions lists the connections that completed startup, by pid.
