@@ -51,6 +51,14 @@ type CommitResolver interface {
 	ResolveCommit(ctx context.Context) error
 }
 
+// WriteFencer is a Committer that can refuse writes of epochs below a
+// bound (the storage engine): recovery fences the epochs of the actor
+// generation it replaces, so that an actor it had to abandon cannot add
+// to the state the next generation builds on.
+type WriteFencer interface {
+	FenceWritesBelow(epoch uint64)
+}
+
 // resolveRetryMax bounds the wait between two attempts of recovery to
 // settle an unknown commit outcome.
 const resolveRetryMax = 2 * time.Second
@@ -177,6 +185,9 @@ type RecoveryRecord struct {
 	Rebuild  time.Duration
 	Err      string
 	Epoch    uint64
+	// Abandoned reports the actors the recovery abandoned because they
+	// did not exit when aborted (which actor, of which job, doing what).
+	Abandoned string
 }
 
 // NewBarrierLoop creates the loop; Start runs it.
@@ -384,7 +395,7 @@ func (l *BarrierLoop) InjectMutation(ctx context.Context, m *stream.Mutation, pr
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-l.stopped:
-		return errors.New("barrier loop stopped")
+		return l.stoppedErr()
 	}
 	select {
 	case err := <-req.done:
@@ -394,7 +405,7 @@ func (l *BarrierLoop) InjectMutation(ctx context.Context, m *stream.Mutation, pr
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-l.stopped:
-		return errors.New("barrier loop stopped")
+		return l.stoppedErr()
 	}
 	return l.waitCommitted(ctx, req.epoch, nil)
 }
@@ -457,6 +468,10 @@ func (l *BarrierLoop) step(ticker *time.Ticker, backoff *time.Duration) (stop bo
 			// RECOVER while a barrier was stuck: it aborts the barrier.
 			return false
 		}
+		if errors.Is(err, storage.ErrMetastoreDiverged) {
+			l.stopDiverged(err)
+			return true
+		}
 		l.log.Error("barrier failed; recovering", "err", err)
 		l.mu.Lock()
 		l.failure = err
@@ -467,6 +482,40 @@ func (l *BarrierLoop) step(ticker *time.Ticker, backoff *time.Duration) (stop bo
 	}
 	*backoff = 100 * time.Millisecond
 	return false
+}
+
+// stopDiverged ends the loop for good when the metastore's version is not
+// the one this server committed last (storage.ErrMetastoreDiverged):
+// recovering cannot help (every commit would find the same head) and
+// reloading in place is unsafe (I1, I7; see the error's comment). The
+// actors are stopped, and every FLUSH, DML and DDL waiting on the loop or
+// arriving later fails with err, which names both versions.
+func (l *BarrierLoop) stopDiverged(err error) {
+	l.log.Error("barrier loop stopped: the metastore diverged; restart Runnel once the metastore is checked", "err", err)
+	ctx, cancel := context.WithTimeout(context.Background(), stream.DefaultStopTimeout)
+	defer cancel()
+	func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if rerr := l.local.Reset(ctx); rerr != nil {
+			l.log.Error("stopping the actors after the metastore diverged", "err", rerr)
+		}
+	}()
+	for _, r := range l.deferred {
+		r.done <- err
+	}
+	l.deferred = nil
+	l.setLoopErr(err)
+}
+
+// stoppedErr is what a request to a stopped loop fails with.
+func (l *BarrierLoop) stoppedErr() error {
+	l.committedMu.Lock()
+	defer l.committedMu.Unlock()
+	if l.loopErr != nil {
+		return l.loopErr
+	}
+	return errors.New("barrier loop stopped")
 }
 
 // backOff waits before the next round after a failed one, longer after
@@ -820,7 +869,7 @@ func (l *BarrierLoop) call(ctx context.Context, req *barrierRequest) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-l.stopped:
-		return errors.New("barrier loop stopped")
+		return l.stoppedErr()
 	}
 	select {
 	case err := <-req.done:
@@ -828,7 +877,7 @@ func (l *BarrierLoop) call(ctx context.Context, req *barrierRequest) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-l.stopped:
-		return errors.New("barrier loop stopped")
+		return l.stoppedErr()
 	}
 }
 
@@ -846,14 +895,31 @@ func (l *BarrierLoop) recoverLocked(reason string) error {
 	l.log.Warn("recovery started", "reason", reason)
 	ctx := context.Background()
 	if err := l.local.Reset(ctx); err != nil {
-		rec.Err = err.Error()
-		l.addRecovery(rec)
-		return err
+		var stuck *stream.StuckActorsError
+		if !errors.As(err, &stuck) {
+			rec.Err = err.Error()
+			l.addRecovery(rec)
+			return err
+		}
+		// Escalation: actors that ignored their abort within the bound
+		// are abandoned rather than waited for forever; the fence below
+		// keeps whatever they still do out of the state the new
+		// generation builds on (I3, I7).
+		rec.Abandoned = err.Error()
+		l.log.Error("recovery: abandoning actors that did not stop; their writes are fenced", "err", err)
 	}
 	if err := l.resolveCommit(ctx); err != nil {
 		rec.Err = err.Error()
 		l.addRecovery(rec)
 		return err
+	}
+	// The new generation writes from next on; every epoch an old actor
+	// (an abandoned one included) could write is at most l.curr < next.
+	// Fence first, then discard: a late write is either discarded or
+	// refused, never committed (I3, I7).
+	next := nextEpoch(max(l.store.CommittedEpoch(), l.curr))
+	if f, ok := l.store.(WriteFencer); ok {
+		f.FenceWritesBelow(next)
 	}
 	l.store.DiscardUncommitted()
 	rec.Reset = time.Since(rec.Start)
@@ -873,7 +939,7 @@ func (l *BarrierLoop) recoverLocked(reason string) error {
 	clear(l.groups) // the rebuild below covers every group
 	l.commitCond.Broadcast()
 	l.committedMu.Unlock()
-	l.curr = nextEpoch(max(committed, l.curr))
+	l.curr = next
 	rec.Epoch = committed
 	t := time.Now()
 	if l.rebuilder != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/runneldb/runnel/internal/metastore"
 	"github.com/runneldb/runnel/internal/objstore"
 	"github.com/runneldb/runnel/internal/obs"
+	"github.com/runneldb/runnel/internal/sqlerr"
 )
 
 // ErrTableDropped is returned (wrapped, as "table N has been dropped") by
@@ -145,8 +146,15 @@ type Engine struct {
 	closed   bool
 	// needReload: an ambiguous version write happened; the in-memory
 	// version may be behind the metastore until reloaded (I2).
-	needReload     bool
-	committing     uint64 // epoch of the Commit in progress (Ingest refuses <= it)
+	needReload bool
+	committing uint64 // epoch of the Commit in progress (Ingest refuses <= it)
+	// writeFence: Ingest refuses epochs below it (FenceWritesBelow).
+	writeFence uint64
+	// diverged is set (for good) when the metastore's version head is not
+	// the version this engine last committed (see ErrMetastoreDiverged):
+	// every later metastore write and GC pass is refused with it. Atomic:
+	// metaTx reads it under any lock.
+	diverged       atomic.Pointer[error]
 	ambiguousDelta *VersionDelta
 	// orphanJobs: jobs whose abort could not be recorded yet; retried by GC.
 	orphanJobs map[uint64]struct{}
@@ -321,6 +329,9 @@ func (e *Engine) metaTx(ctx context.Context, op string, fn func(tx *metastore.Tx
 	if e.crashed.Load() {
 		return ErrSimulatedCrash
 	}
+	if err := e.Diverged(); err != nil {
+		return err
+	}
 	if err := e.callMetaWriteHook(op, false); err != nil {
 		return fmt.Errorf("storage: %s: %w", op, err)
 	}
@@ -416,6 +427,10 @@ func (e *Engine) Ingest(epoch uint64, table TableID, kvs []KV) error {
 		e.mu.Unlock()
 		return fmt.Errorf("storage: ingest into table %d at epoch %d: epoch %d is already committed or committing", table, epoch, max(e.cur.CommittedEpoch, e.committing))
 	}
+	if epoch < e.writeFence {
+		e.mu.Unlock()
+		return fmt.Errorf("storage: ingest into table %d at epoch %d: %w (writes start at epoch %d)", table, epoch, ErrWriteFenced, e.writeFence)
+	}
 	if !e.cur.hasTable(table) {
 		e.mu.Unlock()
 		return tableDropped(table)
@@ -428,6 +443,25 @@ func (e *Engine) Ingest(epoch uint64, table TableID, kvs []KV) error {
 		return e.spill(context.Background())
 	}
 	return nil
+}
+
+// ErrWriteFenced marks a write of an actor generation that a recovery
+// abandoned (see FenceWritesBelow).
+var ErrWriteFenced = errors.New("fenced: written by actors a recovery abandoned")
+
+// FenceWritesBelow makes Ingest refuse every epoch below epoch from now on.
+// Recovery calls it, before it discards the uncommitted writes, with the
+// first epoch of the actor generation it is about to build: every epoch an
+// older generation wrote is below it, so an actor that did not exit when
+// aborted (abandoned, stream.StuckActorsError) can never add to the
+// buffer once it is cleared (I3: nothing the recovery did not stop
+// touches state; I7: the views are their queries at each committed
+// epoch). Ingest checks the fence and appends under one lock, so a write
+// lands before the discard (and is discarded) or is refused.
+func (e *Engine) FenceWritesBelow(epoch uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.writeFence = max(e.writeFence, epoch)
 }
 
 // spill writes every buffered run to SSTs (one set per epoch) owned by an
@@ -1047,7 +1081,7 @@ func (e *Engine) commitDelta(ctx context.Context, d *VersionDelta, inTx ...func(
 			return err
 		}
 		if head != base.ID {
-			return fmt.Errorf("version head is %d, delta %d expects %d (another writer?)", head, d.ID, base.ID)
+			return divergence(head, base)
 		}
 		if err := e.fence(ctx, tx, d, now); err != nil {
 			return err
@@ -1091,6 +1125,12 @@ func (e *Engine) commitDelta(ctx context.Context, d *VersionDelta, inTx ...func(
 	if err == nil {
 		return nv, nil
 	}
+	if errors.Is(err, ErrMetastoreDiverged) {
+		if e.diverged.CompareAndSwap(nil, &err) {
+			e.log.Error("storage: stopped writing: " + err.Error())
+		}
+		return nil, err
+	}
 	if errors.Is(err, ErrSimulatedCrash) || errors.Is(err, errFenced) || metastore.IsDefinitelyNotCommitted(err) && !errors.Is(err, errInjectedAmbiguity) {
 		return nil, err
 	}
@@ -1112,6 +1152,53 @@ func (e *Engine) commitDelta(ctx context.Context, d *VersionDelta, inTx ...func(
 }
 
 var errFenced = errors.New("rejected by the commit fence")
+
+// ErrMetastoreDiverged marks a commit that found the metastore's version
+// head elsewhere than the version this engine committed last. Behind: the
+// metastore lost deltas this engine wrote and acknowledged (a restore from
+// a backup, an asynchronous standby promoted, a crash of a metastore that
+// did not sync its commits). Ahead: another server writes to the same
+// metastore. Neither heals by retrying, and reloading the metastore's
+// version in place is not safe:
+//   - I7: epochs acknowledged to clients (FLUSH returned) are missing from
+//     the older version; serving it would take them back silently.
+//   - I1: the lost deltas may have queued objects for deletion that GC then
+//     deleted; the older version can reference them (reads would fail), and
+//     objects written since are owned by nothing the metastore knows of.
+//   - I3: another writer's actors write the same state tables.
+//
+// So the engine stops writing for good (every later metastore write fails
+// with this error, GC stops) and says which versions disagree; the barrier
+// loop stops with it instead of recovering in a loop. An operator checks
+// the metastore (`runnel ctl storage check`) and restarts Runnel, which
+// then serves the metastore's state.
+var ErrMetastoreDiverged = errors.New("the metastore's version diverged from this server's")
+
+// divergence is the error of a commit that found the metastore's head at
+// head instead of base: SQLSTATE XX001, as PostgreSQL reports data it
+// finds damaged, with a message that names both versions.
+func divergence(head uint64, base *Version) error {
+	if head < base.ID {
+		return sqlerr.Wrap(ErrMetastoreDiverged, sqlerr.DataCorrupted, fmt.Sprintf(
+			"the metastore's version head is %d but this server committed version %d (epoch %d): "+
+				"the metastore lost commits that were acknowledged (restored from a backup, or a standby promoted without them); "+
+				"this server stops committing: check the metastore, then restart Runnel to serve its state",
+			head, base.ID, base.CommittedEpoch))
+	}
+	return sqlerr.Wrap(ErrMetastoreDiverged, sqlerr.DataCorrupted, fmt.Sprintf(
+		"the metastore's version head is %d, ahead of version %d this server committed last (epoch %d): "+
+			"another server writes to the same metastore; this server stops committing",
+		head, base.ID, base.CommittedEpoch))
+}
+
+// Diverged returns the ErrMetastoreDiverged error that stopped the engine's
+// writes, or nil.
+func (e *Engine) Diverged() error {
+	if p := e.diverged.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // fence rejects a delta that adds an object already queued for deletion,
 // not named by one of the delta's live jobs, or whose job is older than

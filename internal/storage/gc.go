@@ -24,8 +24,10 @@ func (e *Engine) RunGC(ctx context.Context) (deleted int, err error) {
 		}
 	}()
 	e.mu.RLock()
-	if e.closed || e.needReload {
+	if e.closed || e.needReload || e.diverged.Load() != nil {
 		// I2: with an unresolved ambiguous write, nothing is deletable.
+		// I1: nor when the metastore diverged (its version and queue
+		// are not what this engine's objects were written against).
 		e.mu.RUnlock()
 		return 0, nil
 	}

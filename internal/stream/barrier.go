@@ -1,9 +1,13 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,11 +19,74 @@ import (
 type BarrierManager struct {
 	log *slog.Logger
 
+	// StopTimeout bounds how long Reset, ResetGroup and StopActors wait
+	// for aborted actors to exit (DefaultStopTimeout when 0). Set before
+	// use.
+	StopTimeout time.Duration
+
 	mu       sync.Mutex
 	actors   map[ActorID]*actorEntry
 	inflight map[uint64]*Collection // by barrier Curr
 	failures chan *ActorFailure
 	nextID   ActorID
+	// abandoned lists the actors that did not exit within StopTimeout of
+	// being aborted (newest last, at most maxAbandoned).
+	abandoned []StuckActor
+}
+
+// DefaultStopTimeout bounds the wait for aborted actors. Aborting is
+// prompt (I5: executors check their context every few hundred rows, so
+// actors exit in milliseconds); an actor still running after this long is
+// stuck in something that ignores cancellation (a read that cannot be
+// interrupted, a cgo call, a bug), and waiting longer would hang recovery
+// with it.
+const DefaultStopTimeout = 10 * time.Second
+
+// maxAbandoned bounds the abandoned-actor list kept for reports.
+const maxAbandoned = 64
+
+// StuckActor describes an aborted actor that did not exit in time: which
+// actor of which job, and what it was doing (its state, since when, and
+// its goroutines' stacks).
+type StuckActor struct {
+	ID       ActorID
+	Job      string
+	Fragment int
+	Root     string
+	State    string
+	Since    time.Time
+	Stack    string
+}
+
+func (s StuckActor) String() string {
+	return fmt.Sprintf("actor %d of %s (fragment %d, %s) %s for %s", s.ID, s.Job, s.Fragment, s.Root, s.State,
+		time.Since(s.Since).Round(time.Millisecond))
+}
+
+// StuckActorsError is returned by Reset, ResetGroup and StopActors when
+// aborted actors did not exit within StopTimeout. Those actors are
+// abandoned: the manager no longer knows them (their barriers and failures
+// are ignored), and the caller must fence what they could still write
+// before it reuses their state (I3, I7; meta fences their epochs).
+type StuckActorsError struct {
+	Actors []StuckActor
+	Waited time.Duration
+}
+
+func (e *StuckActorsError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d actor(s) did not exit within %s of being aborted: ", len(e.Actors), e.Waited)
+	for i, a := range e.Actors {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		if i == 4 {
+			fmt.Fprintf(&b, "and %d more", len(e.Actors)-i)
+			break
+		}
+		b.WriteString(a.String())
+	}
+	return b.String()
 }
 
 type actorEntry struct {
@@ -75,7 +142,11 @@ func (m *BarrierManager) Spawn(a *Actor, barriers chan *Barrier) {
 	m.mu.Unlock()
 	go func() {
 		defer close(e.done)
-		a.Run(ctx, m)
+		// The label lets a report of a stuck actor find its goroutines'
+		// stacks (and its pumps', which inherit it).
+		pprof.Do(ctx, pprof.Labels(actorLabel, strconv.FormatUint(uint64(a.ID), 10)), func(ctx context.Context) {
+			a.Run(ctx, m)
+		})
 	}()
 }
 
@@ -186,12 +257,13 @@ func (m *BarrierManager) Has(id ActorID) bool {
 }
 
 // ResetGroup aborts the actors of one isolation group and returns only
-// after each of their goroutines has exited (I3). The in-flight barriers
+// after each of their goroutines has exited (I3), or with a
+// *StuckActorsError once StopTimeout has passed. The in-flight barriers
 // stop waiting for them and complete with the other groups' actors.
 func (m *BarrierManager) ResetGroup(ctx context.Context, group uint64) error {
 	entries := m.detach(func(a *Actor) bool { return a.Group == group })
 	start := time.Now()
-	if err := join(ctx, entries); err != nil {
+	if err := m.join(ctx, entries); err != nil {
 		return fmt.Errorf("reset of group %d: %w", group, err)
 	}
 	m.log.Info("actors of one group reset", "group", group, "actors", len(entries), "took", time.Since(start))
@@ -224,21 +296,107 @@ func (m *BarrierManager) detach(sel func(*Actor) bool) []*actorEntry {
 	return entries
 }
 
-// join waits until every actor's goroutine has exited.
-func join(ctx context.Context, entries []*actorEntry) error {
-	for _, e := range entries {
+// join waits until every actor's goroutine has exited, ctx ends, or
+// StopTimeout passes; then the actors still running are reported (logged
+// with their state and stacks, kept in Abandoned) and returned as a
+// *StuckActorsError. They have been detached already: nothing waits for
+// them any more.
+func (m *BarrierManager) join(ctx context.Context, entries []*actorEntry) error {
+	wait := m.StopTimeout
+	if wait <= 0 {
+		wait = DefaultStopTimeout
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for i, e := range entries {
 		select {
 		case <-e.done:
 		case <-ctx.Done():
 			return fmt.Errorf("actor %d of %s did not exit: %w", e.actor.ID, e.actor.Job, ctx.Err())
+		case <-timer.C:
+			return m.abandon(entries[i:], wait)
 		}
 	}
 	return nil
 }
 
+// abandon reports the entries that have not exited yet.
+func (m *BarrierManager) abandon(entries []*actorEntry, waited time.Duration) error {
+	stuck := &StuckActorsError{Waited: waited}
+	ids := map[string]bool{}
+	for _, e := range entries {
+		select {
+		case <-e.done:
+			continue
+		default:
+		}
+		st, since := e.actor.State()
+		stuck.Actors = append(stuck.Actors, StuckActor{ID: e.actor.ID, Job: e.actor.Job, Fragment: e.actor.Fragment,
+			Root: e.actor.Root.Identity(), State: st, Since: since})
+		ids[strconv.FormatUint(uint64(e.actor.ID), 10)] = true
+	}
+	if len(stuck.Actors) == 0 {
+		return nil // they exited just now
+	}
+	stacks := labelledStacks(ids)
+	for i := range stuck.Actors {
+		a := &stuck.Actors[i]
+		a.Stack = stacks[strconv.FormatUint(uint64(a.ID), 10)]
+		m.log.Error("actor did not exit after being aborted; abandoning it", "actor", a.ID, "job", a.Job,
+			"fragment", a.Fragment, "executor", a.Root, "state", a.State, "since", a.Since, "stack", a.Stack)
+	}
+	m.mu.Lock()
+	m.abandoned = append(m.abandoned, stuck.Actors...)
+	if n := len(m.abandoned); n > maxAbandoned {
+		m.abandoned = append([]StuckActor(nil), m.abandoned[n-maxAbandoned:]...)
+	}
+	m.mu.Unlock()
+	return stuck
+}
+
+// Abandoned lists the actors abandoned because they did not exit in time.
+func (m *BarrierManager) Abandoned() []StuckActor {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]StuckActor(nil), m.abandoned...)
+}
+
+// actorLabel is the pprof goroutine label carrying an actor's id.
+const actorLabel = "runnel_actor"
+
+// labelledStacks returns, per actor id in ids, the stacks of the
+// goroutines labelled with it (the goroutine profile at debug level 1:
+// records separated by blank lines, each with a "# labels:" line).
+func labelledStacks(ids map[string]bool) map[string]string {
+	var buf bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, rec := range strings.Split(buf.String(), "\n\n") {
+		i := strings.Index(rec, `"`+actorLabel+`":"`)
+		if i < 0 {
+			continue
+		}
+		rest := rec[i+len(actorLabel)+4:]
+		id, _, _ := strings.Cut(rest, `"`)
+		if !ids[id] {
+			continue
+		}
+		const maxStack = 8 << 10
+		if len(out[id])+len(rec) <= maxStack {
+			out[id] += rec + "\n"
+		}
+	}
+	return out
+}
+
 // Reset aborts every actor and returns only after every actor goroutine has
-// exited (I3: nothing may touch state that recovery is about to purge).
-// In-flight barriers fail.
+// exited (I3: nothing may touch state that recovery is about to purge), or
+// with a *StuckActorsError once StopTimeout has passed: the actors that
+// ignore their cancellation are abandoned, and the caller fences their
+// writes instead (meta: storage refuses their epochs). In-flight barriers
+// fail.
 func (m *BarrierManager) Reset(ctx context.Context) error {
 	m.mu.Lock()
 	entries := make([]*actorEntry, 0, len(m.actors))
@@ -254,10 +412,17 @@ func (m *BarrierManager) Reset(ctx context.Context) error {
 	m.actors = map[ActorID]*actorEntry{}
 	m.mu.Unlock()
 	start := time.Now()
-	if err := join(ctx, entries); err != nil {
+	if err := m.join(ctx, entries); err != nil {
+		m.drainFailures()
 		return fmt.Errorf("reset: %w", err)
 	}
-	// Drain stale failures of the actors just joined.
+	m.drainFailures()
+	m.log.Info("actors reset", "actors", len(entries), "took", time.Since(start))
+	return nil
+}
+
+// drainFailures drops queued failures of actors that were reset.
+func (m *BarrierManager) drainFailures() {
 	for {
 		select {
 		case <-m.failures:
@@ -266,8 +431,6 @@ func (m *BarrierManager) Reset(ctx context.Context) error {
 		}
 		break
 	}
-	m.log.Info("actors reset", "actors", len(entries), "took", time.Since(start))
-	return nil
 }
 
 // StopActors cancels and joins the given actors (used when a job is
@@ -277,7 +440,7 @@ func (m *BarrierManager) StopActors(ctx context.Context, ids []ActorID) error {
 	for _, id := range ids {
 		want[id] = true
 	}
-	return join(ctx, m.detach(func(a *Actor) bool { return want[a.ID] }))
+	return m.join(ctx, m.detach(func(a *Actor) bool { return want[a.ID] }))
 }
 
 // ActorInfo describes a running actor for system tables.
