@@ -107,8 +107,11 @@ func TestSQLsmith(t *testing.T) {
 	target := fmt.Sprintf("host=%s port=%s user=root dbname=dev sslmode=disable gssencmode=disable", host, port)
 
 	// sqlsmith stops itself after --max-queries; the deadline only bounds
-	// a hang (its statements time out after 1 s each).
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(queries)*200*time.Millisecond+2*time.Minute)
+	// a hang: every query may run into sqlsmith's 1 s statement_timeout
+	// (about one in ten does on a loaded 2-core machine; at 200 ms a query
+	// the 10,000-query run was killed by this deadline after 35 minutes
+	// and ~4,600 queries, its last statement counted as unanswered).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(queries)*time.Second+2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, smith, "--target="+target, "--seed="+strconv.Itoa(seed),
 		"--max-queries="+strconv.Itoa(queries), "--verbose")
