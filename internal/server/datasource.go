@@ -121,7 +121,7 @@ func (d *snapshotSource) ScanKey(ctx context.Context, rel *catalog.Relation, pre
 // writer did.
 type snapshotStore struct{ snap *storage.Snapshot }
 
-func (s snapshotStore) Ingest(uint64, storage.TableID, []storage.KV) error {
+func (s snapshotStore) IngestContext(context.Context, uint64, storage.TableID, []storage.KV) error {
 	return fmt.Errorf("snapshot at epoch %d is read-only", s.snap.Epoch())
 }
 

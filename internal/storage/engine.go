@@ -414,6 +414,15 @@ func (e *Engine) CommittedEpoch() uint64 {
 // later writes to the same key win. The data is visible to uncommitted
 // reads at once and becomes durable at Commit. Ingest copies kvs.
 func (e *Engine) Ingest(epoch uint64, table TableID, kvs []KV) error {
+	return e.IngestContext(context.Background(), epoch, table, kvs)
+}
+
+// IngestContext is Ingest for a caller that can be cancelled (an actor):
+// when the buffer is over its bound, the spill it runs uploads under ctx,
+// so an aborted actor does not hold the engine's write lock — and the
+// recovery waiting for it — while an upload hangs (I5). A cancelled spill
+// leaves the data buffered, as a failed one does.
+func (e *Engine) IngestContext(ctx context.Context, epoch uint64, table TableID, kvs []KV) error {
 	if len(kvs) == 0 {
 		return nil
 	}
@@ -440,7 +449,7 @@ func (e *Engine) Ingest(epoch uint64, table TableID, kvs []KV) error {
 	over := e.bufBytes > e.opts.WriteBufferBytes
 	e.mu.Unlock()
 	if over {
-		return e.spill(context.Background())
+		return e.spill(ctx)
 	}
 	return nil
 }

@@ -27,10 +27,14 @@ type tableCache struct {
 	inline map[uint64][]byte
 }
 
+// tcEntry is one object's reader. The first caller opens it; later callers
+// wait for ready, each only as long as its own context allows (a cancelled
+// SELECT or an aborted actor does not wait on another reader's slow GET,
+// I5).
 type tcEntry struct {
-	once sync.Once
-	r    *sstable.Reader
-	err  error
+	ready chan struct{} // closed once r and err are set
+	r     *sstable.Reader
+	err   error
 }
 
 func newTableCache(store objstore.Store, meta *metastore.DB, cache *sstCache) *tableCache {
@@ -68,34 +72,55 @@ func (tc *tableCache) inlineBytes(ctx context.Context, f *SSTMeta) ([]byte, erro
 }
 
 func (tc *tableCache) get(ctx context.Context, f *SSTMeta) (*sstable.Reader, error) {
-	tc.mu.Lock()
-	en := tc.m[f.ID]
-	if en == nil {
-		en = &tcEntry{}
-		tc.m[f.ID] = en
-	}
-	tc.mu.Unlock()
-	en.once.Do(func() {
-		key := objectKey(f.ID)
-		rd := &objReadable{store: tc.store, key: key, size: int64(f.Size)}
-		if f.Inline {
-			if rd.data, en.err = tc.inlineBytes(ctx, f); en.err != nil {
-				return
-			}
-		}
-		en.r, en.err = openSSTReader(ctx, rd, f.ID, key, tc.cache)
-	})
-	if en.err != nil {
-		// Do not cache failures: the next read retries (a transient store
-		// error must not poison the object).
+	for {
 		tc.mu.Lock()
-		if tc.m[f.ID] == en {
-			delete(tc.m, f.ID)
+		en := tc.m[f.ID]
+		opener := en == nil
+		if opener {
+			en = &tcEntry{ready: make(chan struct{})}
+			tc.m[f.ID] = en
 		}
 		tc.mu.Unlock()
+		if opener {
+			en.r, en.err = tc.open(ctx, f)
+			if en.err != nil {
+				// Do not cache failures: the next read retries (a
+				// transient store error must not poison the object).
+				tc.mu.Lock()
+				if tc.m[f.ID] == en {
+					delete(tc.m, f.ID)
+				}
+				tc.mu.Unlock()
+			}
+			close(en.ready)
+			return en.r, en.err
+		}
+		select {
+		case <-en.ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("read %s: %w", objectKey(f.ID), ctx.Err())
+		}
+		if en.err == nil {
+			return en.r, nil
+		}
+		if ctx.Err() == nil && (errors.Is(en.err, context.Canceled) || errors.Is(en.err, context.DeadlineExceeded)) {
+			continue // the opener was cancelled, this reader was not: open again
+		}
 		return nil, en.err
 	}
-	return en.r, nil
+}
+
+// open reads an object's footer, index and filter.
+func (tc *tableCache) open(ctx context.Context, f *SSTMeta) (*sstable.Reader, error) {
+	key := objectKey(f.ID)
+	rd := &objReadable{store: tc.store, key: key, size: int64(f.Size)}
+	if f.Inline {
+		var err error
+		if rd.data, err = tc.inlineBytes(ctx, f); err != nil {
+			return nil, err
+		}
+	}
+	return openSSTReader(ctx, rd, f.ID, key, tc.cache)
 }
 
 // evict closes the reader of a deleted object.
@@ -105,8 +130,14 @@ func (tc *tableCache) evict(id uint64) {
 	delete(tc.m, id)
 	delete(tc.inline, id)
 	tc.mu.Unlock()
-	if en != nil && en.r != nil {
-		_ = en.r.Close()
+	if en != nil {
+		select {
+		case <-en.ready:
+			if en.r != nil {
+				_ = en.r.Close()
+			}
+		default: // still opening: its opener keeps what it opens
+		}
 	}
 }
 
@@ -114,8 +145,12 @@ func (tc *tableCache) close() {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	for id, en := range tc.m {
-		if en.r != nil {
-			_ = en.r.Close()
+		select {
+		case <-en.ready:
+			if en.r != nil {
+				_ = en.r.Close()
+			}
+		default:
 		}
 		delete(tc.m, id)
 	}

@@ -369,7 +369,7 @@ func (h *HashAgg) Next(ctx context.Context) (stream.Message, error) {
 			for _, c := range h.calls {
 				tables = append(tables, c.table)
 			}
-			if err := commitAll(h.Identity(), b.Curr, tables...); err != nil {
+			if err := commitAll(ctx, h.Identity(), b.Curr, tables...); err != nil {
 				return stream.Message{}, err
 			}
 			h.q.pushChunks(&h.out)

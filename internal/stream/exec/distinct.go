@@ -84,7 +84,7 @@ func (d *Distinct) Next(ctx context.Context) (stream.Message, error) {
 			if err := d.cleanup(ctx); err != nil {
 				return stream.Message{}, err
 			}
-			if err := commitAll(d.Identity(), b.Curr, d.table); err != nil {
+			if err := commitAll(ctx, d.Identity(), b.Curr, d.table); err != nil {
 				return stream.Message{}, err
 			}
 			d.wm.emit(&d.q, identityCol)

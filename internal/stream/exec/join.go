@@ -224,7 +224,7 @@ func (j *HashJoin) Next(ctx context.Context) (stream.Message, error) {
 			if err := j.cleanup(ctx); err != nil {
 				return stream.Message{}, err
 			}
-			if err := commitAll(j.Identity(), b.Curr, j.sides[0].State, j.sides[1].State); err != nil {
+			if err := commitAll(ctx, j.Identity(), b.Curr, j.sides[0].State, j.sides[1].State); err != nil {
 				return stream.Message{}, err
 			}
 			for i := range j.sides {

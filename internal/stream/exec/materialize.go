@@ -81,7 +81,7 @@ func (m *Materialize) Next(ctx context.Context) (stream.Message, error) {
 			return msg, err
 		}
 		if b := msg.Barrier; b != nil {
-			if err := commitAll(m.Identity(), b.Curr, m.table); err != nil {
+			if err := commitAll(ctx, m.Identity(), b.Curr, m.table); err != nil {
 				return stream.Message{}, err
 			}
 			m.rows.shrinkToShare()

@@ -509,7 +509,7 @@ func (w *OverWindow) Next(ctx context.Context) (stream.Message, error) {
 				w.opts.TestHook("commit", 0)
 			}
 			w.processHook(ctx, "commit", 0) // testhooks.go
-			if err := commitAll(w.Identity(), b.Curr, w.table); err != nil {
+			if err := commitAll(ctx, w.Identity(), b.Curr, w.table); err != nil {
 				return stream.Message{}, err
 			}
 			w.wm.emit(&w.q, w.partitionCol)

@@ -111,7 +111,7 @@ func (s *Sink) Next(ctx context.Context) (stream.Message, error) {
 			return msg, err
 		}
 		if b := msg.Barrier; b != nil {
-			if err := s.barrier(b); err != nil {
+			if err := s.barrier(ctx, b); err != nil {
 				return stream.Message{}, err
 			}
 			return msg, nil
@@ -140,7 +140,7 @@ func (s *Sink) append(c *types.Chunk) {
 	}
 }
 
-func (s *Sink) barrier(b *stream.Barrier) error {
+func (s *Sink) barrier(ctx context.Context, b *stream.Barrier) error {
 	if s.seq > 0 {
 		s.log.Written(s.table.Epoch(), s.writer, s.seq)
 	}
@@ -158,7 +158,7 @@ func (s *Sink) barrier(b *stream.Barrier) error {
 		}
 	}
 	s.seq = 0
-	if err := commitAll(s.Identity(), b.Curr, s.table); err != nil {
+	if err := commitAll(ctx, s.Identity(), b.Curr, s.table); err != nil {
 		return err
 	}
 	s.waitNext = s.log.OverBound()

@@ -142,9 +142,9 @@ func (s *Source) SetWatermark(ctx context.Context, gen *WatermarkGen) error {
 	return nil
 }
 
-func (s *Source) onBarrier(b *stream.Barrier) (stream.Message, error) {
+func (s *Source) onBarrier(ctx context.Context, b *stream.Barrier) (stream.Message, error) {
 	if s.ext != nil {
-		return s.onExternalBarrier(b)
+		return s.onExternalBarrier(ctx, b)
 	}
 	s.table.Insert(types.Row{types.DInt32(int32(s.split)), types.DInt64(s.reader.Position())})
 	if s.wm != nil {
@@ -152,7 +152,7 @@ func (s *Source) onBarrier(b *stream.Barrier) (stream.Message, error) {
 			s.table.Insert(types.Row{types.DInt32(int32(-1 - s.split)), types.DInt64(w.Int())})
 		}
 	}
-	if err := s.table.Commit(b.Curr); err != nil {
+	if err := s.table.CommitContext(ctx, b.Curr); err != nil {
 		return stream.Message{}, err
 	}
 	if b.StopsActor(s.actor) {
@@ -164,14 +164,14 @@ func (s *Source) onBarrier(b *stream.Barrier) (stream.Message, error) {
 // onExternalBarrier commits the split states of the rows emitted so far
 // in the barrier's epoch (I7), then acknowledges upstream the states of
 // epochs now committed (I8).
-func (s *Source) onExternalBarrier(b *stream.Barrier) (stream.Message, error) {
+func (s *Source) onExternalBarrier(ctx context.Context, b *stream.Barrier) (stream.Message, error) {
 	s.ext.checkpoint(s.table, s.table.Epoch())
 	if s.wm != nil {
 		if w, ok := s.wm.Current(); ok {
 			s.table.Insert(types.Row{types.DVarchar(watermarkKey(s.split)), types.DBytea(binary.BigEndian.AppendUint64(nil, uint64(w.Int())))})
 		}
 	}
-	if err := s.table.Commit(b.Curr); err != nil {
+	if err := s.table.CommitContext(ctx, b.Curr); err != nil {
 		return stream.Message{}, err
 	}
 	s.ext.acknowledge()
@@ -185,7 +185,7 @@ func (s *Source) onExternalBarrier(b *stream.Barrier) (stream.Message, error) {
 // ready returns what goes out before anything new is read (ok): the end
 // of a stopped actor, a queued message, or a waiting barrier (barriers
 // first: a waiting barrier must not starve behind data).
-func (s *Source) ready() (m stream.Message, ok bool, err error) {
+func (s *Source) ready(ctx context.Context) (m stream.Message, ok bool, err error) {
 	if s.stopped {
 		return stream.Message{}, true, stream.ErrStopped
 	}
@@ -196,7 +196,7 @@ func (s *Source) ready() (m stream.Message, ok bool, err error) {
 	}
 	select {
 	case b := <-s.barriers:
-		m, err = s.onBarrier(b)
+		m, err = s.onBarrier(ctx, b)
 		return m, true, err
 	default:
 		return stream.Message{}, false, nil
@@ -208,14 +208,14 @@ func (s *Source) ready() (m stream.Message, ok bool, err error) {
 func (s *Source) nextExternal(ctx context.Context) (stream.Message, error) {
 	s.ext.start(ctx)
 	for {
-		if m, ok, err := s.ready(); ok {
+		if m, ok, err := s.ready(ctx); ok {
 			return m, err
 		}
 		stream.ReportState(ctx, &stream.StateWaitingInput)
 		select {
 		case b := <-s.barriers:
 			stream.ReportState(ctx, &stream.StateBarrier)
-			return s.onBarrier(b)
+			return s.onBarrier(ctx, b)
 		case sb := <-s.ext.out:
 			stream.ReportState(ctx, &stream.StateProcessing)
 			c := s.ext.consume(sb)
@@ -262,14 +262,14 @@ func (s *Source) Next(ctx context.Context) (stream.Message, error) {
 		return s.nextExternal(ctx)
 	}
 	for {
-		if m, ok, err := s.ready(); ok {
+		if m, ok, err := s.ready(ctx); ok {
 			return m, err
 		}
 		if s.reader.Done() {
 			s.once.Do(func() { close(s.finished) })
 			select {
 			case b := <-s.barriers:
-				return s.onBarrier(b)
+				return s.onBarrier(ctx, b)
 			case <-ctx.Done():
 				return stream.Message{}, ctx.Err()
 			}
@@ -282,7 +282,7 @@ func (s *Source) Next(ctx context.Context) (stream.Message, error) {
 				select {
 				case b := <-s.barriers:
 					t.Stop()
-					return s.onBarrier(b)
+					return s.onBarrier(ctx, b)
 				case <-t.C:
 					continue
 				case <-ctx.Done():

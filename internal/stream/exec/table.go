@@ -114,7 +114,7 @@ func (e *TableExecutor) Next(ctx context.Context) (stream.Message, error) {
 		// of statements.
 		select {
 		case b := <-e.barriers:
-			return e.onBarrier(b)
+			return e.onBarrier(ctx, b)
 		default:
 		}
 		if e.ingest != nil && !e.ingest.done() {
@@ -128,7 +128,7 @@ func (e *TableExecutor) Next(ctx context.Context) (stream.Message, error) {
 		select {
 		case b := <-e.barriers:
 			stream.ReportState(ctx, &stream.StateBarrier)
-			return e.onBarrier(b)
+			return e.onBarrier(ctx, b)
 		case req := <-e.dml:
 			stream.ReportState(ctx, &stream.StateApplyingDML)
 			e.apply(ctx, req)
@@ -138,7 +138,7 @@ func (e *TableExecutor) Next(ctx context.Context) (stream.Message, error) {
 	}
 }
 
-func (e *TableExecutor) onBarrier(b *stream.Barrier) (stream.Message, error) {
+func (e *TableExecutor) onBarrier(ctx context.Context, b *stream.Barrier) (stream.Message, error) {
 	if e.ingest != nil {
 		// The positions commit in the same epoch as the rows read up to
 		// them (I7).
@@ -146,7 +146,7 @@ func (e *TableExecutor) onBarrier(b *stream.Barrier) (stream.Message, error) {
 			return stream.Message{}, fmt.Errorf("%s: %w", e.Identity(), err)
 		}
 	}
-	if err := e.state.Commit(b.Curr); err != nil {
+	if err := e.state.CommitContext(ctx, b.Curr); err != nil {
 		return stream.Message{}, err
 	}
 	if e.ingest != nil {
@@ -549,7 +549,7 @@ func (e *TableExecutor) ingestStep(ctx context.Context) (msg stream.Message, ok 
 	select {
 	case b := <-e.barriers:
 		stream.ReportState(ctx, &stream.StateBarrier)
-		msg, err := e.onBarrier(b)
+		msg, err := e.onBarrier(ctx, b)
 		return msg, err == nil, err
 	case req := <-e.dml:
 		stream.ReportState(ctx, &stream.StateApplyingDML)

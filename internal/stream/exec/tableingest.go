@@ -176,7 +176,7 @@ func (e *TableExecutor) ingestExternal(ctx context.Context) (msg stream.Message,
 	select {
 	case b := <-e.barriers:
 		stream.ReportState(ctx, &stream.StateBarrier)
-		msg, err := e.onBarrier(b)
+		msg, err := e.onBarrier(ctx, b)
 		return msg, err == nil, err
 	case req := <-e.dml:
 		stream.ReportState(ctx, &stream.StateApplyingDML)

@@ -131,7 +131,7 @@ func (f *TemporalFilter) Next(ctx context.Context) (stream.Message, error) {
 			continue
 		}
 		if b := msg.Barrier; b != nil {
-			if err := commitAll(f.Identity(), b.Curr, f.table); err != nil {
+			if err := commitAll(ctx, f.Identity(), b.Curr, f.table); err != nil {
 				return stream.Message{}, err
 			}
 			if now := EpochTime(b.Curr); now.After(f.now) {

@@ -165,7 +165,7 @@ func (t *TopN) Next(ctx context.Context) (stream.Message, error) {
 			if err := t.cleanup(ctx); err != nil {
 				return stream.Message{}, err
 			}
-			if err := commitAll(t.Identity(), b.Curr, t.table); err != nil {
+			if err := commitAll(ctx, t.Identity(), b.Curr, t.table); err != nil {
 				return stream.Message{}, err
 			}
 			t.q.pushChunks(&t.out)

@@ -174,13 +174,14 @@ func (q *queue) pop() (stream.Message, bool) {
 	return m, true
 }
 
-// commitAll commits every non-nil state table to epoch next.
-func commitAll(identity string, next uint64, tables ...*state.Table) error {
+// commitAll commits every non-nil state table to epoch next; a spill it
+// runs ends with ctx (I5).
+func commitAll(ctx context.Context, identity string, next uint64, tables ...*state.Table) error {
 	for _, t := range tables {
 		if t == nil {
 			continue
 		}
-		if err := t.Commit(next); err != nil {
+		if err := t.CommitContext(ctx, next); err != nil {
 			return fmt.Errorf("%s: %w", identity, err)
 		}
 	}

@@ -83,20 +83,20 @@ func (v *Values) Next(ctx context.Context) (stream.Message, error) {
 	select {
 	case b := <-v.barriers:
 		stream.ReportState(ctx, &stream.StateBarrier)
-		return v.onBarrier(b)
+		return v.onBarrier(ctx, b)
 	case <-ctx.Done():
 		return stream.Message{}, ctx.Err()
 	}
 }
 
-func (v *Values) onBarrier(b *stream.Barrier) (stream.Message, error) {
+func (v *Values) onBarrier(ctx context.Context, b *stream.Barrier) (stream.Message, error) {
 	if v.started && !v.marked && v.pos == len(v.rows) {
 		// The rows went out in the epoch this barrier ends: the marker
 		// commits with them.
 		v.table.Insert(types.Row{types.DInt32(0), types.DInt64(int64(b.Prev))})
 		v.marked = true
 	}
-	if err := v.table.Commit(b.Curr); err != nil {
+	if err := v.table.CommitContext(ctx, b.Curr); err != nil {
 		return stream.Message{}, err
 	}
 	v.started = true

@@ -25,7 +25,7 @@ import (
 
 // Store is what a state table needs from the storage engine.
 type Store interface {
-	Ingest(epoch uint64, table storage.TableID, kvs []storage.KV) error
+	IngestContext(ctx context.Context, epoch uint64, table storage.TableID, kvs []storage.KV) error
 	Get(ctx context.Context, table storage.TableID, key []byte, epoch uint64, opt storage.ReadOptions) ([]byte, bool, error)
 	Iter(ctx context.Context, table storage.TableID, lower, upper []byte, epoch uint64, opt storage.ReadOptions) (storage.Iterator, error)
 }
@@ -280,14 +280,18 @@ func (t *Table) decode(v []byte) (types.Row, bool, error) {
 }
 
 // Commit hands this epoch's writes to the engine and moves to next.
-func (t *Table) Commit(next uint64) error {
+func (t *Table) Commit(next uint64) error { return t.CommitContext(context.Background(), next) }
+
+// CommitContext is Commit for an actor: a spill the hand-over runs ends
+// when ctx does (I5).
+func (t *Table) CommitContext(ctx context.Context, next uint64) error {
 	if t.mem.Len() > 0 {
 		kvs := make([]storage.KV, 0, t.mem.Len())
 		t.mem.Ascend(func(e memEntry) bool {
 			kvs = append(kvs, storage.KV{Key: []byte(e.key), Value: e.value, Delete: e.delete})
 			return true
 		})
-		if err := t.store.Ingest(t.epoch, t.id, kvs); err != nil {
+		if err := t.store.IngestContext(ctx, t.epoch, t.id, kvs); err != nil {
 			return fmt.Errorf("%s: ingest epoch %d: %w", t.schema.Name, t.epoch, err)
 		}
 		t.mem.Clear(false)
