@@ -76,7 +76,9 @@ func TestTableWriterGetBase(t *testing.T) {
 // countingStore is a state.Store that holds nothing and counts reads.
 type countingStore struct{ gets, iters int }
 
-func (s *countingStore) Ingest(uint64, storage.TableID, []storage.KV) error { return nil }
+func (s *countingStore) IngestContext(context.Context, uint64, storage.TableID, []storage.KV) error {
+	return nil
+}
 func (s *countingStore) Get(context.Context, storage.TableID, []byte, uint64, storage.ReadOptions) ([]byte, bool, error) {
 	s.gets++
 	return nil, false, nil
