@@ -683,6 +683,12 @@ func (l *BarrierLoop) nextGroupRetry() <-chan time.Time {
 // barrier), and forgets the backoff of groups healthy for long enough.
 func (l *BarrierLoop) rebuildDueGroups() {
 	now := time.Now()
+	var stuck error // an abandoned actor that a full recovery must fence
+	defer func() {
+		if stuck != nil {
+			l.recover(fmt.Sprintf("a database's rebuild left actors that did not stop: %v", stuck))
+		}
+	}()
 	for g, st := range l.groups {
 		if !st.down {
 			if now.Sub(st.upSince) > groupHealthy {
@@ -699,6 +705,9 @@ func (l *BarrierLoop) rebuildDueGroups() {
 		rec := st.rec
 		rec.Rebuild = time.Since(t)
 		if err != nil {
+			if se := (*stream.StuckActorsError)(nil); errors.As(err, &se) {
+				stuck = se
+			}
 			rec.Err = err.Error()
 			st.failures++
 			st.retryAt = time.Now().Add(groupBackoff(st.failures))
@@ -733,7 +742,11 @@ func (l *BarrierLoop) rebuildGroup(gr GroupRebuilder, g uint64) error {
 		l.committedMu.Unlock()
 	} else {
 		// Half-built: tear it down again and retry later.
-		_ = l.local.ResetGroup(context.Background(), g)
+		if rerr := l.local.ResetGroup(context.Background(), g); rerr != nil {
+			// An actor of the half-built group did not stop: only a
+			// full recovery fences its epochs (I3); the caller runs one.
+			err = fmt.Errorf("%w; %w", err, rerr)
+		}
 		gr.TearDownGroup(g)
 	}
 	return err
