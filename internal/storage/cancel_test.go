@@ -39,12 +39,11 @@ func TestSpillHonoursCancellation(t *testing.T) {
 	}
 }
 
-// I5, issue 13 item 8: a reader waiting for another reader to open the
-// same SST (the first read of an object after a restart) waits only as
-// long as its own context allows. The opener here is stuck in a GET that
-// ignores cancellation; before, every later reader of the object waited
-// with it (sync.Once), whatever its context.
-func TestTableCacheWaitHonoursCancellation(t *testing.T) {
+// reopenedWithOneSST commits row k(1) = "v" of table 1 at epoch 10 as an
+// uploaded SST and reopens the engine over a fault store: its table cache
+// is empty, so the next read opens the object.
+func reopenedWithOneSST(t *testing.T) (*objstore.Fault, *Engine) {
+	t.Helper()
 	bg := context.Background()
 	store, meta := objstore.NewFault(objstore.NewMem(), 1), openMeta(t)
 	e := openEngine(t, store, meta, uploadOnly)
@@ -58,7 +57,17 @@ func TestTableCacheWaitHonoursCancellation(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
-	e2 := openEngine(t, store, meta, nil) // an empty table cache
+	return store, openEngine(t, store, meta, nil)
+}
+
+// I5, issue 13 item 8: a reader waiting for another reader to open the
+// same SST (the first read of an object after a restart) waits only as
+// long as its own context allows. The opener here is stuck in a GET that
+// ignores cancellation; before, every later reader of the object waited
+// with it (sync.Once), whatever its context.
+func TestTableCacheWaitHonoursCancellation(t *testing.T) {
+	bg := context.Background()
+	store, e2 := reopenedWithOneSST(t) // an empty table cache
 	entered, release := make(chan struct{}), make(chan struct{})
 	first := true
 	store.SetHook(func(op objstore.Op, key string) error {
@@ -100,19 +109,7 @@ func TestTableCacheWaitHonoursCancellation(t *testing.T) {
 // a cancelled scan ends promptly.
 func TestIteratorHonoursCancellation(t *testing.T) {
 	bg := context.Background()
-	store, meta := objstore.NewFault(objstore.NewMem(), 1), openMeta(t)
-	e := openEngine(t, store, meta, uploadOnly)
-	if err := e.RegisterTables(bg, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Ingest(10, 1, []KV{{Key: k(1), Value: []byte("v")}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Commit(bg, 10); err != nil {
-		t.Fatal(err)
-	}
-	e.Close()
-	e2 := openEngine(t, store, meta, nil)
+	store, e2 := reopenedWithOneSST(t)
 	store.AddRule(objstore.FaultRule{Ops: []objstore.Op{objstore.OpGetRange}, Latency: time.Hour})
 	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
 	defer cancel()

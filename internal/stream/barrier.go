@@ -49,13 +49,8 @@ const maxAbandoned = 64
 // actor of which job, and what it was doing (its state, since when, and
 // its goroutines' stacks).
 type StuckActor struct {
-	ID       ActorID
-	Job      string
-	Fragment int
-	Root     string
-	State    string
-	Since    time.Time
-	Stack    string
+	ActorInfo
+	Stack string
 }
 
 func (s StuckActor) String() string {
@@ -330,9 +325,7 @@ func (m *BarrierManager) abandon(entries []*actorEntry, waited time.Duration) er
 			continue
 		default:
 		}
-		st, since := e.actor.State()
-		stuck.Actors = append(stuck.Actors, StuckActor{ID: e.actor.ID, Job: e.actor.Job, Fragment: e.actor.Fragment,
-			Root: e.actor.Root.Identity(), State: st, Since: since})
+		stuck.Actors = append(stuck.Actors, StuckActor{ActorInfo: e.actor.info()})
 		ids[strconv.FormatUint(uint64(e.actor.ID), 10)] = true
 	}
 	if len(stuck.Actors) == 0 {
@@ -458,16 +451,21 @@ type ActorInfo struct {
 	Group           uint64
 }
 
+// info describes the actor and what it is doing now.
+func (a *Actor) info() ActorInfo {
+	s, since := a.State()
+	in, out, inState := a.Counters()
+	return ActorInfo{ID: a.ID, Job: a.Job, Fragment: a.Fragment, Root: a.Root.Identity(), State: s, Since: since,
+		RowsIn: in, RowsOut: out, InState: inState, Group: a.Group}
+}
+
 // Actors lists the actors and what each is doing.
 func (m *BarrierManager) Actors() []ActorInfo {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]ActorInfo, 0, len(m.actors))
 	for _, e := range m.actors {
-		s, since := e.actor.State()
-		in, outRows, inState := e.actor.Counters()
-		out = append(out, ActorInfo{ID: e.actor.ID, Job: e.actor.Job, Fragment: e.actor.Fragment, Root: e.actor.Root.Identity(), State: s, Since: since,
-			RowsIn: in, RowsOut: outRows, InState: inState, Group: e.actor.Group})
+		out = append(out, e.actor.info())
 	}
 	return out
 }

@@ -90,7 +90,7 @@ func (w *WindowClose) Next(ctx context.Context) (stream.Message, error) {
 			if err := w.close(ctx); err != nil {
 				return stream.Message{}, err
 			}
-			if err := commitAll(w.Identity(), b.Curr, w.table); err != nil {
+			if err := commitAll(ctx, w.Identity(), b.Curr, w.table); err != nil {
 				return stream.Message{}, err
 			}
 			w.q.push(msg)
