@@ -294,14 +294,5 @@ type outerRow struct{ inner expr.Expr }
 func (o *outerRow) Type() types.Type { return o.inner.Type() }
 func (o *outerRow) String() string   { return o.inner.String() }
 func (o *outerRow) Eval(ctx *expr.EvalContext, row types.Row) (types.Datum, error) {
-	c := expr.EvalContext{}
-	if ctx != nil {
-		c = *ctx
-	}
-	base := c.Ctx
-	if base == nil {
-		base = context.Background()
-	}
-	c.Ctx = plan.WithOuterRow(base, row)
-	return o.inner.Eval(&c, nil)
+	return o.inner.Eval(derive(ctx, func(c context.Context) context.Context { return plan.WithOuterRow(c, row) }), nil)
 }

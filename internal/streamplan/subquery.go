@@ -207,6 +207,13 @@ type subqueryColumns struct {
 func (s *subqueryColumns) Type() types.Type { return s.inner.Type() }
 func (s *subqueryColumns) String() string   { return s.inner.String() }
 func (s *subqueryColumns) Eval(ctx *expr.EvalContext, row types.Row) (types.Datum, error) {
+	return s.inner.Eval(derive(ctx, func(c context.Context) context.Context { return plan.WithSubqueryRunner(c, s) }), row)
+}
+
+// derive copies ctx (nil: an empty one) with its Go context wrapped by
+// wrap: how a rewritten expression hands its inner one a subquery runner
+// or an enclosing row.
+func derive(ctx *expr.EvalContext, wrap func(context.Context) context.Context) *expr.EvalContext {
 	c := expr.EvalContext{}
 	if ctx != nil {
 		c = *ctx
@@ -215,8 +222,8 @@ func (s *subqueryColumns) Eval(ctx *expr.EvalContext, row types.Row) (types.Datu
 	if base == nil {
 		base = context.Background()
 	}
-	c.Ctx = plan.WithSubqueryRunner(base, s)
-	return s.inner.Eval(&c, row)
+	c.Ctx = wrap(base)
+	return &c
 }
 
 // EvalSubquery reads the subquery's value from its column.
