@@ -665,11 +665,11 @@ func (c *viewCase) unionView(name string, src []*relation) (string, string, *rel
 		o.add("", t, false, false)
 	}
 	if g.chance(0.35) {
-		// UNION, INTERSECT and EXCEPT (distinct), mixed: both parsers
-		// apply SQL's precedence (INTERSECT first).
+		// UNION, INTERSECT and EXCEPT (distinct or ALL), mixed: both
+		// parsers apply SQL's precedence (INTERSECT first).
 		body := branches[0]
 		for _, br := range branches[1:] {
-			body += " " + pick(g, []string{"UNION", "INTERSECT", "EXCEPT"}) + " " + br
+			body += " " + pick(g, []string{"UNION", "INTERSECT", "EXCEPT", "INTERSECT ALL", "EXCEPT ALL"}) + " " + br
 		}
 		return "set op", body, o.rel(name, depth+1)
 	}

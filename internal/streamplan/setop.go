@@ -2,7 +2,6 @@ package streamplan
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/sql/plan"
@@ -21,13 +20,13 @@ import (
 // Grouping treats NULLs as equal, as set operations do. A row of either
 // side changes only its group's counts, so the filter above decides that
 // group again and nothing else; the aggregation's state is one row per
-// distinct value. The ALL variants would need each group expanded to
-// min(l, r) or l - r copies, which the stream plan cannot express yet.
+// distinct value.
+//
+// The ALL variants expand each group to its number of copies instead of
+// filtering: least(l, r) for INTERSECT ALL, greatest(l - r, 0) for EXCEPT
+// ALL, by generate_series(1, copies) over the aggregation (a ProjectSet,
+// projectset.go), so a row keeps its value and its copy number as key.
 func (b *builder) intersectExcept(n *plan.SetOp) (*Node, error) {
-	kind := strings.ToUpper(n.Kind.String())
-	if n.All {
-		return nil, unsupported("%s ALL in a materialized view is not supported yet (%s without ALL is)", kind, kind)
-	}
 	w := len(n.Out)
 	tagged := slices.Clone(n.Out)
 	tagged = append(tagged, plan.Column{Name: "branch", Type: types.Int32, Hidden: true})
@@ -61,6 +60,13 @@ func (b *builder) intersectExcept(n *plan.SetOp) (*Node, error) {
 		return expr.NewBinaryOp(op, &expr.ColumnRef{Index: col, Typ: types.Int64, Name: agg.Out[col].Name},
 			&expr.Const{Value: types.DInt64(0), Typ: types.Int64})
 	}
+	if n.All {
+		top, err := copiesOf(agg, w, n.Kind == plan.Intersect)
+		if err != nil {
+			return nil, err
+		}
+		return b.build(&plan.Project{Input: top, Exprs: colRefsOf(n.Out), Out: n.Out})
+	}
 	inLeft, err := cmp(w, ">")
 	if err != nil {
 		return nil, err
@@ -73,10 +79,39 @@ func (b *builder) intersectExcept(n *plan.SetOp) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	var top plan.Node = &plan.Filter{Input: &plan.Filter{Input: agg, Cond: inLeft}, Cond: right}
-	exprs := make([]expr.Expr, w)
-	for i, c := range n.Out {
-		exprs[i] = &expr.ColumnRef{Index: i, Typ: c.Type, Name: c.Name}
+	top := &plan.Filter{Input: &plan.Filter{Input: agg, Cond: inLeft}, Cond: right}
+	return b.build(&plan.Project{Input: top, Exprs: colRefsOf(n.Out), Out: n.Out})
+}
+
+// copiesOf expands each group of agg (w value columns, then the left and
+// right counts) to its number of copies under INTERSECT ALL (least of the
+// counts) or EXCEPT ALL (left minus right, at least 0).
+func copiesOf(agg *plan.Aggregate, w int, intersect bool) (plan.Node, error) {
+	l := &expr.ColumnRef{Index: w, Typ: types.Int64, Name: agg.Out[w].Name}
+	r := &expr.ColumnRef{Index: w + 1, Typ: types.Int64, Name: agg.Out[w+1].Name}
+	var copies expr.Expr
+	var err error
+	if intersect {
+		copies, err = expr.NewLeast([]expr.Expr{l, r})
+	} else {
+		var diff expr.Expr
+		if diff, err = expr.NewBinaryOp("-", l, r); err == nil {
+			copies, err = expr.NewGreatest([]expr.Expr{diff, &expr.Const{Value: types.DInt64(0), Typ: types.Int64}})
+		}
 	}
-	return b.build(&plan.Project{Input: top, Exprs: exprs, Out: n.Out})
+	if err != nil {
+		return nil, err
+	}
+	one := &expr.Const{Value: types.DInt64(1), Typ: types.Int64}
+	out := append(slices.Clone(agg.Out), plan.Column{Name: "copy", Type: types.Int64, Hidden: true})
+	return &plan.ProjectSet{Input: agg, Calls: []*plan.SRFCall{{Name: "generate_series", Args: []expr.Expr{one, copies}, Type: types.Int64}}, Out: out}, nil
+}
+
+// colRefsOf returns references to the columns of s, in order.
+func colRefsOf(s plan.Schema) []expr.Expr {
+	out := make([]expr.Expr, len(s))
+	for i, c := range s {
+		out[i] = &expr.ColumnRef{Index: i, Typ: c.Type, Name: c.Name}
+	}
+	return out
 }
