@@ -96,7 +96,7 @@ func TestBuildRejectsUnsupported(t *testing.T) {
 		"SELECT id, (SELECT max(tid + t.v) FROM u WHERE u.tid = t.g) FROM t",               // the outer row in an aggregate
 		"SELECT id, (SELECT tid FROM u WHERE u.tid = t.g LIMIT 1) FROM t",                  // not an aggregate
 		"SELECT id, (SELECT max(tid) FROM u WHERE u.tid = t.g HAVING count(*) > 1) FROM t", // HAVING
-		"SELECT id FROM t WHERE to_timestamp(v) > now() OR v > 1", // now() outside a conjunct
+		"SELECT id FROM t WHERE to_timestamp(v) > now() OR v > 1",                          // now() outside a conjunct
 	} {
 		_, err := planFor(t, q)
 		if sqlerr.Code(err) != sqlerr.FeatureNotSupported {
