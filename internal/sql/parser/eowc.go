@@ -9,6 +9,9 @@ import "strings"
 // text) and true; the binder refuses it on a plain view. Anywhere else the
 // clause is left for pg_query to refuse.
 func cutEmitOnWindowClose(text string) (string, bool) {
+	if !containsFold(text, "window") {
+		return text, false // every other statement: no scan (a cgo call)
+	}
 	toks := significant(text)
 	n := len(toks)
 	if n < 8 {
@@ -39,4 +42,15 @@ func cutEmitOnWindowClose(text string) (string, bool) {
 		return text, false
 	}
 	return strings.TrimRight(text[:toks[n-len(tail)].Start], " \t\r\n\f"), true
+}
+
+// containsFold reports whether text contains word (lower case ASCII) in
+// any letter case, without allocating.
+func containsFold(text, word string) bool {
+	for i := 0; i+len(word) <= len(text); i++ {
+		if text[i]|0x20 == word[0] && strings.EqualFold(text[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
 }
