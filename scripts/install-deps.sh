@@ -18,6 +18,9 @@
 #      it at a running Runnel.
 #   5. chromium (Debian's package), the headless browser that
 #      internal/httpapi's dashboard tests drive with chromedp.
+#   5b. prometheus (Debian's package: prometheus and promtool, bookworm's
+#      2.42.0), the peer of internal/promql's differential tests, remote
+#      read test and benchmark.
 #   6. The client matrix's runtimes (internal/clienttest): psql (Debian's
 #      postgresql-client), psycopg2, SQLAlchemy and pandas for Debian's own
 #      /usr/bin/python3, pgjdbc and a JDK (javac compiles the test program),
@@ -98,6 +101,15 @@ else
 	export DEBIAN_FRONTEND=noninteractive
 	as_root apt-get update
 	as_root apt-get install -y --no-install-recommends chromium
+fi
+# --- prometheus ------------------------------------------------------------
+if command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then
+	log "prometheus: found $(command -v prometheus)"
+else
+	log "prometheus: not found; running apt-get update && apt-get install -y prometheus"
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update
+	as_root apt-get install -y --no-install-recommends prometheus
 fi
 # --- client matrix runtimes (internal/clienttest) ---------------------------
 need_pkgs=()

@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/promql"
+	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/storage"
+	"github.com/runneldb/runnel/internal/tsdb"
+)
+
+// PromSource is the server's side of the PromQL API (internal/promql):
+// the time-series tables of a schema of the dev database (where the HTTP
+// ingest writes), read from one pinned storage snapshot per query.
+func (s *Server) PromSource() promql.Source { return promSource{s} }
+
+type promSource struct{ s *Server }
+
+func (p promSource) Open(ctx context.Context, schema string) (promql.Reader, error) {
+	s := p.s
+	db, err := s.catalog.DatabaseByName(ingestDatabase)
+	if err != nil {
+		return nil, sqlerr.Errorf(sqlerr.InvalidCatalogName, "database %q does not exist", ingestDatabase)
+	}
+	sc, err := s.catalog.SchemaByName(db.ID, schema)
+	if err != nil {
+		return nil, sqlerr.Errorf(sqlerr.InvalidSchemaName, "schema %q does not exist", schema)
+	}
+	rels := s.catalog.Relations(func(r *catalog.Relation) bool {
+		return r.SchemaID == sc.ID && r.Kind == catalog.KindTable && tsdb.IsTimeSeries(r)
+	})
+	var tables []*promql.Table
+	for _, rel := range rels {
+		sp, ok := tsdb.SpecOf(rel)
+		if !ok || rel.StateTable == 0 {
+			continue
+		}
+		t := &promql.Table{Name: rel.Name, Time: sp.TimeIndex, Ref: rel}
+		for _, i := range sp.Tags {
+			t.Tags = append(t.Tags, promql.Column{Name: rel.Columns[i].Name, Index: i})
+		}
+		for _, i := range sp.Fields {
+			if promql.IsNumeric(rel.Columns[i].Type) {
+				t.Fields = append(t.Fields, promql.Column{Name: rel.Columns[i].Name, Index: i})
+			}
+		}
+		tables = append(tables, t)
+	}
+	// One snapshot for every table the query reads (a consistent epoch).
+	snap := s.store.Snapshot()
+	return &promReader{src: snapshotSource{snap: snap}, snap: snap, tables: tables}, nil
+}
+
+type promReader struct {
+	src    snapshotSource
+	snap   *storage.Snapshot
+	tables []*promql.Table
+}
+
+func (r *promReader) Tables() []*promql.Table { return r.tables }
+
+// Scan reads only the SSTs whose time range for the table meets
+// [minMicros, maxMicros] (storage.ReadOptions.Time); rows past the TTL
+// are hidden by the storage read itself.
+func (r *promReader) Scan(ctx context.Context, t *promql.Table, minMicros, maxMicros int64) (promql.Rows, error) {
+	it, _, err := r.src.ScanTime(ctx, t.Ref.(*catalog.Relation), minMicros, maxMicros)
+	return it, err
+}
+
+func (r *promReader) Close() { r.snap.Close() }
