@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/sql/binder"
+	"github.com/runneldb/runnel/internal/stream/exec"
+
 	"github.com/runneldb/runnel/internal/connector"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
-	"github.com/runneldb/runnel/internal/stream/exec"
 	"github.com/runneldb/runnel/internal/stream/state"
 	"github.com/runneldb/runnel/internal/streamplan"
 	"github.com/runneldb/runnel/internal/tsdb"
@@ -51,21 +53,6 @@ type tableJob struct {
 	ingest *exec.TableIngest
 }
 
-// tableStateSchema is the state-table schema of a table's rows.
-func tableStateSchema(rel *catalog.Relation) state.Schema {
-	s := state.Schema{
-		Name:           fmt.Sprintf("table %s (state table %d)", rel.Name, rel.StateTable),
-		PK:             rel.PK,
-		DistKey:        rel.DistKey,
-		ConstraintName: rel.Name + "_pkey",
-	}
-	for _, c := range rel.Columns {
-		s.Types = append(s.Types, c.Type)
-		s.ColumnNames = append(s.ColumnNames, c.Name)
-	}
-	return s
-}
-
 // spawnTable starts the actor of a table at epoch curr. The caller holds
 // the barrier loop's graph lock.
 func (s *Server) spawnTable(ctx context.Context, rel *catalog.Relation, curr uint64) error {
@@ -85,7 +72,7 @@ func (s *Server) newTableJob(ctx context.Context, rel *catalog.Relation, curr ui
 	// A time-series table's TTL hides and drops its expired rows in
 	// storage (tsdb.Retention; nil clears).
 	s.store.SetRetention(storage.TableID(rel.StateTable), tsdb.Retention(rel))
-	st := state.New(storage.TableID(rel.StateTable), tableStateSchema(rel), s.store, curr)
+	st := state.New(storage.TableID(rel.StateTable), streamplan.TableStateSchema(rel), s.store, curr)
 	j := &tableJob{
 		rel:        rel,
 		actor:      id,
@@ -96,7 +83,7 @@ func (s *Server) newTableJob(ctx context.Context, rel *catalog.Relation, curr ui
 	}
 	ex := exec.NewTableExecutor(rel.Name, st, id, j.barriers, j.dml)
 	// Transactions conflict with writes after their snapshot (txn.go).
-	ex.SetTxHorizon(func() uint64 { return s.openTxns.horizon(s.store) })
+	ex.SetTxHorizon(func() uint64 { return s.fe.TxHorizon() })
 	if err := s.tableWatermark(ex, rel); err != nil { // see watermark.go
 		return nil, nil, err
 	}
@@ -115,18 +102,6 @@ func (s *Server) newTableJob(ctx context.Context, rel *catalog.Relation, curr ui
 	return j, a, nil
 }
 
-// connectorColumns are the columns a connector produces for rel: the
-// visible ones (a hidden row id is appended by the ingest).
-func connectorColumns(rel *catalog.Relation) []connector.Column {
-	var cols []connector.Column
-	for _, c := range rel.Columns {
-		if !c.Hidden {
-			cols = append(cols, connector.Column{Name: c.Name, Type: c.Type})
-		}
-	}
-	return cols
-}
-
 // openTableIngest opens the connector of a table with one.
 func (s *Server) openTableIngest(ctx context.Context, rel *catalog.Relation, curr uint64) (*exec.TableIngest, error) {
 	if len(rel.StateTables) < 2 {
@@ -141,7 +116,7 @@ func (s *Server) openTableIngest(ctx context.Context, rel *catalog.Relation, cur
 		positions := state.New(storage.TableID(rel.StateTables[1]), exec.ExternalStateSchema("table "+rel.Name), s.store, curr)
 		return exec.NewExternalTableIngest(ctx, rel.Name, ext, positions, hidden, exec.CommittedEpochOf(s.store), s.log)
 	}
-	src, err := connector.Open(connectorColumns(rel), rel.Options)
+	src, err := connector.Open(streamplan.ConnectorColumns(rel), rel.Options)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", rel.Name, err)
 	}
@@ -462,4 +437,19 @@ func (s *Server) write(ctx context.Context, rel *catalog.Relation, apply func(ct
 		}
 		return req.Epoch, err
 	}
+}
+
+// tableWatermark makes a table's actor generate the watermarks of its
+// WATERMARK FOR clause and drop late changes (exec.TableExecutor's
+// SetWatermark); nothing when the table has none.
+func (s *Server) tableWatermark(ex *exec.TableExecutor, rel *catalog.Relation) error {
+	if rel.Watermark == nil {
+		return nil
+	}
+	e, err := binder.BindWatermark(rel)
+	if err != nil {
+		return err
+	}
+	ex.SetWatermark(exec.NewWatermarkGen("table "+rel.Name, rel.Watermark.Column, e, s.log))
+	return nil
 }

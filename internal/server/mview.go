@@ -5,23 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
-	"github.com/runneldb/runnel/internal/pgwire"
-	"github.com/runneldb/runnel/internal/sql"
-	"github.com/runneldb/runnel/internal/sql/binder"
-	"github.com/runneldb/runnel/internal/sql/parser"
+	"github.com/runneldb/runnel/internal/frontend"
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/stream/exec"
-	"github.com/runneldb/runnel/internal/stream/state"
 	"github.com/runneldb/runnel/internal/streamplan"
-	"github.com/runneldb/runnel/internal/types"
 )
 
 // viewJob is a running materialized view.
@@ -54,11 +48,11 @@ func (s *Server) upstreamOf(id catalog.ObjectID) (*streamplan.Upstream, error) {
 		return &streamplan.Upstream{
 			Rel:    t.rel,
 			Actors: []streamplan.UpstreamActor{{ID: t.actor, Owns: func(uint16) bool { return true }}},
-			State:  tableStateSchema(t.rel),
+			State:  streamplan.TableStateSchema(t.rel),
 		}, nil
 	}
 	if v := s.jobs.views[id]; v != nil {
-		return &streamplan.Upstream{Rel: v.rel, Actors: v.outputs, State: viewStateSchema(v.rel)}, nil
+		return &streamplan.Upstream{Rel: v.rel, Actors: v.outputs, State: streamplan.ViewStateSchema(v.rel)}, nil
 	}
 	return nil, sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "relation %d is not running", id)
 }
@@ -80,85 +74,14 @@ func (s *Server) dispatcherOf(actor stream.ActorID) *stream.BroadcastDispatcher 
 	return nil
 }
 
-// viewStateSchema is the state-table schema of a materialized view's rows.
-func viewStateSchema(rel *catalog.Relation) state.Schema {
-	st := tableStateSchema(rel)
-	st.Name = fmt.Sprintf("materialized view %s (state table %d)", rel.Name, rel.StateTable)
-	return st
-}
-
-// createView runs CREATE [MATERIALIZED] VIEW.
-func (ss *session) createView(ctx context.Context, cv *binder.CreateView) (pgwire.Result, error) {
-	s := ss.s
-	sc, err := ss.resolveSchema(cv.Schema)
-	if err != nil {
-		return pgwire.Result{}, err
-	}
-	tag := "CREATE VIEW"
-	if cv.Materialized {
-		tag = "CREATE MATERIALIZED VIEW"
-	}
-	old, _ := s.catalog.RelationByName(sc.ID, cv.Name)
-	if old != nil {
-		if cv.IfNotExists {
-			ss.client.Notice(pgwire.Notice{Code: sqlerr.DuplicateTable, Message: fmt.Sprintf("relation %q already exists, skipping", cv.Name)})
-			return pgwire.Result{Tag: tag}, nil
-		}
-		if !(cv.OrReplace && old.Kind == catalog.KindView && !cv.Materialized) {
-			return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateTable, "relation %q already exists", cv.Name)
-		}
-		if err := s.checkNoCycle(old, cv.DependsOn); err != nil {
-			return pgwire.Result{}, err
-		}
-	}
-	seen := map[string]bool{}
-	for _, c := range cv.Columns {
-		if seen[c.Name] {
-			return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateColumn, "column %q specified more than once", c.Name)
-		}
-		seen[c.Name] = true
-	}
-	rel := &catalog.Relation{DatabaseID: ss.db.ID, SchemaID: sc.ID, Name: cv.Name, Owner: ss.user.Name,
-		Definition: cv.Query, DependsOn: cv.DependsOn, EmitOnWindowClose: cv.EmitOnWindowClose}
-	if !cv.Materialized {
-		rel.Kind = catalog.KindView
-		for _, c := range cv.Columns {
-			rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type})
-		}
-		if old != nil {
-			rel.ID = old.ID
-			return pgwire.Result{Tag: tag}, s.catalog.UpdateRelation(ctx, rel)
-		}
-		if _, err := s.catalog.CreateRelation(ctx, rel, 0); err != nil {
-			return pgwire.Result{}, err
-		}
-		return pgwire.Result{Tag: tag}, nil
-	}
-	root, err := streamplan.Build(cv.Plan)
-	if err != nil {
-		return pgwire.Result{}, err
-	}
-	rel.Kind = catalog.KindMaterializedView
-	// The cache policy is the view's for life: rebuilds use the same.
-	policy := ss.setting("over_window_cache_policy")
-	if _, err := exec.ParseOverWindowCachePolicy(policy); err != nil {
-		return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid value for over_window_cache_policy: %q (full or recent)", policy)
-	}
-	rel.Options = map[string]string{"over_window_cache_policy": policy}
-	if err := s.createMaterializedView(ctx, rel, cv, root); err != nil {
-		return pgwire.Result{}, err
-	}
-	return pgwire.Result{Tag: tag}, nil
-}
-
 // createMaterializedView registers the view's state tables, starts its
 // actors connected to its upstreams at one barrier, waits for the backfill
 // and for the epoch that completes it to commit, and only then makes the
 // view visible.
-func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relation, cv *binder.CreateView, root *streamplan.Node) error {
+func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relation, columns []plan.Column, root *streamplan.Node) error {
 	err := s.createJobState(ctx, rel, root, rel.Name, func() {
 		rel.DistKey = streamplan.MaterializeSchema(root).DistKey
-		rel.Columns = jobColumns(root, cv.Columns)
+		rel.Columns = jobColumns(root, columns)
 	})
 	if err != nil {
 		return err
@@ -386,8 +309,7 @@ func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr ui
 	if h := rebuildViewHook.Load(); h != nil {
 		(*h)(rel.Name)
 	}
-	ss := s.internalSession(rel)
-	root, _, err := s.planView(ss, rel, createViewText(quoteIdent(rel.Name), rel))
+	root, err := s.fe.PlanView(rel)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild materialized view %s: %w", rel.Name, err)
 	}
@@ -533,27 +455,6 @@ func (s *Server) stopJob(ctx context.Context, rel *catalog.Relation, actors func
 	}
 }
 
-func (s *Server) internalSession(rel *catalog.Relation) *session {
-	ss := &session{s: s, settings: map[string]string{}}
-	for k, v := range settingDefaults {
-		ss.settings[k] = v
-	}
-	for _, db := range s.catalog.Databases() {
-		if db.ID == rel.DatabaseID {
-			ss.db = db
-		}
-	}
-	for _, sc := range s.catalog.Schemas(rel.DatabaseID) {
-		if sc.ID == rel.SchemaID {
-			ss.settings["search_path"] = quoteIdent(sc.Name) + ", public"
-		}
-	}
-	ss.user = &catalog.User{Name: rel.Owner, Superuser: true}
-	return ss
-}
-
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-
 // errJobCancelled is the cause CANCEL JOBS gives a creation's context.
 var errJobCancelled = errors.New("cancelled by CANCEL JOBS")
 
@@ -562,49 +463,45 @@ var errJobCancelled = errors.New("cancelled by CANCEL JOBS")
 // only once the cancellation is certain.
 var jobCancelledHook atomic.Pointer[func(id uint64)]
 
-var cancelJobsColumns = []pgwire.Column{{Name: "Id", Type: types.Int64}}
-
-// cancelJobs answers CANCEL JOBS id, ...: each job (a materialized view
-// being created, as SHOW JOBS lists them) is cancelled, and the statement
-// returns once its CREATE has returned and dropped everything of the view.
-// A job that finished before the cancellation reached it is an error, as
-// is an unknown id; ids before it stay cancelled.
-func (st *statement) cancelJobs(ctx context.Context, ids []uint64) (pgwire.Result, error) {
-	s, ss := st.sess.s, st.sess
-	var rows []types.Row
-	for _, id := range ids {
-		s.jobs.mu.Lock()
-		c := s.jobs.creating[catalog.ObjectID(id)]
-		s.jobs.mu.Unlock()
-		if c == nil || c.rel.DatabaseID != ss.db.ID {
-			return pgwire.Result{}, sqlerr.Errorf(sqlerr.UndefinedObject, "job %d not found (SHOW JOBS lists the jobs in progress)", id)
-		}
-		rel := c.rel
-		if !ss.user.Superuser && rel.Owner != ss.user.Name {
-			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InsufficientPrivilege, "must be owner of materialized view %s to cancel job %d", rel.Name, id)
-		}
-		c.cancel(errJobCancelled)
-		if h := jobCancelledHook.Load(); h != nil {
-			(*h)(id)
-		}
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			return pgwire.Result{}, ctx.Err()
-		}
-		if cur, ok := s.catalog.Relation(rel.ID); ok && !cur.Creating {
-			return pgwire.Result{}, sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "job %d finished before it could be cancelled: materialized view %s exists", id, rel.Name)
-		}
-		rows = append(rows, types.Row{types.DInt64(int64(id))})
+// creatingJob returns the materialized view being created whose job id
+// (its relation id) is id.
+func (s *Server) creatingJob(id catalog.ObjectID) (*catalog.Relation, bool) {
+	s.jobs.mu.Lock()
+	c := s.jobs.creating[id]
+	s.jobs.mu.Unlock()
+	if c == nil {
+		return nil, false
 	}
-	return pgwire.Result{Tag: "CANCEL_JOBS", Columns: cancelJobsColumns, Rows: pgwire.SliceRows(rows)}, nil
+	return c.rel, true
+}
+
+// cancelJob cancels a creation (CANCEL JOBS) and returns once its CREATE
+// has returned and dropped everything of the view (or published it, if
+// it finished first).
+func (s *Server) cancelJob(ctx context.Context, id catalog.ObjectID) error {
+	s.jobs.mu.Lock()
+	c := s.jobs.creating[id]
+	s.jobs.mu.Unlock()
+	if c == nil {
+		return nil // returned meanwhile
+	}
+	c.cancel(errJobCancelled)
+	if h := jobCancelledHook.Load(); h != nil {
+		(*h)(uint64(id))
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // jobRows answers SHOW JOBS: views being created, with backfill progress.
-func (s *Server) jobRows() []types.Row {
+func (s *Server) jobRows() []frontend.JobProgress {
 	s.jobs.mu.Lock()
 	defer s.jobs.mu.Unlock()
-	var rows []types.Row
+	var rows []frontend.JobProgress
 	for _, v := range s.jobs.views {
 		if !v.rel.Creating {
 			continue
@@ -618,41 +515,9 @@ func (s *Server) jobRows() []types.Row {
 			}
 		}
 		progress := fmt.Sprintf("%d rows backfilled, %d/%d upstream actors done, %s", n, done, len(v.backfills), time.Since(v.started).Round(time.Millisecond))
-		rows = append(rows, types.Row{types.DInt64(int64(v.rel.ID)), types.DVarchar("CREATE MATERIALIZED VIEW " + v.rel.Name), types.DVarchar(progress)})
+		rows = append(rows, frontend.JobProgress{ID: v.rel.ID, Definition: "CREATE MATERIALIZED VIEW " + v.rel.Name, Progress: progress})
 	}
 	return rows
-}
-
-// planView binds and plans a stored view definition (a CREATE
-// MATERIALIZED VIEW statement) in ss's context.
-// createViewText is the CREATE MATERIALIZED VIEW statement of rel, named
-// name, as SHOW CREATE prints it and recovery re-plans it.
-func createViewText(name string, rel *catalog.Relation) string {
-	text := "CREATE MATERIALIZED VIEW " + name + " AS " + rel.Definition
-	if rel.EmitOnWindowClose {
-		text += " EMIT ON WINDOW CLOSE"
-	}
-	return text
-}
-
-func (s *Server) planView(ss *session, rel *catalog.Relation, stmt string) (*streamplan.Node, *binder.CreateView, error) {
-	st, err := parser.ParseOne(stmt)
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := sql.Prepare(&sessionCatalog{ss: ss}, st, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	cv, ok := p.Bound.(*binder.CreateView)
-	if !ok {
-		return nil, nil, fmt.Errorf("definition of %s is not a view", rel.Name)
-	}
-	root, err := streamplan.Build(cv.Plan)
-	if err != nil {
-		return nil, nil, err
-	}
-	return root, cv, nil
 }
 
 // WaitSources blocks until every connector source read by the named

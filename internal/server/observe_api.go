@@ -40,7 +40,7 @@ func (s *Server) startHTTP() error {
 	reg.MustRegister(&metricsCollector{s: s})
 	s.httpAPI = &observer{s: s, started: time.Now(), rates: map[fragKey]rateSample{}}
 	s.http = httpapi.New(httpapi.Config{Gatherer: prometheus.Gatherers{obs.Default, reg}, Backend: s.httpAPI, Logger: s.log, Pprof: s.cfg.Pprof,
-		Mount: func(mux *http.ServeMux) { ingest.Register(mux, s.IngestWriter()) }})
+		Mount: func(mux *http.ServeMux) { ingest.Register(mux, s.fe.IngestWriter()) }})
 	s.httpAddr = ln.Addr().String()
 	go func() {
 		if err := s.http.Serve(ln); err != nil {
@@ -126,6 +126,22 @@ func (s *Server) jobActors() map[catalog.ObjectID][]stream.ActorID {
 	return out
 }
 
+// actorDatabases maps every running actor to its job's database.
+func (s *Server) actorDatabases() map[stream.ActorID]catalog.ObjectID {
+	dbOf := map[stream.ActorID]catalog.ObjectID{}
+	s.jobs.mu.Lock()
+	defer s.jobs.mu.Unlock()
+	for _, t := range s.jobs.tables {
+		dbOf[t.actor] = t.rel.DatabaseID
+	}
+	for _, v := range s.jobs.views {
+		for _, a := range v.actors {
+			dbOf[a] = v.rel.DatabaseID
+		}
+	}
+	return dbOf
+}
+
 // Relations lists every relation with its committed size, counted by
 // scanning the committed snapshot (the call's cost grows with the data:
 // the dashboard asks for it when its page is open).
@@ -202,7 +218,7 @@ func (o *observer) Graph(ctx context.Context, id int64) (httpapi.Graph, error) {
 	if !ok || rel.Kind != catalog.KindMaterializedView {
 		return httpapi.Graph{}, httpapi.NotFound(fmt.Sprintf("no materialized view with id %d", id))
 	}
-	root, _, err := s.planView(s.internalSession(rel), rel, "CREATE MATERIALIZED VIEW "+quoteIdent(rel.Name)+" AS "+rel.Definition)
+	root, err := s.fe.PlanViewQuery(rel)
 	if err != nil {
 		return httpapi.Graph{}, err
 	}
@@ -401,3 +417,7 @@ func (s *Server) sinkStatuses() []sinkState {
 	}
 	return out
 }
+
+// IngestWriter is the server's side of the HTTP ingest (internal/ingest),
+// served by the frontend.
+func (s *Server) IngestWriter() ingest.Writer { return s.fe.IngestWriter() }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/frontend"
 	"github.com/runneldb/runnel/internal/httpapi"
 	"github.com/runneldb/runnel/internal/meta"
 	"github.com/runneldb/runnel/internal/metastore"
@@ -108,8 +109,8 @@ type Server struct {
 	sinks   sinkWorkers // see sink.go
 	// failures: jobs the last rebuild could not start (statecatalog.go).
 	failures jobFailures
-	// openTxns: snapshots of open transaction blocks (txn.go).
-	openTxns openTxns
+	// fe serves the SQL sessions (the frontend role).
+	fe *frontend.Frontend
 
 	ln net.Listener
 
@@ -169,6 +170,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.store.SetTableGroup(s.tableGroup)
+	s.fe = frontend.New(frontend.Config{Meta: metaRole{s}, DML: dmlRole{s}, Store: s.store, Log: s.log})
 	exec.SetExprErrorLogger(s.log)
 	exec.SetCacheBytes(cfg.StreamingCacheBytes)
 	s.actors = stream.NewBarrierManager(s.log)
@@ -190,7 +192,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		pcfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	}
-	s.pg = pgwire.NewServer(pcfg, &engine{s: s})
+	s.pg = pgwire.NewServer(pcfg, s.fe.Engine())
 	if err := s.startHTTP(); err != nil {
 		s.Close()
 		return nil, err

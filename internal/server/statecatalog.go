@@ -36,7 +36,6 @@ import (
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/streamplan"
-	"github.com/runneldb/runnel/internal/types"
 )
 
 // crashPointEnv names the crash point at which a test wants the process
@@ -220,23 +219,4 @@ func (f *jobFailures) list(db catalog.ObjectID) []jobFailure {
 	}
 	slices.SortFunc(out, func(a, b jobFailure) int { return int(a.rel.ID) - int(b.rel.ID) })
 	return out
-}
-
-// failedJobRows lists rw_catalog.rw_failed_jobs: the session database's
-// jobs the last rebuild could not start.
-func failedJobRows(sc *sysCtx) [][]any {
-	var out [][]any
-	for _, j := range sc.ss.s.failures.list(sc.db.ID) {
-		out = append(out, []any{int64(j.rel.ID), j.rel.Name, j.rel.Kind.String(), j.err.Error()})
-	}
-	return out
-}
-
-// failedJobShowRows are SHOW JOBS' rows for the failed jobs.
-func (s *Server) failedJobShowRows(db catalog.ObjectID) []types.Row {
-	var rows []types.Row
-	for _, j := range s.failures.list(db) {
-		rows = append(rows, types.Row{types.DInt64(int64(j.rel.ID)), types.DVarchar(strings.ToUpper(j.rel.Kind.String()) + " " + j.rel.Name), types.DVarchar("failed: " + j.err.Error())})
-	}
-	return rows
 }

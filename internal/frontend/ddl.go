@@ -1,4 +1,4 @@
-package server
+package frontend
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/sql/binder"
 	"github.com/runneldb/runnel/internal/sqlerr"
-	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/streamplan"
 	"github.com/runneldb/runnel/internal/tsdb"
 	"github.com/runneldb/runnel/internal/types"
@@ -105,7 +104,7 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		// (and accepts DML); its second state table holds the split
 		// positions. Bad options fail the CREATE.
 		if strings.EqualFold(ct.Options["connector"], "datagen") {
-			rel.Options = datagen.PinOptions(connectorColumns(rel), ct.Options, time.Now())
+			rel.Options = datagen.PinOptions(streamplan.ConnectorColumns(rel), ct.Options, time.Now())
 		}
 		if err := connector.Validate(streamplan.ExternalSpec(rel, s.log)); err != nil {
 			return pgwire.Result{}, err
@@ -118,25 +117,9 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		nTables = 2
 	}
 
-	ids, err := s.catalog.AllocateTableIDs(ctx, nTables)
-	if err != nil {
+	if err := s.meta.CreateTable(ctx, rel, nTables); err != nil {
 		return pgwire.Result{}, err
 	}
-	rel.StateTable = ids[0]
-	if nTables > 1 {
-		rel.StateTables = ids
-	}
-	tids := relationStateTables(rel)
-	if err := s.createWithState(ctx, rel, tids); err != nil { // one transaction (statecatalog.go)
-		return pgwire.Result{}, err
-	}
-	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.spawnTable(ctx, rel, curr) }); err != nil {
-		if derr := s.purgeRelation(context.Background(), rel); derr != nil {
-			s.log.Error("drop table whose actor could not start", "table", rel.Name, "err", derr)
-		}
-		return pgwire.Result{}, err
-	}
-	crashPoint("create-table/after-start", rel.Name)
 	return pgwire.Result{Tag: "CREATE TABLE"}, nil
 }
 
@@ -210,69 +193,14 @@ func (ss *session) dropRelation(ctx context.Context, d *binder.Drop, n binder.Qu
 			WithDetail("%s", strings.Join(names, "\n")).
 			WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
 	}
-	return s.dropCascade(ctx, rel)
-}
-
-// dropCascade drops rel after everything that depends on it, dependents
-// first (see dropOrder: no recursion over the dependency graph, I9).
-func (s *Server) dropCascade(ctx context.Context, rel *catalog.Relation) error {
-	for _, r := range s.dropOrder(rel) {
-		if _, ok := s.catalog.Relation(r.ID); !ok {
-			continue // dropped meanwhile
-		}
-		if err := s.dropRelation(ctx, r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// dropRelation drops one relation whose dependents are gone.
-func (s *Server) dropRelation(ctx context.Context, rel *catalog.Relation) error {
-	switch rel.Kind {
-	case catalog.KindTable:
-		return s.dropTable(ctx, rel)
-	case catalog.KindMaterializedView:
-		return s.dropView(ctx, rel)
-	case catalog.KindSink:
-		return s.dropView(ctx, rel) // stops its worker too (I3)
-	case catalog.KindView, catalog.KindSource:
-		return s.catalog.DropObject(ctx, rel.ID)
-	}
-	return sqlerr.Errorf(sqlerr.FeatureNotSupported, "DROP %s is not supported yet", strings.ToUpper(rel.Kind.String()))
-}
-
-// tableActor lists the actor of rel's table job, for stopJob (called
-// with s.jobs.mu held).
-func (s *Server) tableActor(rel *catalog.Relation) func() []stream.ActorID {
-	return func() []stream.ActorID {
-		if j := s.jobs.tables[rel.ID]; j != nil {
-			return []stream.ActorID{j.actor}
-		}
-		return nil
-	}
-}
-
-// dropTable stops the table's actor at a barrier, joins it, and only then
-// unregisters its state table and removes it from the catalog (I3: state
-// is purged only after nothing can touch it).
-func (s *Server) dropTable(ctx context.Context, rel *catalog.Relation) error {
-	defer s.markDropping(rel.ID)()
-	if err := s.stopJob(ctx, rel, s.tableActor(rel)); err != nil {
-		return fmt.Errorf("drop table %s: %w", rel.Name, err)
-	}
-	if err := s.dropWithState(ctx, rel); err != nil { // one transaction (statecatalog.go)
-		return err
-	}
-	s.dropCDCSlot(rel) // the actor is stopped: nothing reads the slot any more
-	return nil
+	return s.meta.DropRelation(ctx, rel)
 }
 
 func (ss *session) createDatabase(ctx context.Context, cd *binder.CreateDatabase) (pgwire.Result, error) {
 	if _, err := ss.s.catalog.DatabaseByName(cd.Name); err == nil {
 		return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateDatabase, "database %q already exists", cd.Name)
 	}
-	if _, err := ss.s.catalog.CreateDatabase(ctx, cd.Name, ss.user.Name); err != nil {
+	if _, err := ss.s.meta.CreateDatabase(ctx, cd.Name, ss.user.Name); err != nil {
 		return pgwire.Result{}, err
 	}
 	return pgwire.Result{Tag: "CREATE DATABASE"}, nil
@@ -294,11 +222,11 @@ func (ss *session) dropDatabase(ctx context.Context, d *binder.Drop, name string
 		return sqlerr.Errorf(sqlerr.DependentObjectsStillExist, "database %q is not empty: it holds %d relations", name, len(rels))
 	}
 	for _, sc := range ss.s.catalog.Schemas(db.ID) {
-		if err := ss.s.catalog.DropObject(ctx, sc.ID); err != nil {
+		if err := ss.s.meta.DropObject(ctx, sc.ID); err != nil {
 			return err
 		}
 	}
-	return ss.s.catalog.DropObject(ctx, db.ID)
+	return ss.s.meta.DropObject(ctx, db.ID)
 }
 
 func (ss *session) createSchema(ctx context.Context, cs *binder.CreateSchema) (pgwire.Result, error) {
@@ -309,7 +237,7 @@ func (ss *session) createSchema(ctx context.Context, cs *binder.CreateSchema) (p
 		}
 		return pgwire.Result{}, sqlerr.Errorf(sqlerr.DuplicateSchema, "schema %q already exists", cs.Name)
 	}
-	if _, err := ss.s.catalog.CreateSchema(ctx, ss.db.ID, cs.Name, ss.user.Name); err != nil {
+	if _, err := ss.s.meta.CreateSchema(ctx, ss.db.ID, cs.Name, ss.user.Name); err != nil {
 		return pgwire.Result{}, err
 	}
 	return pgwire.Result{Tag: "CREATE SCHEMA"}, nil
@@ -334,11 +262,11 @@ func (ss *session) dropSchema(ctx context.Context, d *binder.Drop, name string) 
 		if !ok {
 			continue // dropped with a dependency
 		}
-		if err := ss.s.dropCascade(ctx, r); err != nil {
+		if err := ss.s.meta.DropRelation(ctx, r); err != nil {
 			return err
 		}
 	}
-	return ss.s.catalog.DropObject(ctx, sc.ID)
+	return ss.s.meta.DropObject(ctx, sc.ID)
 }
 
 func (ss *session) createUser(ctx context.Context, cu *binder.CreateUser) (pgwire.Result, error) {
@@ -352,7 +280,7 @@ func (ss *session) createUser(ctx context.Context, cu *binder.CreateUser) (pgwir
 		}
 		u := *existing
 		applyUserOptions(&u, cu)
-		if err := ss.s.catalog.UpdateUser(ctx, u); err != nil {
+		if err := ss.s.meta.UpdateUser(ctx, u); err != nil {
 			return pgwire.Result{}, err
 		}
 		return pgwire.Result{Tag: "ALTER ROLE"}, nil
@@ -365,7 +293,7 @@ func (ss *session) createUser(ctx context.Context, cu *binder.CreateUser) (pgwir
 		u.CanLogin = v
 	}
 	applyUserOptions(&u, cu)
-	if _, err := ss.s.catalog.CreateUser(ctx, u); err != nil {
+	if _, err := ss.s.meta.CreateUser(ctx, u); err != nil {
 		return pgwire.Result{}, err
 	}
 	return pgwire.Result{Tag: "CREATE ROLE"}, nil
@@ -401,7 +329,7 @@ func (ss *session) dropUser(ctx context.Context, d *binder.Drop, name string) er
 	if u.Name == ss.user.Name {
 		return sqlerr.New(sqlerr.ObjectInUse, "current user cannot be dropped")
 	}
-	return ss.s.catalog.DropObject(ctx, u.ID)
+	return ss.s.meta.DropObject(ctx, u.ID)
 }
 
 // createSource runs CREATE SOURCE: a relation fed by a connector, with no
@@ -441,7 +369,7 @@ func (ss *session) createSource(ctx context.Context, sc *catalog.Schema, ct *bin
 	}
 	rel.Columns = append(rel.Columns, catalog.Column{Name: RowIDColumn, Type: types.Int64, NotNull: true, Hidden: true})
 	rel.PK = []int{len(rel.Columns) - 1}
-	if _, err := s.catalog.CreateRelation(ctx, rel, 0); err != nil {
+	if err := s.meta.CreateRelation(ctx, rel); err != nil {
 		return pgwire.Result{}, err
 	}
 	return pgwire.Result{Tag: "CREATE SOURCE"}, nil

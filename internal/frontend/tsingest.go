@@ -1,4 +1,4 @@
-package server
+package frontend
 
 import (
 	"context"
@@ -18,11 +18,11 @@ import (
 	"github.com/runneldb/runnel/internal/types"
 )
 
-// IngestWriter is the server's side of the HTTP ingest (internal/ingest):
+// IngestWriter is the frontend's side of the HTTP ingest (internal/ingest):
 // it maps a parsed request onto time-series tables of the dev database.
-func (s *Server) IngestWriter() ingest.Writer { return ingestWriter{s} }
+func (s *Frontend) IngestWriter() ingest.Writer { return ingestWriter{s} }
 
-type ingestWriter struct{ s *Server }
+type ingestWriter struct{ s *Frontend }
 
 // ingestDDL serialises the table creations and column additions of
 // concurrent ingest requests (a second request finds what the first made).
@@ -177,7 +177,7 @@ func fieldDatum(d types.Datum, t types.Type) (types.Datum, error) {
 }
 
 // ingestSession is a session of the ingest's DDL and waits.
-func (s *Server) ingestSession(db *catalog.Database, sc *catalog.Schema) *session {
+func (s *Frontend) ingestSession(db *catalog.Database, sc *catalog.Schema) *session {
 	ss := &session{s: s, db: db, settings: map[string]string{}, client: discardClient{}}
 	for k, v := range settingDefaults {
 		ss.settings[k] = v
@@ -244,7 +244,7 @@ func (ss *session) applyIngestDDL(ctx context.Context, sc *catalog.Schema, r *in
 // series id). The table's actor is stopped at a barrier and started again
 // with the new columns; a table that views read is refused (their plans
 // hold its old columns).
-func (s *Server) addIngestColumns(ctx context.Context, rel *catalog.Relation, tags []string, cols []catalog.Column) (*catalog.Relation, error) {
+func (s *Frontend) addIngestColumns(ctx context.Context, rel *catalog.Relation, tags []string, cols []catalog.Column) (*catalog.Relation, error) {
 	if deps := s.catalog.Dependents(rel.ID); len(deps) > 0 {
 		names := append(append([]string(nil), tags...), colNames(cols)...)
 		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "table %q has no column %s, and columns cannot be added to a table that %s %q reads",
@@ -267,17 +267,7 @@ func (s *Server) addIngestColumns(ctx context.Context, rel *catalog.Relation, ta
 		nr.Options[tsdb.OptTags] = strings.Join(append(strings.Split(rel.Options[tsdb.OptTags], ","), tags...), ",")
 		nr.Options[tsdb.OptTags] = strings.Trim(nr.Options[tsdb.OptTags], ",")
 	}
-	if err := s.stopJob(ctx, rel, s.tableActor(rel)); err != nil {
-		return nil, fmt.Errorf("add columns to %s: %w", rel.Name, err)
-	}
-	if err := s.catalog.UpdateRelation(ctx, &nr); err != nil {
-		// The table keeps its columns: start its actor again as it was.
-		if serr := s.epochs.WithGraphLock(func(curr uint64) error { return s.spawnTable(ctx, rel, curr) }); serr != nil {
-			s.log.Error("restart the actor of a table whose column addition failed", "table", rel.Name, "err", serr)
-		}
-		return nil, err
-	}
-	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.spawnTable(ctx, &nr, curr) }); err != nil {
+	if err := s.meta.ReplaceTableColumns(ctx, rel, &nr); err != nil {
 		return nil, err
 	}
 	return &nr, nil
@@ -294,7 +284,7 @@ func colNames(cols []catalog.Column) []string {
 // writeIngest writes one table's points as one statement and returns its
 // epoch. Append mode appends without reading; otherwise a row with the
 // same series and time replaces the earlier one.
-func (s *Server) writeIngest(ctx context.Context, p *ingestPlan) (uint64, error) {
+func (s *Frontend) writeIngest(ctx context.Context, p *ingestPlan) (uint64, error) {
 	rel := p.rel
 	sp, _ := tsdb.SpecOf(rel)
 	col := make(map[string]int, len(rel.Columns))
@@ -328,7 +318,7 @@ func (s *Server) writeIngest(ctx context.Context, p *ingestPlan) (uint64, error)
 		}
 		rows[i] = row
 	}
-	return s.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
+	return s.dml.Write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
 		var tk int
 		for _, r := range rows {
 			if tk++; tk%256 == 0 {

@@ -1,12 +1,9 @@
-package server
+package frontend
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
@@ -18,6 +15,7 @@ import (
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream/exec"
 	"github.com/runneldb/runnel/internal/stream/state"
+	"github.com/runneldb/runnel/internal/streamplan"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -91,7 +89,7 @@ func (t *txn) table(rel *catalog.Relation) *txTable {
 	if tt := t.tables[rel.ID]; tt != nil {
 		return tt
 	}
-	tt := &txTable{rel: rel, tbl: state.New(storage.TableID(rel.StateTable), tableStateSchema(rel), snapshotStore{t.snap}, t.snap.Epoch())}
+	tt := &txTable{rel: rel, tbl: state.New(storage.TableID(rel.StateTable), streamplan.TableStateSchema(rel), snapshotStore{t.snap}, t.snap.Epoch())}
 	t.tables[rel.ID] = tt
 	t.order = append(t.order, rel.ID)
 	return tt
@@ -247,7 +245,7 @@ func (ss *session) write(ctx context.Context, rel *catalog.Relation, apply func(
 		return 0, err
 	}
 	if tx == nil {
-		return ss.s.write(ctx, rel, apply)
+		return ss.s.dml.Write(ctx, rel, apply)
 	}
 	if rel.Options["connector"] != "" {
 		return 0, sqlerr.Errorf(sqlerr.FeatureNotSupported, "writing to table %q, which has a connector, inside a transaction block is not supported", rel.Name)
@@ -262,7 +260,7 @@ func (ss *session) write(ctx context.Context, rel *catalog.Relation, apply func(
 }
 
 // commitTxn commits a block's writes and returns their epoch (0: none).
-func (s *Server) commitTxn(ctx context.Context, tx *txn) (uint64, error) {
+func (s *Frontend) commitTxn(ctx context.Context, tx *txn) (uint64, error) {
 	type part struct {
 		rel *catalog.Relation
 		ws  []exec.WriteSetEntry
@@ -273,7 +271,7 @@ func (s *Server) commitTxn(ctx context.Context, tx *txn) (uint64, error) {
 		if tt.tbl.BufferedLen() == 0 {
 			continue
 		}
-		base := state.New(storage.TableID(tt.rel.StateTable), tableStateSchema(tt.rel), snapshotStore{tx.snap}, tx.snap.Epoch())
+		base := state.New(storage.TableID(tt.rel.StateTable), streamplan.TableStateSchema(tt.rel), snapshotStore{tx.snap}, tx.snap.Epoch())
 		var ws []exec.WriteSetEntry
 		err := tt.tbl.Buffered(func(key string, row types.Row) error {
 			b, found, err := base.GetKey(ctx, key)
@@ -298,208 +296,20 @@ func (s *Server) commitTxn(ctx context.Context, tx *txn) (uint64, error) {
 		return 0, nil
 	case 1:
 		p := parts[0]
-		return s.write(ctx, p.rel, func(ctx context.Context, w *exec.TableWriter) error {
+		return s.dml.Write(ctx, p.rel, func(ctx context.Context, w *exec.TableWriter) error {
 			return w.ApplyWriteSet(ctx, p.ws, tx.snap.Epoch())
 		})
 	}
-	applies := make([]txPart, len(parts))
+	rels := make([]*catalog.Relation, len(parts))
+	applies := make([]func(context.Context, *exec.TableWriter) error, len(parts))
 	for i, p := range parts {
-		applies[i] = txPart{rel: p.rel, apply: func(ctx context.Context, w *exec.TableWriter) error {
+		rels[i] = p.rel
+		applies[i] = func(ctx context.Context, w *exec.TableWriter) error {
 			return w.ApplyWriteSet(ctx, p.ws, tx.snap.Epoch())
-		}}
+		}
 	}
-	return s.commitParts(ctx, applies)
+	return s.dml.WriteAll(ctx, rels, applies)
 }
-
-// txPart is the write of one table in a transaction's commit.
-type txPart struct {
-	rel   *catalog.Relation
-	apply func(ctx context.Context, w *exec.TableWriter) error
-}
-
-// txCommits serialises commits that span several tables: two of them
-// preparing on the same actors in opposite orders would each hold one
-// actor and wait for the other (until the round timeout) over and over.
-var txCommits sync.Mutex
-
-// Bounds of the rounds of a multi-table commit. A round ends unprepared
-// when an actor does not answer in time — it may be blocked sending to a
-// view that aligns a barrier which another actor of this commit holds
-// back while prepared — and the next round waits twice as long.
-const (
-	txRoundTimeout    = 100 * time.Millisecond
-	txRoundTimeoutMax = 5 * time.Second
-	txMaxRounds       = 100
-)
-
-// txRoundHook, when set by a test, runs after each round of a multi-table
-// commit with the epochs the prepared parts reported.
-var txRoundHook func(epochs []uint64)
-
-// commitParts commits writes to several tables in one epoch (I7): every
-// actor applies and validates its part, reports its epoch and waits;
-// if all parts prepared in the same epoch they are told to apply,
-// otherwise (a barrier passed some actors but not yet others, or a part
-// timed out) they are told to discard and the round is retried.
-func (s *Server) commitParts(ctx context.Context, parts []txPart) (uint64, error) {
-	txCommits.Lock()
-	defer txCommits.Unlock()
-	timeout := txRoundTimeout
-	for round := 0; ; round++ {
-		if round == txMaxRounds {
-			return 0, sqlerr.Errorf(sqlerr.SerializationFailure, "could not commit the transaction's writes to %d tables in one epoch after %d attempts", len(parts), round)
-		}
-		epoch, retry, err := s.commitRound(ctx, parts, timeout)
-		if !retry {
-			return epoch, err
-		}
-		if errors.Is(err, errRoundTimeout) {
-			timeout = min(2*timeout, txRoundTimeoutMax)
-		}
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-	}
-}
-
-var errRoundTimeout = errors.New("a transaction part did not prepare in time")
-
-// partResult is what one part of a round reports.
-type partResult struct {
-	i        int
-	sent     bool
-	prepared bool
-	epoch    uint64
-	err      error
-}
-
-// commitRound runs one prepare/decide round. retry reports that nothing
-// was applied and the round may run again.
-func (s *Server) commitRound(ctx context.Context, parts []txPart, timeout time.Duration) (epoch uint64, retry bool, err error) {
-	n := len(parts)
-	reqs := make([]*exec.DMLRequest, n)
-	decide := make([]chan bool, n)
-	results := make(chan partResult, n)
-	abort := make(chan struct{})
-	for i, p := range parts {
-		j, err := s.tableJobFor(ctx, p.rel)
-		if err != nil {
-			return 0, false, err
-		}
-		prepared := make(chan uint64, 1)
-		decide[i] = make(chan bool, 1)
-		reqs[i] = &exec.DMLRequest{Apply: p.apply, Done: make(chan error, 1), Prepared: prepared, Decide: decide[i]}
-		go func(i int, req *exec.DMLRequest) {
-			select {
-			case j.dml <- req:
-			case <-j.replaced:
-				results <- partResult{i: i, err: errReplaced}
-				return
-			case <-abort:
-				results <- partResult{i: i}
-				return
-			}
-			select {
-			case e := <-prepared:
-				results <- partResult{i: i, sent: true, prepared: true, epoch: e}
-			case err := <-req.Done:
-				results <- partResult{i: i, sent: true, err: err}
-			}
-		}(i, reqs[i])
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	res := make([]partResult, n)
-	aborted := false
-	doAbort := func() {
-		if !aborted {
-			aborted = true
-			close(abort)
-			for _, d := range decide {
-				d <- false // buffered, written once: a part not yet prepared aborts at once
-			}
-		}
-	}
-	var firstErr error
-	timedOut := false
-	done := ctx.Done()
-	for got := 0; got < n; {
-		select {
-		case r := <-results:
-			got++
-			res[r.i] = r
-			if r.err != nil && firstErr == nil {
-				firstErr = r.err
-				doAbort()
-			}
-		case <-timer.C:
-			timedOut = true
-			doAbort()
-		case <-done:
-			// Abort, but wait for every part to answer: a part handed
-			// over must be decided before the statement returns.
-			done = nil
-			if firstErr == nil {
-				firstErr = ctx.Err()
-			}
-			doAbort()
-		}
-	}
-	epochs := make([]uint64, 0, n)
-	for _, r := range res {
-		if r.prepared {
-			epochs = append(epochs, r.epoch)
-		}
-	}
-	if txRoundHook != nil {
-		txRoundHook(epochs)
-	}
-	same := len(epochs) == n
-	for _, e := range epochs {
-		same = same && e == epochs[0]
-	}
-	if aborted || !same {
-		doAbort()
-		// Wait for the prepared parts to discard, so that a retry finds
-		// the actors free.
-		for i, r := range res {
-			if r.prepared {
-				<-reqs[i].Done
-			}
-		}
-		switch {
-		case firstErr != nil && (errors.Is(firstErr, errReplaced) || errors.Is(firstErr, context.Canceled) && ctx.Err() == nil):
-			// An actor was replaced by a recovery: retry on the new ones
-			// (tableJobFor waits for the rebuild).
-			return 0, true, firstErr
-		case firstErr != nil:
-			return 0, false, firstErr
-		case timedOut:
-			return 0, true, errRoundTimeout
-		}
-		return 0, true, nil
-	}
-	// Commit point: every part holds its actor in the same epoch.
-	for _, d := range decide {
-		d <- true
-	}
-	var applyErr error
-	for i := range reqs {
-		if err := <-reqs[i].Done; err != nil && applyErr == nil {
-			applyErr = err
-		}
-	}
-	if applyErr != nil {
-		// Only an actor aborted by a recovery of the database fails here;
-		// the recovery discards the epoch's writes of every table of the
-		// transaction, so it is lost whole.
-		return 0, false, sqlerr.Wrap(applyErr, sqlerr.SerializationFailure,
-			"the transaction was rolled back by a recovery while it committed; retry it")
-	}
-	return epochs[0], false, nil
-}
-
-var errReplaced = fmt.Errorf("table actor replaced by a recovery")
 
 // Savepoints (SAVEPOINT, ROLLBACK TO SAVEPOINT, RELEASE SAVEPOINT), which
 // drivers and ORMs use for nested transactions. A savepoint records the
@@ -578,7 +388,7 @@ func (ss *session) rollbackToSavepoint(name string) (pgwire.Result, error) {
 	ss.savepoints = ss.savepoints[:i+1]
 	if tx := ss.tx; tx != nil {
 		for id, tt := range tx.tables {
-			tt.tbl = state.New(storage.TableID(tt.rel.StateTable), tableStateSchema(tt.rel), snapshotStore{tx.snap}, tx.snap.Epoch())
+			tt.tbl = state.New(storage.TableID(tt.rel.StateTable), streamplan.TableStateSchema(tt.rel), snapshotStore{tx.snap}, tx.snap.Epoch())
 			for _, w := range sp.tables[id] {
 				if w.row == nil {
 					tt.tbl.DeleteKey(w.key)

@@ -1,4 +1,4 @@
-package server
+package frontend
 
 // pg_proc, pg_operator and pg_aggregate: Runnel's built-in functions,
 // operators, aggregates and window functions, generated from the

@@ -1,4 +1,4 @@
-package server
+package frontend
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream/state"
+	"github.com/runneldb/runnel/internal/streamplan"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -72,7 +73,7 @@ func (d *snapshotSource) failed(rel *catalog.Relation) error {
 	if d.sess == nil {
 		return nil
 	}
-	return d.sess.s.failures.get(rel.ID)
+	return d.sess.s.meta.JobFailure(rel.ID)
 }
 
 // ScanKey reads the rows of a table or materialized view whose primary
@@ -198,9 +199,9 @@ func (r *vnodeRows) Close() {
 func relationStateSchema(rel *catalog.Relation) (state.Schema, bool) {
 	switch rel.Kind {
 	case catalog.KindTable:
-		return tableStateSchema(rel), rel.StateTable != 0
+		return streamplan.TableStateSchema(rel), rel.StateTable != 0
 	case catalog.KindMaterializedView:
-		return viewStateSchema(rel), rel.StateTable != 0
+		return streamplan.ViewStateSchema(rel), rel.StateTable != 0
 	}
 	return state.Schema{}, false
 }

@@ -1,4 +1,4 @@
-package server
+package frontend
 
 // over_window_cache_policy chooses the window executors' partition cache
 // for materialized views created afterwards in the session ("full" or

@@ -1,4 +1,4 @@
-package server
+package frontend
 
 // System catalogs: virtual pg_catalog and information_schema relations
 // generated from the Runnel catalog at scan time, so that psql's
@@ -20,11 +20,12 @@ package server
 
 import (
 	"fmt"
-	"github.com/runneldb/runnel/internal/sql/ident"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/runneldb/runnel/internal/sql/ident"
 
 	"github.com/runneldb/runnel/internal/batch"
 	"github.com/runneldb/runnel/internal/catalog"
@@ -93,7 +94,7 @@ type sysTable struct {
 // and a consistent copy of the catalog's objects.
 type sysCtx struct {
 	ss   *session
-	cat  *catalog.Catalog
+	cat  CatalogReader
 	db   *catalog.Database
 	rels []*catalog.Relation // the database's visible relations, by id
 }

@@ -1,4 +1,4 @@
-package server
+package frontend
 
 import (
 	"fmt"
@@ -88,7 +88,7 @@ func (st *statement) showCreate(r *parser.ShowCreate) (pgwire.Result, error) {
 
 // createStatement returns rel's schema-qualified name and a statement that
 // creates it (SHOW CREATE, the definition column of rw_catalog's tables).
-func createStatement(cat *catalog.Catalog, rel *catalog.Relation) (qualified, text string) {
+func createStatement(cat CatalogReader, rel *catalog.Relation) (qualified, text string) {
 	qualified = ident.Quote(rel.Name)
 	for _, sc := range cat.Schemas(rel.DatabaseID) {
 		if sc.ID == rel.SchemaID {

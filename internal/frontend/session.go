@@ -1,4 +1,4 @@
-package server
+package frontend
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 
 // session is one client's SQL session.
 type session struct {
-	s      *Server
+	s      *Frontend
 	client pgwire.ClientConn
 	db     *catalog.Database
 	user   *catalog.User
@@ -94,7 +94,7 @@ var reportedSettings = map[string]string{
 	"timezone":         "TimeZone",
 }
 
-func newSession(s *Server, db *catalog.Database, u *catalog.User, params pgwire.StartupParams, client pgwire.ClientConn) *session {
+func newSession(s *Frontend, db *catalog.Database, u *catalog.User, params pgwire.StartupParams, client pgwire.ClientConn) *session {
 	sess := &session{s: s, db: db, user: u, settings: map[string]string{}}
 	sess.client = &minMessagesFilter{ClientConn: client, ss: sess}
 	for k, v := range settingDefaults {
@@ -282,7 +282,7 @@ func (st *statement) executeRunnel(ctx context.Context, r parser.RunnelStmt) (pg
 		if !ss.user.Superuser {
 			return pgwire.Result{}, sqlerr.New(sqlerr.InsufficientPrivilege, "must be superuser to run RECOVER")
 		}
-		if err := ss.s.epochs.Recover(ctx, "RECOVER statement from user "+ss.user.Name); err != nil {
+		if err := ss.s.meta.Recover(ctx, "RECOVER statement from user "+ss.user.Name); err != nil {
 			return pgwire.Result{}, fmt.Errorf("recover: %w", err)
 		}
 		return pgwire.Result{Tag: "RECOVER"}, nil
@@ -336,7 +336,12 @@ func (st *statement) showObjects(r *parser.ShowObjects) (pgwire.Result, error) {
 			rows = append(rows, types.Row{types.DVarchar(s.Name)})
 		}
 	case parser.ShowJobs:
-		rows = append(ss.s.jobRows(), ss.s.failedJobShowRows(ss.db.ID)...)
+		for _, j := range ss.s.meta.CreatingJobs() {
+			rows = append(rows, types.Row{types.DInt64(int64(j.ID)), types.DVarchar(j.Definition), types.DVarchar(j.Progress)})
+		}
+		for _, j := range ss.s.meta.JobFailures(ss.db.ID) {
+			rows = append(rows, types.Row{types.DInt64(int64(j.Rel.ID)), types.DVarchar(strings.ToUpper(j.Rel.Kind.String()) + " " + j.Rel.Name), types.DVarchar("failed: " + j.Err.Error())})
+		}
 	default:
 		schemaName := r.Schema
 		if schemaName == "" {
@@ -675,7 +680,7 @@ func (ss *session) acknowledge(ctx context.Context, epoch uint64) error {
 // write that was rolled back.
 func (ss *session) flush(ctx context.Context) error {
 	if len(ss.written) == 0 {
-		if err := ss.s.epochs.Flush(ctx); err != nil {
+		if err := ss.s.meta.Flush(ctx); err != nil {
 			return fmt.Errorf("flush: %w", err)
 		}
 		return nil
@@ -688,7 +693,7 @@ func (ss *session) flush(ctx context.Context) error {
 }
 
 func (ss *session) waitWritten(ctx context.Context, epochs []uint64) error {
-	err := ss.s.epochs.WaitEpochsWritten(ctx, uint64(ss.db.ID), epochs)
+	err := ss.s.meta.WaitEpochsWritten(ctx, uint64(ss.db.ID), epochs)
 	if errors.Is(err, meta.ErrWritesDiscarded) {
 		if errors.Is(err, syscall.ENOSPC) {
 			// The epoch could not be made durable because a disk is full

@@ -1,4 +1,4 @@
-package server
+package frontend
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // engine adapts the server to pgwire.Engine.
-type engine struct{ s *Server }
+type engine struct{ s *Frontend }
 
 func (e *engine) UserAuth(ctx context.Context, user string) (pgwire.AuthInfo, error) {
 	u, err := e.s.catalog.UserByName(user)

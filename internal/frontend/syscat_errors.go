@@ -1,4 +1,4 @@
-package server
+package frontend
 
 import (
 	"github.com/runneldb/runnel/internal/catalog"
@@ -17,6 +17,16 @@ func streamingErrorRows(sc *sysCtx) [][]any {
 			db = sc.databaseName(catalog.ObjectID(e.Group))
 		}
 		out = append(out, []any{db, e.Job, e.ExprErrors, e.Inconsistencies, e.LastExecutor, e.LastError, e.LastAt})
+	}
+	return out
+}
+
+// failedJobRows lists rw_catalog.rw_failed_jobs: the session database's
+// jobs the last rebuild could not start.
+func failedJobRows(sc *sysCtx) [][]any {
+	var out [][]any
+	for _, j := range sc.ss.s.meta.JobFailures(sc.db.ID) {
+		out = append(out, []any{int64(j.Rel.ID), j.Rel.Name, j.Rel.Kind.String(), j.Err.Error()})
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package server
+package frontend
 
 import (
 	"github.com/runneldb/runnel/internal/catalog"
@@ -16,7 +16,7 @@ import (
 // checkNoCycle refuses to make view (an existing relation being replaced)
 // depend on deps when one of them already depends on view, directly or
 // through other relations: PostgreSQL's 42P17.
-func (s *Server) checkNoCycle(view *catalog.Relation, deps []catalog.ObjectID) error {
+func (s *Frontend) checkNoCycle(view *catalog.Relation, deps []catalog.ObjectID) error {
 	seen := map[catalog.ObjectID]bool{}
 	todo := append([]catalog.ObjectID(nil), deps...)
 	for len(todo) > 0 {
@@ -34,32 +34,4 @@ func (s *Server) checkNoCycle(view *catalog.Relation, deps []catalog.ObjectID) e
 		}
 	}
 	return nil
-}
-
-// dropOrder lists root and everything that depends on it, each once,
-// dependents before what they depend on (an iterative post-order walk).
-func (s *Server) dropOrder(root *catalog.Relation) []*catalog.Relation {
-	type frame struct {
-		rel  *catalog.Relation
-		deps []*catalog.Relation
-		next int
-	}
-	seen := map[catalog.ObjectID]bool{root.ID: true}
-	stack := []*frame{{rel: root, deps: s.catalog.Dependents(root.ID)}}
-	var order []*catalog.Relation
-	for len(stack) > 0 {
-		f := stack[len(stack)-1]
-		if f.next < len(f.deps) {
-			d := f.deps[f.next]
-			f.next++
-			if !seen[d.ID] {
-				seen[d.ID] = true
-				stack = append(stack, &frame{rel: d, deps: s.catalog.Dependents(d.ID)})
-			}
-			continue
-		}
-		order = append(order, f.rel)
-		stack = stack[:len(stack)-1]
-	}
-	return order
 }

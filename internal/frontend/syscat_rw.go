@@ -1,4 +1,4 @@
-package server
+package frontend
 
 import (
 	"sort"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/connector"
-	"github.com/runneldb/runnel/internal/stream"
 )
 
 // rw_catalog: Runnel's own system tables (RisingWave keeps its in a schema
@@ -57,21 +56,8 @@ func relationRows(kind catalog.RelationKind) func(*sysCtx) [][]any {
 // fragment (numbered as EXPLAIN CREATE MATERIALIZED VIEW numbers them), the
 // root executor of its chain, what it is doing now and since when.
 func actorRows(sc *sysCtx) [][]any {
-	s := sc.ss.s
-	actors := s.actors.Actors()
+	actors, dbOf := sc.ss.s.meta.Actors()
 	sort.Slice(actors, func(i, j int) bool { return actors[i].ID < actors[j].ID })
-	// The database of each actor, from the job that owns it.
-	dbOf := map[stream.ActorID]catalog.ObjectID{}
-	s.jobs.mu.Lock()
-	for _, t := range s.jobs.tables {
-		dbOf[t.actor] = t.rel.DatabaseID
-	}
-	for _, v := range s.jobs.views {
-		for _, a := range v.actors {
-			dbOf[a] = v.rel.DatabaseID
-		}
-	}
-	s.jobs.mu.Unlock()
 	now := time.Now()
 	out := make([][]any, 0, len(actors))
 	for _, a := range actors {
@@ -100,7 +86,7 @@ func (sc *sysCtx) databaseName(id catalog.ObjectID) any {
 
 // recoveryRows lists past recoveries, oldest first.
 func recoveryRows(sc *sysCtx) [][]any {
-	recs := sc.ss.s.epochs.Recoveries()
+	recs := sc.ss.s.meta.Recoveries()
 	out := make([][]any, 0, len(recs))
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	for _, r := range recs {

@@ -1,4 +1,4 @@
-package server
+package frontend
 
 import (
 	"context"
@@ -79,7 +79,7 @@ func (ss *session) cdcTableOptions(ct *binder.CreateTable) (map[string]string, *
 
 // checkCDCTable checks, at CREATE TABLE, that the upstream can feed rel
 // (and sets up its publication).
-func (s *Server) checkCDCTable(ctx context.Context, rel *catalog.Relation) error {
+func (s *Frontend) checkCDCTable(ctx context.Context, rel *catalog.Relation) error {
 	spec := streamplan.ExternalSpec(rel, s.log)
 	cfg, err := pgcdc.ParseTableOptions(rel.Options)
 	if err != nil {
@@ -104,24 +104,4 @@ func checkCDCSource(ctx context.Context, options map[string]string) error {
 	ctx, cancel := context.WithTimeout(ctx, cdcCheckTimeout)
 	defer cancel()
 	return pgcdc.Ping(ctx, cfg)
-}
-
-// dropCDCSlot drops a dropped CDC table's slot, after its actor stopped,
-// so the upstream keeps no WAL for it. An unreachable upstream leaves the
-// slot: the returned notice names it.
-func (s *Server) dropCDCSlot(rel *catalog.Relation) string {
-	if !isCDC(rel.Options) {
-		return ""
-	}
-	cfg, err := pgcdc.ParseTableOptions(rel.Options)
-	if err != nil {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cdcCheckTimeout)
-	defer cancel()
-	if err := pgcdc.DropSlot(ctx, cfg, cfg.Slot); err != nil {
-		s.log.Warn("drop table: replication slot not dropped", "table", rel.Name, "slot", cfg.Slot, "err", err)
-		return "replication slot " + cfg.Slot + " of table " + rel.Name + " could not be dropped upstream (" + err.Error() + "); drop it there with pg_drop_replication_slot, or it keeps WAL"
-	}
-	return ""
 }

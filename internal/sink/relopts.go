@@ -1,0 +1,12 @@
+package sink
+
+// Options a sink relation stores next to its WITH options (in its catalog
+// entry): the frontend writes them at CREATE SINK and prints them back in
+// SHOW CREATE SINK; the meta node reads them to configure the connector.
+const (
+	OptFormat = "_format"
+	OptEncode = "_encode"
+	OptFrom   = "_from" // CREATE SINK ... FROM this relation
+	// OptEncodePrefix prefixes each ENCODE (...) option.
+	OptEncodePrefix = "_encode."
+)
