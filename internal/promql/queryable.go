@@ -23,7 +23,7 @@ import (
 const FieldLabel = "__field__"
 
 // Source opens consistent views of Runnel's time-series tables. The
-// server implements it (server/promsource.go); tests may fake it.
+// frontend implements it (frontend/promsource.go); tests may fake it.
 type Source interface {
 	// Open pins one snapshot of the time-series tables of schema (the
 	// HTTP API's db parameter, GreptimeDB's database). Close the Reader.

@@ -15,6 +15,7 @@ import (
 	"github.com/runneldb/runnel/internal/httpapi"
 	"github.com/runneldb/runnel/internal/ingest"
 	"github.com/runneldb/runnel/internal/obs"
+	"github.com/runneldb/runnel/internal/promql"
 	"github.com/runneldb/runnel/internal/sink"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
@@ -421,3 +422,7 @@ func (s *Server) sinkStatuses() []sinkState {
 // IngestWriter is the server's side of the HTTP ingest (internal/ingest),
 // served by the frontend.
 func (s *Server) IngestWriter() ingest.Writer { return s.fe.IngestWriter() }
+
+// PromSource is the server's side of the PromQL API (internal/promql),
+// served by the frontend.
+func (s *Server) PromSource() promql.Source { return s.fe.PromSource() }

@@ -1,4 +1,4 @@
-package server
+package frontend
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"github.com/runneldb/runnel/internal/tsdb"
 )
 
-// PromSource is the server's side of the PromQL API (internal/promql):
+// PromSource is the frontend's side of the PromQL API (internal/promql):
 // the time-series tables of a schema of the dev database (where the HTTP
 // ingest writes), read from one pinned storage snapshot per query.
-func (s *Server) PromSource() promql.Source { return promSource{s} }
+func (s *Frontend) PromSource() promql.Source { return promSource{s} }
 
-type promSource struct{ s *Server }
+type promSource struct{ s *Frontend }
 
 func (p promSource) Open(ctx context.Context, schema string) (promql.Reader, error) {
 	s := p.s
