@@ -45,9 +45,19 @@ func (e *Engine) RunGC(ctx context.Context) (deleted int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	// Protected: everything the current or any pinned version references.
+	// I1: read after the queue, so that every pin of a queued object is
+	// seen (backup.go says why).
+	backupPins, err := loadBackupPins(ctx, e.meta)
+	if err != nil {
+		return 0, err
+	}
+	// Protected: everything the current or any pinned version references,
+	// and every object a backup in progress copies.
 	e.mu.RLock()
 	protected := e.cur.objects()
+	for id := range backupPins {
+		protected[id] = struct{}{}
+	}
 	for v := range e.live {
 		for id := range v.objects() {
 			protected[id] = struct{}{}

@@ -36,6 +36,12 @@ INSERT INTO storage_counters (name, value) VALUES ('version_id', 0)`,
 	// violation only once it is older than --grace. Tables registered
 	// before this step have no row and count as old.
 	SQL: `CREATE TABLE storage_table_registrations (table_id BIGINT PRIMARY KEY, registered_ms BIGINT NOT NULL)`,
+}, {
+	Version: 4,
+	Name:    "objects pinned by backups",
+	// A row per object a backup in progress copies (backup.go): GC's
+	// fast path leaves them queued until the backup releases them.
+	SQL: `CREATE TABLE storage_backup_pins (backup_id TEXT NOT NULL, object_id BIGINT NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (backup_id, object_id))`,
 }}
 
 // migrate creates or upgrades the storage tables.
