@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,8 +20,12 @@ import (
 // ctlMain runs operator tools against a data directory of a stopped (or
 // running) server.
 func ctlMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) >= 2 && args[0] == "backup" {
+		return ctlBackup(args[1], args[2:], stdout, stderr)
+	}
 	if len(args) < 2 || args[0] != "storage" {
 		fmt.Fprintln(stderr, "usage: runnel ctl storage check|gc|version --data-dir DIR [--grace DURATION]")
+		fmt.Fprintln(stderr, "       runnel ctl backup create|list|restore|delete --backup-store B ...")
 		return 2
 	}
 	cmd := args[1]
@@ -68,6 +73,14 @@ func ctlMain(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintln(stdout, st.summary())
+		if pins, err := storage.BackupPins(ctx, db); err != nil {
+			fmt.Fprintln(stderr, "runnel: storage check:", err)
+			return 1
+		} else {
+			for _, id := range slices.Sorted(maps.Keys(pins)) {
+				fmt.Fprintf(stdout, "backup %s pins %d objects (a backup in progress, or one cut short: runnel ctl backup delete --id %s --data-dir releases it)\n", id, pins[id], id)
+			}
+		}
 		if st.young > 0 {
 			fmt.Fprintf(stdout, "%d state tables no catalog object owns were registered less than --grace %s ago: not violations\n", st.young, *grace)
 		}

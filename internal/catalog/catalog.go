@@ -71,14 +71,29 @@ func Open(ctx context.Context, db *metastore.DB) (*Catalog, error) {
 	return c, nil
 }
 
+// catalogMigrations is the catalog's metastore schema, applied through
+// metastore.DB.Migrate under the component name "catalog" (the schema's
+// version, which restore and upgrades read). Step 1 uses IF NOT EXISTS:
+// data directories written before the catalog had versioned steps hold
+// these tables already, and adopt step 1 on first open. Never edit an
+// applied step; add one.
+var catalogMigrations = []metastore.Migration{{
+	Version: 1,
+	Name:    "catalog objects, id allocators, system parameters",
+	SQL: `CREATE TABLE IF NOT EXISTS catalog_object (id BIGINT PRIMARY KEY, kind TEXT NOT NULL, payload TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS catalog_id_allocator (name TEXT PRIMARY KEY, next_id BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS catalog_system_param (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+}}
+
+// Migrations returns the catalog's schema steps (restore applies those a
+// backup was taken at before loading its rows).
+func Migrations() []metastore.Migration {
+	return append([]metastore.Migration(nil), catalogMigrations...)
+}
+
 func createSchema(ctx context.Context, db *metastore.DB) error {
-	for _, stmt := range []string{
-		`CREATE TABLE IF NOT EXISTS catalog_object (id BIGINT PRIMARY KEY, kind TEXT NOT NULL, payload TEXT NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS catalog_id_allocator (name TEXT PRIMARY KEY, next_id BIGINT NOT NULL)`,
-	} {
-		if _, err := db.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("catalog: create schema: %w", err)
-		}
+	if err := db.Migrate(ctx, "catalog", catalogMigrations); err != nil {
+		return fmt.Errorf("catalog: %w", err)
 	}
 	return nil
 }
@@ -483,3 +498,7 @@ func (c *Catalog) Dependents(id ObjectID) []*Relation {
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// MigrateMetastore creates or upgrades the catalog's tables without
+// loading the catalog (for tools such as backup).
+func MigrateMetastore(ctx context.Context, db *metastore.DB) error { return createSchema(ctx, db) }

@@ -193,7 +193,21 @@ type Tx struct {
 // A BEGIN that fails because the database is busy is retried (fn has not
 // run, so this is always safe); nothing else is.
 func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) error {
-	return d.runTx(ctx, 1, fn)
+	return d.runTx(ctx, 1, nil, fn)
+}
+
+// SnapshotTx is TxRetry in a transaction whose reads all see one
+// snapshot: REPEATABLE READ on PostgreSQL (whose default, READ COMMITTED,
+// gives each statement its own snapshot, so a multi-statement read can
+// straddle a concurrent commit); SQLite's transactions already are one.
+// A write in fn that conflicts with a commit after the snapshot fails
+// with a serialization failure, and fn runs again.
+func (d *DB) SnapshotTx(ctx context.Context, attempts int, fn func(tx *Tx) error) error {
+	var opts *sql.TxOptions
+	if d.dialect == Postgres {
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead}
+	}
+	return d.runTx(ctx, max(attempts, 1), opts, fn)
 }
 
 // TxRetry is Tx that also re-runs fn, up to attempts times in all, when an
@@ -205,17 +219,17 @@ func (d *DB) TxRetry(ctx context.Context, attempts int, fn func(tx *Tx) error) e
 	if attempts < 1 {
 		attempts = 1
 	}
-	return d.runTx(ctx, attempts, fn)
+	return d.runTx(ctx, attempts, nil, fn)
 }
 
 // beginAttempts bounds retries of a busy BEGIN; with SQLite's 10 s busy
 // timeout per attempt, that is about a minute of contention.
 const beginAttempts = 6
 
-func (d *DB) runTx(ctx context.Context, fnAttempts int, fn func(tx *Tx) error) error {
+func (d *DB) runTx(ctx context.Context, fnAttempts int, opts *sql.TxOptions, fn func(tx *Tx) error) error {
 	beginFailures, fnRuns := 0, 0
 	for {
-		err := d.txOnce(ctx, fn)
+		err := d.txOnce(ctx, opts, fn)
 		if err == nil {
 			return nil
 		}
@@ -243,13 +257,13 @@ func (d *DB) runTx(ctx context.Context, fnAttempts int, fn func(tx *Tx) error) e
 	}
 }
 
-func (d *DB) txOnce(ctx context.Context, fn func(tx *Tx) error) (err error) {
+func (d *DB) txOnce(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) (err error) {
 	start := time.Now()
 	defer func() { obs.MetastoreTx(time.Since(start), err != nil) }()
 	if err := d.faultAt(PointBegin); err != nil {
 		return &txError{stage: stageBegin, definite: true, cause: fmt.Errorf("metastore: begin: %w", err)}
 	}
-	tx, err := d.db.BeginTx(ctx, nil)
+	tx, err := d.db.BeginTx(ctx, opts)
 	if err != nil {
 		return &txError{stage: stageBegin, definite: true, cause: fmt.Errorf("metastore: begin: %w", err)}
 	}

@@ -215,7 +215,7 @@ func classify(ctx context.Context, store objstore.Store, meta *metastore.DB, gra
 			}
 		}
 	}
-	v, err := loadVersion(ctx, meta)
+	v, err := readVersion(ctx, meta)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -277,6 +277,19 @@ func classify(ctx context.Context, store objstore.Store, meta *metastore.DB, gra
 	return r, ids, nil
 }
 
+// readVersion loads the committed version in one snapshot: its
+// checkpoint, deltas and head counter are several statements, which a
+// concurrent commit must not straddle (a running server's, for ctl).
+func readVersion(ctx context.Context, meta *metastore.DB) (*Version, error) {
+	var v *Version
+	err := meta.SnapshotTx(ctx, 10, func(tx *metastore.Tx) error {
+		var err error
+		v, err = loadVersion(ctx, tx)
+		return err
+	})
+	return v, err
+}
+
 // inlineSuffix marks inline SSTs in a CheckReport's Objects.
 const inlineSuffix = " (inline)"
 
@@ -286,7 +299,8 @@ const inlineSuffix = " (inline)"
 // queue entry, so one snapshot classifies them exactly. A referenced
 // inline SST without its row is missing.
 func classifyInline(ctx context.Context, meta *metastore.DB, r *CheckReport) error {
-	return meta.Tx(ctx, func(tx *metastore.Tx) error {
+	// One attempt: fn fills r, and a read-only snapshot never conflicts.
+	return meta.SnapshotTx(ctx, 1, func(tx *metastore.Tx) error {
 		v, err := loadVersion(ctx, tx)
 		if err != nil {
 			return err
@@ -382,7 +396,7 @@ func DescribeVersion(ctx context.Context, meta *metastore.DB) (string, error) {
 	if err := migrate(ctx, meta); err != nil {
 		return "", err
 	}
-	v, err := loadVersion(ctx, meta)
+	v, err := readVersion(ctx, meta)
 	if err != nil {
 		return "", err
 	}
@@ -430,7 +444,7 @@ func RegisteredTables(ctx context.Context, meta *metastore.DB) (map[TableID]time
 	}
 	out := map[TableID]time.Time{}
 	var version uint64
-	err := meta.Tx(ctx, func(tx *metastore.Tx) error {
+	err := meta.SnapshotTx(ctx, 10, func(tx *metastore.Tx) error {
 		clear(out)
 		v, err := loadVersion(ctx, tx)
 		if err != nil {
