@@ -43,6 +43,7 @@ type Catalog struct {
 	schemas   map[ObjectID]*Schema
 	relations map[ObjectID]*Relation
 	users     map[ObjectID]*User
+	functions map[ObjectID]*Function
 	// version increases on every committed change; caches compare it.
 	version uint64
 }
@@ -103,6 +104,7 @@ func (c *Catalog) load(ctx context.Context) error {
 	c.schemas = map[ObjectID]*Schema{}
 	c.relations = map[ObjectID]*Relation{}
 	c.users = map[ObjectID]*User{}
+	c.functions = map[ObjectID]*Function{}
 	rows, err := c.db.Query(ctx, `SELECT id, kind, payload FROM catalog_object ORDER BY id`)
 	if err != nil {
 		return fmt.Errorf("catalog: load: %w", err)
@@ -135,6 +137,10 @@ func (c *Catalog) load(ctx context.Context) error {
 			u := &User{}
 			c.users[ObjectID(id)] = u
 			target = u
+		case objFunction:
+			f := &Function{}
+			c.functions[ObjectID(id)] = f
+			target = f
 		default:
 			return fmt.Errorf("catalog: object %d has unknown kind %q", id, kind)
 		}
@@ -295,7 +301,7 @@ func (c *Catalog) UpdateUser(ctx context.Context, u User) error {
 	return nil
 }
 
-// DropObject removes a database, schema, user or relation by id.
+// DropObject removes a database, schema, user, relation or function by id.
 func (c *Catalog) DropObject(ctx context.Context, id ObjectID) error {
 	err := c.mutate(ctx, func(tx *metastore.Tx) error {
 		_, err := tx.Exec(ctx, `DELETE FROM catalog_object WHERE id = $1`, int64(id))
@@ -305,6 +311,7 @@ func (c *Catalog) DropObject(ctx context.Context, id ObjectID) error {
 		delete(c.schemas, id)
 		delete(c.relations, id)
 		delete(c.users, id)
+		delete(c.functions, id)
 	})
 	if err != nil {
 		return fmt.Errorf("catalog: drop object %d: %w", id, err)

@@ -65,6 +65,7 @@ const (
 	DuplicateObject               = "42710"
 	AmbiguousColumn               = "42702"
 	AmbiguousFunction             = "42725"
+	InvalidFunctionDefinition     = "42P13"
 	IndeterminateDatatype         = "42P18"
 	InvalidColumnReference        = "42P10"
 	InvalidTableDefinition        = "42P16"

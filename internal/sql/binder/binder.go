@@ -47,6 +47,12 @@ type Binder struct {
 	// viewDepth guards against views that (through a bug elsewhere) refer
 	// to themselves.
 	viewDepth int // len(views)
+	// udfs is the stack of SQL functions being inlined (see udf.go);
+	// udfDeps every SQL function the statement calls.
+	udfs    []catalog.ObjectID
+	udfDeps []catalog.ObjectID
+	// udfArgs are the arguments of inlined calls (see bindUDFArg).
+	udfArgs []udfArg
 	// srcText, when set, is the text the AST's locations refer to instead
 	// of stmt.Text (CREATE SOURCE: parsed with its RisingWave clauses cut).
 	srcText string

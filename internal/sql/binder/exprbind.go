@@ -432,6 +432,9 @@ func (b *Binder) bindAExpr(a *pg.A_Expr, ec *exprCtx) (expr.Expr, error) {
 // through enclosing scopes for correlated references.
 func (b *Binder) bindColumnRef(cr *pg.ColumnRef, ec *exprCtx) (expr.Expr, error) {
 	fields := cr.Fields
+	if len(fields) == 2 && fields[0].GetString_().GetSval() == udfArgMarkerName {
+		return b.bindUDFArg(cr, ec)
+	}
 	if fields[len(fields)-1].GetAStar() != nil {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "* is not allowed here")
 	}
@@ -520,6 +523,15 @@ func (b *Binder) bindFuncCall(fc *pg.FuncCall, ec *exprCtx) (expr.Expr, error) {
 	name := strings.ToLower(fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval())
 	if len(fc.Funcname) == 2 {
 		if sch := fc.Funcname[0].GetString_().GetSval(); sch != "pg_catalog" {
+			if cands := b.udfCandidates(fc); len(cands) > 0 && fc.Over == nil {
+				args, err := b.bindList(fc.Args, ec)
+				if err != nil {
+					return nil, err
+				}
+				if e, ok, err := b.tryUDF(cands, fc, args, ec); ok || err != nil {
+					return e, err
+				}
+			}
 			return nil, sqlerr.Errorf(sqlerr.UndefinedFunction, "function %s.%s does not exist", sch, name)
 		}
 	}
@@ -558,7 +570,17 @@ func (b *Binder) bindFuncCall(fc *pg.FuncCall, ec *exprCtx) (expr.Expr, error) {
 		t.Mod = -1
 		return &expr.Const{Value: types.DVarchar(t.Name()), Typ: types.Text}, nil
 	}
-	return b.callFunction(name, args)
+	e, err := b.callFunction(name, args)
+	if se := sqlerr.From(err); se != nil && se.Code == sqlerr.UndefinedFunction {
+		// Built-in functions come first (pg_catalog is first on the
+		// search path), then the user's SQL functions.
+		if cands := b.udfCandidates(fc); len(cands) > 0 {
+			if ue, ok, uerr := b.tryUDF(cands, fc, args, ec); ok || uerr != nil {
+				return ue, uerr
+			}
+		}
+	}
+	return e, err
 }
 
 // bindAggCall binds an aggregate call's arguments (against the input of

@@ -13,8 +13,12 @@ func (b *Binder) bindOther(n *pg.Node) (Statement, bool, error) {
 	switch {
 	case n.GetCreateStmt() != nil:
 		s, err = b.bindCreateTable(n.GetCreateStmt())
+	case n.GetDropStmt() != nil && n.GetDropStmt().RemoveType == pg.ObjectType_OBJECT_FUNCTION:
+		s, err = b.bindDropFunction(n.GetDropStmt())
 	case n.GetDropStmt() != nil:
 		s, err = b.bindDrop(n.GetDropStmt())
+	case n.GetCreateFunctionStmt() != nil:
+		s, err = b.bindCreateFunction(n.GetCreateFunctionStmt())
 	case n.GetDropdbStmt() != nil:
 		d := n.GetDropdbStmt()
 		s = &Drop{Type: ObjDatabase, Names: []QualName{{Name: d.Dbname}}, IfExists: d.MissingOk}

@@ -141,3 +141,27 @@ func clearLocations(m protoreflect.Message) {
 		return true
 	})
 }
+
+// FunctionReturnText returns the expression of a CREATE FUNCTION ...
+// RETURN expr statement: the text after the last RETURN keyword outside
+// parentheses. ok is false when there is none.
+func FunctionReturnText(text string) (expr string, ok bool) {
+	toks := significant(text)
+	depth, start := 0, -1
+	for i, t := range toks {
+		switch t.Token {
+		case pg_query.Token_ASCII_40:
+			depth++
+		case pg_query.Token_ASCII_41:
+			depth--
+		case pg_query.Token_RETURN:
+			if depth == 0 && i+1 < len(toks) {
+				start = i + 1
+			}
+		}
+	}
+	if start < 0 {
+		return "", false
+	}
+	return text[toks[start].Start:toks[len(toks)-1].End], true
+}
