@@ -696,12 +696,33 @@ func (c *viewCase) subqueryView(name string, src *relation) (string, string, *re
 	s := scopeFor("a", src)
 	var o out
 	uniq := keepUnique(g, src, "a", &o)
+	where := ""
+	if g.chance(0.4) {
+		// EXISTS / IN / NOT IN anywhere (membership.go in streamplan).
+		sub, ok := c.membershipPred(s)
+		if !ok {
+			return "", "", nil
+		}
+		switch g.intn(3) {
+		case 0:
+			where = " WHERE " + sub
+		case 1:
+			where = fmt.Sprintf(" WHERE (%s OR %s)", sub, g.pred(s, 1))
+		default:
+			o.add(sub, tBool, false, false)
+		}
+		t := g.someType(s)
+		o.add(g.expr(s, t, 1), t, false, false)
+		body := fmt.Sprintf("SELECT %s FROM %s a%s", strings.Join(o.items, ", "), src.name, where)
+		r := o.rel(name, src.depth+1)
+		r.unique = uniq
+		return "membership subquery", body, r
+	}
 	t := g.someType(s)
 	sub, ok := c.scalarAgg(t, s)
 	if !ok {
 		return "", "", nil
 	}
-	where := ""
 	if g.chance(0.6) {
 		where = fmt.Sprintf(" WHERE %s %s %s", g.leaf(s, t), pick(g, []string{"<", "<=", ">", ">=", "=", "<>"}), sub)
 		if g.chance(0.3) {
@@ -718,6 +739,37 @@ func (c *viewCase) subqueryView(name string, src *relation) (string, string, *re
 	r := o.rel(name, src.depth+1)
 	r.unique = uniq
 	return "scalar subquery", body, r
+}
+
+// membershipPred returns [NOT] EXISTS or [NOT] IN over a random source,
+// uncorrelated or correlated with outer by an equality.
+func (c *viewCase) membershipPred(outer scope) (string, bool) {
+	g := c.g
+	tb := pick(g, c.sources())
+	a := g.alias()
+	inner := scopeFor(a, tb)
+	var conds []string
+	if g.chance(0.5) {
+		conds = append(conds, g.pred(inner, 1))
+	}
+	if g.chance(0.5) {
+		o := pick(g, outer)
+		same := inner.of(o.typ)
+		if len(same) == 0 {
+			return "", false
+		}
+		conds = append(conds, fmt.Sprintf("%s = %s", pick(g, same).ref, o.ref))
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
+	}
+	not := pick(g, []string{"", "NOT "})
+	if g.chance(0.4) {
+		return fmt.Sprintf("%sEXISTS (SELECT 1 FROM %s %s%s)", not, tb.name, a, where), true
+	}
+	ic := pick(g, inner)
+	return fmt.Sprintf("%s %sIN (SELECT %s FROM %s %s%s)", g.leaf(outer, ic.typ), not, ic.ref, tb.name, a, where), true
 }
 
 // scalarAgg returns a subquery of type t that returns one row by its

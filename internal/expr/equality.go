@@ -15,3 +15,16 @@ func EqualityOperands(e Expr) (l, r Expr, ok bool) {
 	}
 	return nil, nil, false
 }
+
+// InfixOperator returns the operator of e when e is an infix binary
+// operator (`a <> b`), so a planner can tell `= ANY` from `<> ALL` in a
+// bound comparison.
+func InfixOperator(e Expr) (string, bool) {
+	switch e := e.(type) {
+	case *binaryExpr:
+		return e.name, e.infix
+	case *FuncExpr:
+		return e.Name, e.infix && len(e.Args) == 2
+	}
+	return "", false
+}

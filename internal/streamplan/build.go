@@ -311,7 +311,11 @@ func (b *builder) aggregate(n *plan.Aggregate) (*Node, error) {
 // plus both sides' stream keys.
 func (b *builder) join(n *plan.Join) (*Node, error) {
 	if n.NullAware {
-		return nil, unsupported("NOT IN (subquery) in a materialized view is not supported yet (use NOT EXISTS)")
+		f, err := notInFilter(n) // see membership.go
+		if err != nil {
+			return nil, err
+		}
+		return b.build(f)
 	}
 	semi := n.Kind == plan.SemiJoin || n.Kind == plan.AntiJoin
 	leftKeys, rightKeys := slices.Clone(n.LeftKeys), slices.Clone(n.RightKeys)

@@ -63,6 +63,12 @@ func TestBuildKeysAndExchanges(t *testing.T) {
 		{"SELECT id, (SELECT max(tid) FROM u WHERE u.tid = t.g) FROM t", []string{"StreamMaterialize", "StreamProject", "StreamHashJoin Left", "StreamScan t", "StreamHashAgg group key [0]", "StreamScan u"}},
 		{"SELECT id FROM t WHERE v > (SELECT count(*) FROM u WHERE t.g = u.tid AND u.w <> 'x')", []string{"StreamFilter", "StreamHashJoin Left", "StreamHashAgg", "StreamFilter", "StreamScan u"}},
 		{"SELECT id FROM t WHERE v = (SELECT min(x.tid) FROM u x, u y WHERE x.tid = y.tid AND x.tid = t.g AND y.w <> 'a')", []string{"StreamHashJoin Left", "StreamHashAgg", "StreamHashJoin Inner"}},
+		// NOT IN, EXISTS and IN as counts joined to the outer rows
+		// (membership.go): the hit count grouped by the value, the shape
+		// (empty, NULLs) as one row joined ON true.
+		{"SELECT * FROM t WHERE id NOT IN (SELECT tid FROM u)", []string{"StreamFilter", "StreamHashJoin Left", "StreamHashJoin Left", "StreamHashAgg group key [0]", "StreamScan u", "StreamSimpleAgg", "StreamScan u"}},
+		{"SELECT id, EXISTS (SELECT 1 FROM u WHERE u.tid = t.g) OR v > 1 FROM t", []string{"StreamProject", "StreamHashJoin Left", "StreamScan t", "StreamHashAgg group key [0]", "StreamScan u"}},
+		{"SELECT id FROM t WHERE v > 1 OR g IN (SELECT tid FROM u WHERE u.w = 'x' AND u.tid = t.id)", []string{"StreamFilter", "StreamHashJoin Left", "StreamHashJoin Left", "StreamHashAgg group key [0 1]", "StreamHashAgg group key [0]"}},
 		// A temporal filter (temporal.go).
 		{"SELECT id FROM t WHERE v > 0 AND now() - INTERVAL '1 hour' < to_timestamp(v)", []string{"StreamTemporalFilter", "StreamExchange dist hash[0]", "StreamFilter", "StreamScan t"}},
 	}
@@ -91,7 +97,7 @@ func TestBuildKeysAndExchanges(t *testing.T) {
 // Constructs without incremental maintenance are refused with 0A000.
 func TestBuildRejectsUnsupported(t *testing.T) {
 	for _, q := range []string{
-		"SELECT * FROM t WHERE id NOT IN (SELECT tid FROM u)",
+		"SELECT id, EXISTS (SELECT 1 FROM u WHERE u.tid > t.g) FROM t",                     // EXISTS correlated by a non-equality
 		"SELECT id, (SELECT max(tid) FROM u WHERE u.tid > t.g) FROM t",                     // correlated by a non-equality
 		"SELECT id, (SELECT max(tid + t.v) FROM u WHERE u.tid = t.g) FROM t",               // the outer row in an aggregate
 		"SELECT id, (SELECT tid FROM u WHERE u.tid = t.g LIMIT 1) FROM t",                  // not an aggregate

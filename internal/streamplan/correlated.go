@@ -73,10 +73,23 @@ func decorrelateScalar(s *plan.Subquery, col int) *decorrelated {
 	if !ok || len(corrs) == 0 {
 		return nil
 	}
+	return groupByCorrelation(projects, agg, input, corrs, col)
+}
+
+// groupByCorrelation plans agg (an aggregate without GROUP BY, under
+// projects, outermost first) over input grouped by the inner sides of
+// corrs, as decorrelateScalar describes; membership.go uses it for EXISTS
+// and IN. It returns nil when something other than corrs reads the
+// enclosing row.
+func groupByCorrelation(projects []*plan.Project, agg *plan.Aggregate, input plan.Node, corrs []correlation, col int) *decorrelated {
 	var innerKeys, outerKeys []expr.Expr
 	for _, c := range corrs {
 		innerKeys = append(innerKeys, c.inner)
-		outerKeys = append(outerKeys, &outerRow{inner: c.outer})
+		if c.direct {
+			outerKeys = append(outerKeys, c.outer)
+		} else {
+			outerKeys = append(outerKeys, &outerRow{inner: c.outer})
+		}
 	}
 	// Nothing else may read the enclosing row: the grouped plan runs once
 	// per key, not per outer row.
@@ -161,6 +174,9 @@ func decorrelateScalar(s *plan.Subquery, col int) *decorrelated {
 type correlation struct {
 	inner expr.Expr // over the row of the node it was pulled up to
 	outer expr.Expr // over the enclosing row (OuterRefs of depth 1)
+	// direct: outer reads the enclosing row as its own row (ColumnRefs),
+	// as the test operand of IN does (membership.go).
+	direct bool
 }
 
 // pullCorrelation removes the correlation conjuncts from the filters of

@@ -55,6 +55,38 @@ func hoistScalarSubqueries(n plan.Node) (plan.Node, error) {
 		bare := *n
 		bare.Filter, bare.KeyPrefix = nil, nil
 		return hoistScalarSubqueries(&plan.Filter{Input: &bare, Cond: n.Filter})
+	case *plan.Join:
+		// An inner join's ON condition is a filter over the joined rows:
+		// its conjuncts with subqueries move above the join.
+		if n.Kind != plan.InnerJoin || n.Cond == nil || len(findSubqueries(n.Cond)) == 0 ||
+			len(n.Out) != len(n.Left.Schema())+len(n.Right.Schema()) {
+			return nil, nil
+		}
+		var keep, lift []expr.Expr
+		for _, c := range expr.Conjuncts(n.Cond) {
+			if len(findSubqueries(c)) > 0 {
+				lift = append(lift, c)
+			} else {
+				keep = append(keep, c)
+			}
+		}
+		bare := *n
+		bare.Cond = nil
+		var ok bool
+		for _, c := range keep {
+			if bare.Cond == nil {
+				bare.Cond = c
+			} else if bare.Cond, ok = and(bare.Cond, c); !ok {
+				return nil, nil
+			}
+		}
+		cond := lift[0]
+		for _, c := range lift[1:] {
+			if cond, ok = and(cond, c); !ok {
+				return nil, nil
+			}
+		}
+		return hoistScalarSubqueries(&plan.Filter{Input: &bare, Cond: cond})
 	case *plan.Filter:
 		joined, slots, err := joinSubqueries(n.Input, []expr.Expr{n.Cond})
 		if err != nil || joined == nil {
@@ -84,18 +116,16 @@ func hoistScalarSubqueries(n plan.Node) (plan.Node, error) {
 	return nil, nil
 }
 
-// joinSubqueries LEFT-joins in with every distinct scalar subquery found
-// in es, uncorrelated ones (one column each after in's columns) and
+// joinSubqueries LEFT-joins in with every distinct subquery found in es:
+// uncorrelated scalar ones (one column each after in's columns),
 // correlated ones that decorrelate (correlated.go: their keys, value and
-// match marker). It returns a nil plan when es holds none (or only ones
-// the planner refuses later: other correlated or non-scalar ones).
+// match marker), and EXISTS / IN / NOT IN ones as the counts of
+// membership.go. It returns a nil plan when es holds none (or only ones
+// the planner refuses later: other correlated ones).
 func joinSubqueries(in plan.Node, es []expr.Expr) (plan.Node, map[*plan.Subquery]subquerySlot, error) {
 	var subs []*plan.Subquery
 	for _, e := range es {
 		for _, s := range findSubqueries(e) {
-			if s.Kind != plan.ScalarSubquery {
-				return nil, nil, nil // checkStreamable refuses it
-			}
 			if !slices.Contains(subs, s) {
 				subs = append(subs, s)
 			}
@@ -107,6 +137,20 @@ func joinSubqueries(in plan.Node, es []expr.Expr) (plan.Node, map[*plan.Subquery
 	slots := map[*plan.Subquery]subquerySlot{}
 	cur := in
 	for _, s := range subs {
+		if s.Kind != plan.ScalarSubquery {
+			m := newMembership(s)
+			if m == nil {
+				return nil, nil, nil // checkStreamable refuses it
+			}
+			slot := subquerySlot{member: m}
+			for _, p := range m.parts {
+				var ps subquerySlot
+				cur, ps = p.attach(cur)
+				slot.parts = append(slot.parts, ps)
+			}
+			slots[s] = slot
+			continue
+		}
 		sub := s.Plan
 		visible := 0
 		for _, c := range sub.Schema() {
@@ -132,19 +176,7 @@ func joinSubqueries(in plan.Node, es []expr.Expr) (plan.Node, map[*plan.Subquery
 			if d == nil {
 				return nil, nil, nil // checkStreamable refuses it
 			}
-			right := d.plan.Schema()
-			nk := len(d.outerKeys)
-			rightKeys := make([]expr.Expr, nk)
-			for i := range rightKeys {
-				rightKeys[i] = &expr.ColumnRef{Index: i, Typ: right[i].Type, Name: right[i].Name}
-			}
-			w := len(cur.Schema())
-			slots[s] = subquerySlot{col: w + nk, marker: w + nk + 1, empty: d.empty}
-			out := slices.Clone(cur.Schema())
-			for _, rc := range right {
-				out = append(out, plan.Column{Name: rc.Name, Type: rc.Type, Hidden: true})
-			}
-			cur = &plan.Join{Kind: plan.LeftJoin, Left: cur, Right: d.plan, LeftKeys: d.outerKeys, RightKeys: rightKeys, Out: out}
+			cur, slots[s] = part{d: d}.attach(cur)
 			continue
 		}
 		if !atMostOneRow(s.Plan) {
@@ -152,11 +184,35 @@ func joinSubqueries(in plan.Node, es []expr.Expr) (plan.Node, map[*plan.Subquery
 		}
 		one := &plan.Project{Input: sub, Exprs: []expr.Expr{&expr.ColumnRef{Index: col, Typ: c.Type, Name: c.Name}},
 			Out: plan.Schema{{Name: c.Name, Type: c.Type}}}
-		slots[s] = subquerySlot{col: len(cur.Schema()), marker: -1}
-		out := append(slices.Clone(cur.Schema()), plan.Column{Name: "scalar_subquery", Type: c.Type, Hidden: true})
-		cur = &plan.Join{Kind: plan.LeftJoin, Left: cur, Right: one, Out: out}
+		cur, slots[s] = part{one: one}.attach(cur)
 	}
 	return cur, slots, nil
+}
+
+// attach LEFT-joins p to cur: a one-row part ON true, a decorrelated one
+// on its correlation keys. It returns the joined plan and where p's value
+// is in its rows.
+func (p part) attach(cur plan.Node) (plan.Node, subquerySlot) {
+	if p.d == nil {
+		c := p.one.Schema()[0]
+		slot := subquerySlot{col: len(cur.Schema()), marker: -1}
+		out := append(slices.Clone(cur.Schema()), plan.Column{Name: "scalar_subquery", Type: c.Type, Hidden: true})
+		return &plan.Join{Kind: plan.LeftJoin, Left: cur, Right: p.one, Out: out}, slot
+	}
+	d := p.d
+	right := d.plan.Schema()
+	nk := len(d.outerKeys)
+	rightKeys := make([]expr.Expr, nk)
+	for i := range rightKeys {
+		rightKeys[i] = &expr.ColumnRef{Index: i, Typ: right[i].Type, Name: right[i].Name}
+	}
+	w := len(cur.Schema())
+	slot := subquerySlot{col: w + nk, marker: w + nk + 1, empty: d.empty}
+	out := slices.Clone(cur.Schema())
+	for _, rc := range right {
+		out = append(out, plan.Column{Name: rc.Name, Type: rc.Type, Hidden: true})
+	}
+	return &plan.Join{Kind: plan.LeftJoin, Left: cur, Right: d.plan, LeftKeys: d.outerKeys, RightKeys: rightKeys, Out: out}, slot
 }
 
 // subquerySlot is where a hoisted subquery's value is in the joined row.
@@ -166,6 +222,10 @@ type subquerySlot struct {
 	// no group of a decorrelated subquery: the value is then empty.
 	marker int
 	empty  types.Datum
+	// member, for EXISTS / IN / NOT IN, computes the value from the
+	// values of its parts, at parts.
+	member *membership
+	parts  []subquerySlot
 }
 
 // atMostOneRow reports whether n returns at most one row by its form.
@@ -227,10 +287,28 @@ func derive(ctx *expr.EvalContext, wrap func(context.Context) context.Context) *
 }
 
 // EvalSubquery reads the subquery's value from its column.
-func (s *subqueryColumns) EvalSubquery(_ *expr.EvalContext, q *plan.Subquery, row types.Row) (types.Datum, error) {
+func (s *subqueryColumns) EvalSubquery(ctx *expr.EvalContext, q *plan.Subquery, row types.Row) (types.Datum, error) {
 	slot, ok := s.slots[q]
-	if !ok || slot.col >= len(row) || slot.marker >= len(row) {
-		return types.NullDatum, sqlerr.Errorf(sqlerr.InternalError, "scalar subquery %s has no column in the view's row", q.Label)
+	if !ok {
+		return types.NullDatum, sqlerr.Errorf(sqlerr.InternalError, "subquery %s has no column in the view's row", q.Label)
+	}
+	if slot.member == nil {
+		return slot.read(q, row)
+	}
+	vals := make([]types.Datum, len(slot.parts))
+	for i, p := range slot.parts {
+		v, err := p.read(q, row)
+		if err != nil {
+			return types.NullDatum, err
+		}
+		vals[i] = v
+	}
+	return slot.member.value(ctx, row, vals)
+}
+
+func (slot subquerySlot) read(q *plan.Subquery, row types.Row) (types.Datum, error) {
+	if slot.col >= len(row) || slot.marker >= len(row) {
+		return types.NullDatum, sqlerr.Errorf(sqlerr.InternalError, "subquery %s has no column in the view's row", q.Label)
 	}
 	if slot.marker >= 0 && row[slot.marker].IsNull() {
 		return slot.empty, nil
