@@ -83,6 +83,9 @@ type Relation struct {
 	EmitOnWindowClose bool `json:",omitempty"`
 	// DependsOn lists the relations a view reads.
 	DependsOn []ObjectID
+	// Functions lists the SQL functions a view or sink's query calls
+	// (inlined into its plan; see Function).
+	Functions []ObjectID `json:",omitempty"`
 	// AppendOnly marks sources and append-only tables.
 	AppendOnly bool
 	// Options holds WITH (...) options (connector settings).

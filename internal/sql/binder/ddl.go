@@ -108,6 +108,9 @@ type CreateView struct {
 	// views, materialized views; a view's own dependencies are its own),
 	// each once, in first-use order.
 	DependsOn []catalog.ObjectID
+	// Functions lists the SQL functions the query calls (inlined; also
+	// through plain views it reads), each once.
+	Functions []catalog.ObjectID
 	// EmitOnWindowClose: the view emits a row once its window closes
 	// (Plan is then wrapped in plan.EmitOnWindowClose).
 	EmitOnWindowClose bool
@@ -546,7 +549,7 @@ func (b *Binder) bindCreateView(name *pg.RangeVar, aliases []*pg.Node, query *pg
 		q = &plan.EmitOnWindowClose{Input: q}
 	}
 	return &CreateView{Schema: name.Schemaname, Name: name.Relname, Materialized: mat, IfNotExists: ifNotExists,
-		OrReplace: replace, Columns: cols, Plan: q, Query: text, DependsOn: b.deps, EmitOnWindowClose: eowc}, nil
+		OrReplace: replace, Columns: cols, Plan: q, Query: text, DependsOn: b.deps, Functions: b.udfDeps, EmitOnWindowClose: eowc}, nil
 }
 
 func (b *Binder) bindRole(name string, opts []*pg.Node, alter bool) (Statement, error) {

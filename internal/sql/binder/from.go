@@ -220,6 +220,12 @@ func (b *Binder) expandView(r *catalog.Relation) (plan.Node, error) {
 		}
 		return nil, err
 	}
+	// A SQL function inlined through the view is one the statement calls.
+	for _, id := range vb.udfDeps {
+		if !slices.Contains(b.udfDeps, id) {
+			b.udfDeps = append(b.udfDeps, id)
+		}
+	}
 	// The view's stored column names win over the query's.
 	sch := append(plan.Schema(nil), q.Schema()...)
 	for i := range sch {
