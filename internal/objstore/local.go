@@ -305,15 +305,39 @@ func (l *Local) open(op, key string) (*os.File, os.FileInfo, error) {
 	return f, st, nil
 }
 
+// readChunk bounds how much a read does between checks of its context:
+// a caller that gives up (a recovery stopping actors, a cancelled query;
+// issue 13 item 8) is not held for a whole large object.
+const readChunk = 1 << 20
+
+// readAt fills buf from f at offset, checking ctx between chunks.
+func readAt(ctx context.Context, f *os.File, buf []byte, offset int64) error {
+	for done := 0; done < len(buf); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(readChunk, len(buf)-done)
+		m, err := f.ReadAt(buf[done:done+n], offset+int64(done))
+		done += m
+		if err != nil && !(errors.Is(err, io.EOF) && done == len(buf)) {
+			return err
+		}
+	}
+	return nil
+}
+
 // Get reads the whole object.
 func (l *Local) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("objstore: get %s: %w", key, err)
+	}
 	f, st, err := l.open("get", key)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	buf := make([]byte, st.Size())
-	if _, err := io.ReadFull(f, buf); err != nil {
+	if err := readAt(ctx, f, buf, 0); err != nil {
 		return nil, fmt.Errorf("objstore: get %s: read: %w", key, err)
 	}
 	return buf, nil
@@ -321,6 +345,9 @@ func (l *Local) Get(ctx context.Context, key string) ([]byte, error) {
 
 // GetRange reads length bytes at offset.
 func (l *Local) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("objstore: get %s: %w", key, err)
+	}
 	f, st, err := l.open("get", key)
 	if err != nil {
 		return nil, err
@@ -330,7 +357,7 @@ func (l *Local) GetRange(ctx context.Context, key string, offset, length int64) 
 		return nil, fmt.Errorf("objstore: get %s [%d, +%d): out of range (size %d)", key, offset, length, st.Size())
 	}
 	buf := make([]byte, length)
-	if _, err := f.ReadAt(buf, offset); err != nil && !(errors.Is(err, io.EOF) && length == 0) {
+	if err := readAt(ctx, f, buf, offset); err != nil {
 		return nil, fmt.Errorf("objstore: get %s [%d, +%d): read: %w", key, offset, length, err)
 	}
 	return buf, nil
@@ -352,6 +379,9 @@ func (l *Local) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	if err := validatePrefix(prefix); err != nil {
 		return nil, fmt.Errorf("objstore: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("objstore: list %s: %w", prefix, err)
+	}
 	// Walk only the deepest directory the prefix names.
 	start := l.root
 	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
@@ -359,6 +389,9 @@ func (l *Local) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	}
 	var out []ObjectInfo
 	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
 		if err != nil {
 			if p == start && errors.Is(err, fs.ErrNotExist) {
 				return fs.SkipAll

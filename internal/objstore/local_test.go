@@ -327,3 +327,65 @@ func TestOpen(t *testing.T) {
 		}
 	}
 }
+
+// Issue 13 item 8: reads and listings of the local store honour their
+// context, so a caller that gives up (a recovery stopping actors) is not
+// held by them: a cancelled context fails Get, GetRange and List with
+// context.Canceled, and a large Get checks between 1 MiB chunks (the hook
+// cancels after the first chunk's check).
+func TestLocalReadsHonourCancellation(t *testing.T) {
+	l, err := NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := context.Background()
+	big := make([]byte, 3*readChunk+17)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	if err := l.Put(bg, "a/big", big); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Get(bg, "a/big")
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("Get: %d bytes, %v", len(got), err)
+	}
+	part, err := l.GetRange(bg, "a/big", readChunk-3, readChunk+10)
+	if err != nil || !bytes.Equal(part, big[readChunk-3:2*readChunk+7]) {
+		t.Fatalf("GetRange: %v", err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if _, err := l.Get(ctx, "a/big"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Get with a cancelled context: %v", err)
+	}
+	if _, err := l.GetRange(ctx, "a/big", 0, 10); !errors.Is(err, context.Canceled) {
+		t.Errorf("GetRange with a cancelled context: %v", err)
+	}
+	if _, err := l.List(ctx, "a/"); !errors.Is(err, context.Canceled) {
+		t.Errorf("List with a cancelled context: %v", err)
+	}
+	// Cancelled mid-read: a context whose Err turns non-nil after the
+	// first check stops the read before the object's end.
+	cc := &countingCtx{Context: bg, after: 2}
+	if _, err := l.Get(cc, "a/big"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Get cancelled mid-read: %v", err)
+	}
+	if cc.calls > 3 {
+		t.Errorf("Get checked its context %d times after it was cancelled", cc.calls-2)
+	}
+}
+
+// countingCtx reports Canceled from its after-th Err call on.
+type countingCtx struct {
+	context.Context
+	after, calls int
+}
+
+func (c *countingCtx) Err() error {
+	c.calls++
+	if c.calls > c.after {
+		return context.Canceled
+	}
+	return nil
+}
