@@ -141,8 +141,8 @@ func prometheusBin(t testing.TB) (string, string) {
 
 // startPrometheus runs a Prometheus server over the blocks promtool
 // makes from series (nil: an empty database) with the given extra
-// configuration, and returns its URL once ready.
-func startPrometheus(t testing.TB, series []promSeries, config string) string {
+// configuration and flags, and returns its URL once ready.
+func startPrometheus(t testing.TB, series []promSeries, config string, flags ...string) string {
 	t.Helper()
 	bin, tool := prometheusBin(t)
 	dir := t.TempDir()
@@ -165,8 +165,8 @@ func startPrometheus(t testing.TB, series []promSeries, config string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+data, "--web.listen-address="+addr,
-		"--storage.tsdb.retention.time=100y", "--log.level=warn")
+	cmd := exec.Command(bin, append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + data, "--web.listen-address=" + addr,
+		"--storage.tsdb.retention.time=100y", "--log.level=warn"}, flags...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
