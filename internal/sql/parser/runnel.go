@@ -138,6 +138,11 @@ func isKw(w []word, i int, kw string) bool {
 // parseRunnel recognises Runnel's own statements. ok is false when text is
 // not one of them (then pg_query parses it).
 func parseRunnel(text string) (RunnelStmt, bool, error) {
+	if t, ok, err := parseTQL(text); err != nil {
+		return nil, true, err
+	} else if ok {
+		return t, true, nil
+	}
 	if len(text) > 5 && (strings.EqualFold(text[:6], "create") || strings.EqualFold(text[:4], "drop")) {
 		if s, ok, err := parseSinkStatement(text); ok || err != nil {
 			return s, ok, err
