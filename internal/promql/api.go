@@ -296,10 +296,14 @@ func (a *API) queryRange(r *http.Request) (any, annotations.Annotations, error) 
 // promql.Vector, Matrix, Scalar or String wrapped for the API's JSON
 // (Result); TQL EVAL reads it through Result.Value.
 func (a *API) Eval(ctx context.Context, schema, qs string, start, end time.Time, step time.Duration) (*Result, annotations.Annotations, error) {
+	return a.eval(ctx, a.src, schema, qs, start, end, step)
+}
+
+func (a *API) eval(ctx context.Context, src Source, schema, qs string, start, end time.Time, step time.Duration) (*Result, annotations.Annotations, error) {
 	if qs == "" {
 		return nil, nil, badData("invalid parameter \"query\": query is empty")
 	}
-	rd, err := a.src.Open(ctx, schema)
+	rd, err := src.Open(ctx, schema)
 	if err != nil {
 		return nil, nil, &apiError{"execution", http.StatusUnprocessableEntity, err}
 	}

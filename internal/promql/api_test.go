@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/runneldb/runnel/internal/promql"
+	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -227,5 +228,34 @@ func TestScanPushdown(t *testing.T) {
 	// (900 s, 1200 s]: Prometheus 3's ranges are left-open.
 	if want := []string{"m1 [900001000, 1200000999]"}; !slices.Equal(src.scans, want) {
 		t.Errorf("scans %v, want %v", src.scans, want)
+	}
+}
+
+// EvalTQL answers as a table: a column per label met, then time and
+// value, by series then time; bad arguments and PromQL carry SQLSTATEs.
+func TestEvalTQL(t *testing.T) {
+	tbl := &promql.Table{Name: "m", Time: 1, Tags: []promql.Column{{Name: "host", Index: 0}}, Fields: []promql.Column{{Name: "v", Index: 2}}}
+	row := func(host string, sec int64, v float64) types.Row {
+		return types.Row{types.DVarchar(host), types.DTimestamptz(sec * 1e6), types.DFloat64(v)}
+	}
+	src := &fakeSource{tables: []*promql.Table{tbl}, rows: map[string][]types.Row{
+		"m": {row("a", 10, 1), row("a", 20, 2), row("b", 10, 5), row("b", 20, 6)},
+	}}
+	res, err := promql.EvalTQL(context.Background(), src, "public", "10", "20", "10s", `m * 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(res.Labels, res.Rows); got != "[host] [{[a] 10000 2} {[a] 20000 4} {[b] 10000 10} {[b] 20000 12}]" {
+		t.Errorf("TQL = %s", got)
+	}
+	for _, c := range []struct{ start, end, step, q, code string }{
+		{"x", "20", "10", "m", sqlerr.InvalidParameterValue},
+		{"10", "20", "0", "m", sqlerr.InvalidParameterValue},
+		{"20", "10", "5", "m", sqlerr.InvalidParameterValue},
+		{"10", "20", "10", "sum(", sqlerr.SyntaxError},
+	} {
+		if _, err := promql.EvalTQL(context.Background(), src, "public", c.start, c.end, c.step, c.q); sqlerr.Code(err) != c.code {
+			t.Errorf("%+v: got %v, want %s", c, err, c.code)
+		}
 	}
 }
