@@ -1,0 +1,176 @@
+package tsdb
+
+import (
+	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/storage"
+	"github.com/runneldb/runnel/internal/types"
+)
+
+// Opener opens an iterator over a table's keys from lower (a key's rest,
+// vnode | memcomparable key; nil: the table's first key) to its end, in
+// one snapshot.
+type Opener func(lower []byte) (storage.Iterator, error)
+
+// SeriesScan iterates the rows of a time-series table whose time index
+// lies in [lo, hi] (Unix µs) in key order. A table's key is (vnode,
+// series..., time, ...), so each series' rows are contiguous and ordered
+// by time: when a key is before lo, the scan starts a new iterator at
+// (its series, lo), and when it is past hi, at the next series — a seek
+// by reopening, since storage iterators do not seek. A query over a short
+// window of a long history reads a few keys per series instead of all of
+// them; a query over all of it never reopens. Every iterator comes from
+// the Opener, so from one snapshot.
+//
+//	keys:   a@1 a@2 a@3 a@4 b@1 b@2 b@3 b@4     window [2, 3]
+//	read:   a@1→reopen a@2 a@3 a@4→reopen b@1→reopen b@2 b@3 b@4→reopen(end)
+//	rows:       a@2 a@3 b@2 b@3
+type SeriesScan struct {
+	open   Opener
+	lo, hi int64
+	skip   []types.Type // key columns before the time index
+	tt     types.Type
+	it     storage.Iterator
+	err    error
+	done   bool
+	// stepped counts the keys read outside the window since the last row
+	// or seek: a few are cheaper to read than a reopen.
+	stepped int
+	// Reopens counts the seeks (tests and benchmarks read it).
+	Reopens int
+}
+
+// NewSeriesScan returns the scan, or nil when rel is not a time-series
+// table (the caller then scans everything and filters).
+func NewSeriesScan(rel *catalog.Relation, open Opener, lo, hi int64) *SeriesScan {
+	sp, ok := SpecOf(rel)
+	if !ok {
+		return nil
+	}
+	s := &SeriesScan{open: open, lo: lo, hi: hi, tt: rel.Columns[sp.TimeIndex].Type}
+	for _, k := range rel.PK {
+		if k == sp.TimeIndex {
+			break
+		}
+		s.skip = append(s.skip, rel.Columns[k].Type)
+	}
+	return s
+}
+
+// split returns the length of key's series prefix (vnode and the key
+// columns before the time) and its time.
+func (s *SeriesScan) split(key []byte) (int, int64, bool) {
+	if len(key) < 2 {
+		return 0, 0, false
+	}
+	b := key[2:]
+	for _, t := range s.skip {
+		var err error
+		if _, b, err = types.DecodeKey(b, t, false, false); err != nil {
+			return 0, 0, false
+		}
+	}
+	n := len(key) - len(b)
+	d, _, err := types.DecodeKey(b, s.tt, false, false)
+	if err != nil || d.IsNull() {
+		return 0, 0, false
+	}
+	return n, d.Int(), true
+}
+
+// readAhead is how many keys outside the window are read before a seek:
+// a reopen seeks in every SST that may hold the table, costing about as
+// much as reading tens of keys.
+const readAhead = 32
+
+func (s *SeriesScan) reopen(lower []byte) bool {
+	s.stepped = 0
+	if s.it != nil {
+		s.it.Close()
+		s.it = nil
+	}
+	s.Reopens++
+	it, err := s.open(lower)
+	if err != nil {
+		s.err, s.done = err, true
+		return false
+	}
+	s.it = it
+	return true
+}
+
+// Next moves to the next row in the window.
+func (s *SeriesScan) Next() bool {
+	if s.done {
+		return false
+	}
+	if s.it == nil && !s.reopen(nil) {
+		return false
+	}
+	for {
+		if !s.it.Next() {
+			s.err, s.done = s.it.Err(), true
+			return false
+		}
+		key := s.it.Key()
+		n, t, ok := s.split(key)
+		switch {
+		case !ok:
+			return true // not a key this scan understands: the caller filters
+		case (t < s.lo || t > s.hi) && s.stepped < readAhead:
+			s.stepped++
+		case t < s.lo:
+			lower := types.AppendKey(append([]byte(nil), key[:n]...), timeDatum(s.tt, s.lo), s.tt, false, false)
+			if !s.reopen(lower) {
+				return false
+			}
+		case t > s.hi:
+			next := successor(key[:n])
+			if next == nil {
+				s.done = true
+				return false
+			}
+			if !s.reopen(next) {
+				return false
+			}
+		default:
+			s.stepped = 0
+			return true
+		}
+	}
+}
+
+func timeDatum(t types.Type, micros int64) types.Datum {
+	if t.Kind == types.KindTimestamp {
+		return types.DTimestamp(micros)
+	}
+	return types.DTimestamptz(micros)
+}
+
+// successor is the first key after every key that starts with prefix, or
+// nil when there is none (all 0xff).
+func successor(prefix []byte) []byte {
+	out := append([]byte(nil), prefix...)
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i] != 0xff {
+			out[i]++
+			return out[:i+1]
+		}
+	}
+	return nil
+}
+
+func (s *SeriesScan) Key() []byte   { return s.it.Key() }
+func (s *SeriesScan) Value() []byte { return s.it.Value() }
+func (s *SeriesScan) Err() error    { return s.err }
+
+func (s *SeriesScan) Close() error {
+	s.done = true
+	if s.it != nil {
+		err := s.it.Close()
+		s.it = nil
+		return err
+	}
+	return nil
+}
+
+var _ storage.Iterator = (*SeriesScan)(nil)
