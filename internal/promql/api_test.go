@@ -184,8 +184,8 @@ type fakeSource struct {
 }
 
 func (f *fakeSource) Open(context.Context, string) (promql.Reader, error) { return f, nil }
-func (f *fakeSource) Tables() []*promql.Table                            { return f.tables }
-func (f *fakeSource) Close()                                             {}
+func (f *fakeSource) Tables() []*promql.Table                             { return f.tables }
+func (f *fakeSource) Close()                                              {}
 func (f *fakeSource) Scan(_ context.Context, t *promql.Table, lo, hi int64) (promql.Rows, error) {
 	f.scans = append(f.scans, fmt.Sprintf("%s [%d, %d]", t.Name, lo, hi))
 	return &fakeRows{rows: f.rows[t.Name]}, nil

@@ -107,4 +107,3 @@ func tabulate(v any) *TQLResult {
 	}
 	return out
 }
-
