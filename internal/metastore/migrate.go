@@ -134,7 +134,7 @@ func (d *DB) Migrate(ctx context.Context, component string, steps []Migration) e
 			return err
 		}
 		if newest.Valid && newest.Int64 > int64(last) {
-			return fmt.Errorf("database schema of %s is at version %d, newer than this binary knows (%d)", component, newest.Int64, last)
+			return fmt.Errorf("database schema of %s is at version %d, newer than this binary knows (%d): a newer runnel wrote it; run that version or a newer one", component, newest.Int64, last)
 		}
 		return nil
 	}); err != nil {

@@ -20,6 +20,12 @@ import (
 // ErrCorrupt marks an object that exists but cannot be decoded.
 var ErrCorrupt = errors.New("corrupt object")
 
+// ErrNewerFormat is returned (wrapped) for stored metadata in a format
+// newer than this binary reads: a newer runnel wrote the data directory,
+// and only that version (or a later one) may open it. Older formats are
+// read and rewritten in the current one (docs/operations.md "Upgrades").
+var ErrNewerFormat = errors.New("written by a newer runnel: run that version or a newer one on this data directory")
+
 // sstKeyPrefix is the object-key namespace for SSTs; objectKey(42) =
 // "sst/000000000042.sst".
 const sstKeyPrefix = "sst/"

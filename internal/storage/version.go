@@ -422,7 +422,10 @@ func encodeDelta(d *VersionDelta) []byte {
 func decodeDelta(b []byte) (*VersionDelta, error) {
 	dd := &decoder{b: b}
 	format := dd.uvarint()
-	if dd.err == nil && (format < deltaFormatV1 || format > deltaFormatV3) {
+	if dd.err == nil && format > deltaFormatV3 {
+		return nil, fmt.Errorf("version delta in format %d, newer than this runnel reads (%d-%d): %w", format, deltaFormatV1, deltaFormatV3, ErrNewerFormat)
+	}
+	if dd.err == nil && format < deltaFormatV1 {
 		return nil, fmt.Errorf("version delta: unknown format %d: %w", format, ErrCorrupt)
 	}
 	d := &VersionDelta{}
@@ -476,7 +479,10 @@ func encodeCheckpoint(v *Version) []byte {
 func decodeCheckpoint(b []byte) (*Version, error) {
 	dd := &decoder{b: b}
 	format := dd.uvarint()
-	if dd.err == nil && (format < checkpointFormatV1 || format > checkpointFormatV3) {
+	if dd.err == nil && format > checkpointFormatV3 {
+		return nil, fmt.Errorf("version checkpoint in format %d, newer than this runnel reads (%d-%d): %w", format, checkpointFormatV1, checkpointFormatV3, ErrNewerFormat)
+	}
+	if dd.err == nil && format < checkpointFormatV1 {
 		return nil, fmt.Errorf("version checkpoint: unknown format %d: %w", format, ErrCorrupt)
 	}
 	v := newEmptyVersion()
