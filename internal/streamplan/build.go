@@ -37,6 +37,9 @@ func Build(root plan.Node) (*Node, error) {
 type builder struct{}
 
 func (b *builder) build(n plan.Node) (*Node, error) {
+	if out, ok, err := b.dynamicFilter(n); ok || err != nil {
+		return out, err // see dynamicfilter.go
+	}
 	if h, err := hoistScalarSubqueries(n); err != nil {
 		return nil, err
 	} else if h != nil {

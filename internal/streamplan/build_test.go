@@ -69,6 +69,9 @@ func TestBuildKeysAndExchanges(t *testing.T) {
 		{"SELECT * FROM t WHERE id NOT IN (SELECT tid FROM u)", []string{"StreamFilter", "StreamHashJoin Left", "StreamHashJoin Left", "StreamHashAgg group key [0]", "StreamScan u", "StreamSimpleAgg", "StreamScan u"}},
 		{"SELECT id, EXISTS (SELECT 1 FROM u WHERE u.tid = t.g) OR v > 1 FROM t", []string{"StreamProject", "StreamHashJoin Left", "StreamScan t", "StreamHashAgg group key [0]", "StreamScan u"}},
 		{"SELECT id FROM t WHERE v > 1 OR g IN (SELECT tid FROM u WHERE u.w = 'x' AND u.tid = t.id)", []string{"StreamFilter", "StreamHashJoin Left", "StreamHashJoin Left", "StreamHashAgg group key [0 1]", "StreamHashAgg group key [0]"}},
+		// A dynamic filter (dynamicfilter.go): the bound's one row on the
+		// right, the rest of the WHERE below the filter on the left.
+		{"SELECT id FROM t WHERE g > 0 AND v > (SELECT count(*) FROM u)", []string{"StreamDynamicFilter", "StreamExchange dist single", "StreamFilter", "StreamScan t", "StreamSimpleAgg", "StreamScan u"}},
 		// A temporal filter (temporal.go).
 		{"SELECT id FROM t WHERE v > 0 AND now() - INTERVAL '1 hour' < to_timestamp(v)", []string{"StreamTemporalFilter", "StreamExchange dist hash[0]", "StreamFilter", "StreamScan t"}},
 	}

@@ -190,6 +190,9 @@ func attributes(n *Node) []string {
 			parts[i] = c.Name + "(" + strings.Join(args, ", ") + ")"
 		}
 		add("set-returning functions: [%s]", strings.Join(parts, ", "))
+	case OpDynamicFilter:
+		add("predicate: %s", n.Cond)
+		add("rows kept ordered by: %s; a new bound emits only the rows between the old and the new one", n.Dynamic.Key)
 	case OpTemporalFilter:
 		add("predicate: %s", n.Cond)
 		if n.Temporal.Expiring {
@@ -358,6 +361,15 @@ func stateColumnNames(owner *Node, idx int, s *state.Schema) []string {
 	case OpWindowClose:
 		for i := range in.Schema {
 			set(i, colName(in, i))
+		}
+	case OpDynamicFilter:
+		if idx == 1 {
+			set(0, "_bound")
+			break
+		}
+		set(0, "_filter_key")
+		for i := range in.Schema {
+			set(1+i, colName(in, i))
 		}
 	case OpTemporalFilter:
 		set(0, "_temporal_key")

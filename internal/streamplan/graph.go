@@ -188,6 +188,10 @@ func stateSchemas(n *Node, job string) ([]state.Schema, error) {
 			dist = n.Dist.Keys
 		}
 		return []state.Schema{exec.TemporalFilterStateSchema(label, n.Temporal.Key.Type(), n.Inputs[0].Types(), n.InputKey, dist)}, nil
+	case OpDynamicFilter:
+		d := n.Dynamic
+		l, r := exec.DynamicFilterStateSchemas(label, d.Key.Type(), n.Inputs[1].Schema[0].Type, n.Inputs[0].Types(), n.Inputs[0].Key)
+		return []state.Schema{l, r}, nil
 	case OpOverWindow:
 		return overWindowStateSchemas(n, label)
 	case OpSource:
@@ -677,6 +681,22 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		owners := f.owners
 		tf.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
 		return tf, nil
+	case OpDynamicFilter:
+		l, err := input(0)
+		if err != nil {
+			return nil, err
+		}
+		r, err := input(1)
+		if err != nil {
+			return nil, err
+		}
+		d := n.Dynamic
+		df, err := exec.NewDynamicFilter(actor, l, r, d.Key, d.Cmp, d.Less, g.newState(n, 0), g.newState(n, 1))
+		if err != nil {
+			return nil, err
+		}
+		df.SetStrict(env.Strict, env.Log) // I6
+		return df, nil
 	case OpOverWindow:
 		in, err := input(0)
 		if err != nil {

@@ -63,9 +63,10 @@ const (
 	OpTemporalFilter // a comparison with now() (temporal.go)
 	OpWindowClose    // EMIT ON WINDOW CLOSE's buffer (windowclose.go)
 	OpProjectSet     // set-returning functions in a select list (projectset.go)
+	OpDynamicFilter  // a comparison with a one-row subquery (dynamicfilter.go)
 )
 
-var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink", "TemporalFilter", "WindowClose", "ProjectSet"}
+var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink", "TemporalFilter", "WindowClose", "ProjectSet", "DynamicFilter"}
 
 func (o Op) String() string { return opNames[o] }
 
@@ -116,6 +117,7 @@ type Node struct {
 	Rows      []types.Row   // OpValues: the constant rows, stream key included
 	Hop       *HopSpec      // OpHopWindow
 	Temporal  *TemporalSpec // OpTemporalFilter
+	Dynamic   *DynamicSpec  // OpDynamicFilter
 	// SRFs are OpProjectSet's calls; their columns follow the input's
 	// first SRFAt columns.
 	SRFs  []*plan.SRFCall
@@ -142,7 +144,7 @@ func (n *Node) Describe() string {
 	switch n.Op {
 	case OpScan, OpSource:
 		fmt.Fprintf(&b, " %s", n.Rel.Name)
-	case OpFilter, OpTemporalFilter:
+	case OpFilter, OpTemporalFilter, OpDynamicFilter:
 		fmt.Fprintf(&b, " %s", n.Cond)
 	case OpProject:
 		parts := make([]string, len(n.Exprs))

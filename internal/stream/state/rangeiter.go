@@ -241,3 +241,27 @@ func (t *Table) VnodePrefixBounds(vnode uint16, prefix types.Row) (lower, upper 
 	lower = t.encodePK(nil, vnode, prefix)
 	return lower, prefixEnd(lower), true
 }
+
+// IterPrefixRange iterates, in key order (descending when reverse), the
+// rows whose leading primary-key columns lie between the prefixes lo and
+// hi, both inclusive; an empty bound is open. Each bound must cover the
+// distribution key (or the table has none). The dynamic filter scans the
+// rows between an old and a new bound with it.
+func (t *Table) IterPrefixRange(ctx context.Context, lo, hi types.Row, reverse bool) (*RowIter, error) {
+	lower, upper := []byte{}, []byte(nil)
+	if len(lo) > 0 {
+		l, _, err := t.prefixBounds(lo)
+		if err != nil {
+			return nil, err
+		}
+		lower = l
+	}
+	if len(hi) > 0 {
+		_, u, err := t.prefixBounds(hi)
+		if err != nil {
+			return nil, err
+		}
+		upper = u
+	}
+	return t.rangeIter(ctx, lower, upper, reverse)
+}
