@@ -2,12 +2,14 @@ package frontend
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/promql"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/tsdb"
+	"github.com/runneldb/runnel/internal/types"
 )
 
 // PromSource is the frontend's side of the PromQL API (internal/promql):
@@ -61,11 +63,59 @@ type promReader struct {
 func (r *promReader) Tables() []*promql.Table { return r.tables }
 
 // Scan reads only the SSTs whose time range for the table meets
-// [minMicros, maxMicros] (storage.ReadOptions.Time); rows past the TTL
-// are hidden by the storage read itself.
+// [minMicros, maxMicros] (storage.ReadOptions.Time), and within them
+// seeks past each series' keys outside it (tsdb.SeriesScan: every
+// iterator from the query's one snapshot); rows past the TTL are hidden
+// by the storage read itself. The row handed out is reused by the next
+// (promql's scan keeps no row).
 func (r *promReader) Scan(ctx context.Context, t *promql.Table, minMicros, maxMicros int64) (promql.Rows, error) {
-	it, _, err := r.src.ScanTime(ctx, t.Ref.(*catalog.Relation), minMicros, maxMicros)
-	return it, err
+	rel := t.Ref.(*catalog.Relation)
+	table := storage.TableID(rel.StateTable)
+	opt := storage.ReadOptions{Time: &storage.TimeRange{Min: minMicros, Max: maxMicros, Valid: true}}
+	sc := tsdb.NewSeriesScan(rel, func(lower []byte) (storage.Iterator, error) {
+		return r.snap.Iter(ctx, table, lower, nil, opt)
+	}, minMicros, maxMicros)
+	if sc == nil {
+		it, _, err := r.src.ScanTime(ctx, rel, minMicros, maxMicros)
+		return it, err
+	}
+	colTypes := make([]types.Type, len(rel.Columns))
+	for i, c := range rel.Columns {
+		colTypes[i] = c.Type
+	}
+	return &promRows{it: sc, types: colTypes, rel: rel}, nil
 }
+
+// promRows decodes a scan's rows into one reused row.
+type promRows struct {
+	it    storage.Iterator
+	types []types.Type
+	rel   *catalog.Relation
+	row   types.Row
+	n     int
+}
+
+func (r *promRows) Next(ctx context.Context) (types.Row, error) {
+	// I5: a long scan notices cancellation.
+	if r.n++; r.n%256 == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if !r.it.Next() {
+		if err := r.it.Err(); err != nil {
+			return nil, fmt.Errorf("scan table %s: %w", r.rel.Name, err)
+		}
+		return nil, nil
+	}
+	row, err := types.DecodeValueRow(r.it.Value(), r.types, r.row)
+	if err != nil {
+		return nil, fmt.Errorf("scan table %s: corrupt row: %w", r.rel.Name, err)
+	}
+	r.row = row
+	return row, nil
+}
+
+func (r *promRows) Close() { r.it.Close() }
 
 func (r *promReader) Close() { r.snap.Close() }

@@ -46,7 +46,8 @@ type Reader interface {
 }
 
 // Rows iterates rows (all of the table's columns, by column index). Next
-// returns nil at the end.
+// returns nil at the end. The row returned may be reused by the next call
+// (the caller keeps no row, only values copied out of it).
 type Rows interface {
 	Next(ctx context.Context) (types.Row, error)
 	Close()

@@ -1,6 +1,8 @@
 package tsdb
 
 import (
+	"bytes"
+
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/types"
@@ -35,6 +37,9 @@ type SeriesScan struct {
 	// stepped counts the keys read outside the window since the last row
 	// or seek: a few are cheaper to read than a reopen.
 	stepped int
+	// prefix is the series prefix of the last key split: the next key
+	// of the same series needs only its time decoded.
+	prefix []byte
 	// Reopens counts the seeks (tests and benchmarks read it).
 	Reopens int
 }
@@ -62,12 +67,18 @@ func (s *SeriesScan) split(key []byte) (int, int64, bool) {
 	if len(key) < 2 {
 		return 0, 0, false
 	}
-	b := key[2:]
-	for _, t := range s.skip {
-		var err error
-		if _, b, err = types.DecodeKey(b, t, false, false); err != nil {
-			return 0, 0, false
+	var b []byte
+	if n := len(s.prefix); n > 0 && len(key) > n && bytes.Equal(key[:n], s.prefix) {
+		b = key[n:]
+	} else {
+		b = key[2:]
+		for _, t := range s.skip {
+			var err error
+			if _, b, err = types.DecodeKey(b, t, false, false); err != nil {
+				return 0, 0, false
+			}
 		}
+		s.prefix = append(s.prefix[:0], key[:len(key)-len(b)]...)
 	}
 	n := len(key) - len(b)
 	d, _, err := types.DecodeKey(b, s.tt, false, false)
