@@ -623,21 +623,31 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 const warmSite = "storage.warm"
 
 func (e *Engine) warmOutputs(metas []*SSTMeta) {
-	if len(metas) == 0 || e.opts.DisableAutoCompaction {
+	if len(metas) == 0 || e.opts.DisableAutoCompaction && !e.opts.warmAlways {
 		return
 	}
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
-		for _, m := range metas {
+		// Close (which waits for this goroutine) cancels the reads in
+		// flight, so a slow or hung object store cannot hold it (issue 13
+		// item 8).
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
 			select {
 			case <-e.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		for _, m := range metas {
+			if ctx.Err() != nil {
 				return
-			default:
 			}
 			// A panic opening the object (pebble on a damaged file) is
 			// logged; the read that needs it reports the damage (I6).
-			err := panics.Catch(warmSite, func() error { _, err := e.tc.get(context.Background(), m); return err })
+			err := panics.Catch(warmSite, func() error { _, err := e.tc.get(ctx, m); return err })
 			if pe := (*panics.Error)(nil); errors.As(err, &pe) {
 				e.log.Error("storage: warming a compaction output panicked", "object", objectKey(m.ID), "err", err, "stack", string(pe.Stack))
 			} else if err != nil {

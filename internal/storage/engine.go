@@ -73,6 +73,9 @@ type Options struct {
 	// opening of compaction outputs (warmOutputs); Compact still works.
 	// Tests that inject faults deterministically set it.
 	DisableAutoCompaction bool
+	// warmAlways (tests) warms compaction outputs even with
+	// DisableAutoCompaction, so that a test can watch the warming alone.
+	warmAlways bool
 	// CheckpointEvery: a full version snapshot is written every N deltas
 	// (default 64).
 	CheckpointEvery int

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,4 +146,84 @@ func TestWarmOutputsSurvivesPanic(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // polling a counter, not ordering a race
 	}
 	verifyModel(t, e, model)
+}
+
+// blockingReads is a Store whose reads of objects written after it was
+// armed wait for their context (a store that hangs until the caller gives
+// up), so that only reads of a compaction's outputs hang.
+type blockingReads struct {
+	objstore.Store
+	armed   atomic.Bool
+	old     map[string]bool // objects when armed
+	entered chan struct{}
+	once    sync.Once
+	release chan struct{}
+}
+
+func (b *blockingReads) arm(t *testing.T) {
+	objs, err := b.Store.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.old = map[string]bool{}
+	for _, o := range objs {
+		b.old[o.Key] = true
+	}
+	b.armed.Store(true)
+}
+
+func (b *blockingReads) wait(ctx context.Context, key string) error {
+	if !b.armed.Load() || b.old[key] {
+		return nil
+	}
+	b.once.Do(func() { close(b.entered) })
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-b.release:
+		return nil
+	}
+}
+
+func (b *blockingReads) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := b.wait(ctx, key); err != nil {
+		return nil, err
+	}
+	return b.Store.Get(ctx, key)
+}
+
+func (b *blockingReads) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := b.wait(ctx, key); err != nil {
+		return nil, err
+	}
+	return b.Store.GetRange(ctx, key, off, n)
+}
+
+// Issue 13 item 8: warming a compaction's outputs reads them under a
+// context that Close cancels, so Close returns while the object store
+// hangs. Before, warming read with context.Background() and Close waited
+// for the hung read.
+func TestCloseCancelsWarming(t *testing.T) {
+	store := &blockingReads{Store: objstore.NewMem(), entered: make(chan struct{}), release: make(chan struct{})}
+	defer close(store.release)
+	// Auto compaction off, so that the only reads of the new outputs are
+	// the warming's.
+	e := openEngine(t, store, openMeta(t), func(o *Options) { o.TargetFileSize = 4 << 10; o.warmAlways = true })
+	fillForCompaction(t, e)
+	store.arm(t)
+	if _, err := e.Compact(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-store.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no compaction output was warmed")
+	}
+	closed := make(chan struct{})
+	go func() { e.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close waited for a hung warming read")
+	}
 }
