@@ -2,23 +2,44 @@
 // registered as "postgres" and as "jdbc" (RisingWave's name for it, with
 // jdbc.url = 'jdbc:postgresql://host:port/db?user=...&password=...').
 //
-// Each delivered epoch is one PostgreSQL transaction that applies the
-// epoch's changes in batches (an upsert sink: per batch, the last change
-// of each key wins — deletes as one DELETE ... USING unnest(...), the rest
-// as one INSERT ... SELECT FROM unnest(...) ON CONFLICT (key) DO UPDATE;
-// an append-only sink: one INSERT per batch) and records the epoch in a
-// progress row of runnel_sink_progress in the target's schema. Open reads
-// that row, so after any crash the worker delivers exactly the epochs the
-// table lacks (I8: exactly once), and Begin re-checks it under FOR UPDATE.
-// Values travel as text and are cast to the target columns' types, which
-// Open reads from the target's catalog (so a missing table or column, or a
-// key without a unique index, fails CREATE SINK with PostgreSQL's error).
+// Each delivered epoch is one PostgreSQL transaction that carries the
+// epoch's rows and records the epoch in a progress row of
+// runnel_sink_progress in the target's schema. Open reads that row, so
+// after any crash the worker delivers exactly the epochs the table lacks
+// (I8, and I7 end to end: what Runnel acknowledged reaches the target once),
+// and Begin re-checks it under FOR UPDATE.
+//
+// The rows travel by binary COPY (encode), the fastest way into
+// PostgreSQL:
+//
+//   - an append-only sink whose columns all have the target's types COPYs
+//     straight into the target table;
+//   - otherwise the epoch's changes are COPYed into a temporary staging
+//     table (one per connection, ON COMMIT DELETE ROWS, so it is empty
+//     outside a delivery and a rollback takes its rows too) and applied by
+//     set statements in the same transaction: an upsert sink's as one
+//     DELETE ... USING stage for the keys whose last change is a delete and
+//     one INSERT ... SELECT FROM stage ON CONFLICT (key) DO UPDATE for the
+//     rest; an append-only sink's as one INSERT ... SELECT.
+//
+// The staging table holds each key at most once (the last change of each
+// key wins, which is what an upsert means): a change whose key is already
+// staged applies the stage first, so the target sees a key's changes in
+// the stream's order. A value goes in binary when its Runnel type has the
+// target column's binary form (same type, or text and varchar); otherwise
+// as text, cast by PostgreSQL to the target type as a literal would be.
+// Open reads the target columns' types from the catalog, so a missing
+// table or column, or a key without a unique index, fails CREATE SINK with
+// PostgreSQL's error.
 package postgres
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -51,8 +72,42 @@ type target struct {
 	key    string // the progress row's key
 
 	conn *pgx.Conn
-	// casts[i] is the target type of column i (format_type).
-	casts []string
+	// cols describes how each sink column reaches its target column
+	// (read from the target's catalog by Open).
+	cols []column
+	// direct: COPY straight into the target (append-only, every column
+	// binary with no type modifier); otherwise through the staging table.
+	direct bool
+	// plain: every column is plain (binary, no type modifier), so rows
+	// can be COPYed into the target itself: always for an append-only
+	// sink (direct), for an upsert sink's batches of new keys (txn.probe).
+	plain bool
+	// probedIn counts the upsert batches COPYed into the target itself
+	// (tests check the path is taken).
+	probedIn int
+	// merge: apply an upsert sink's stage with one MERGE (PostgreSQL 15
+	// and later), else with DELETE ... USING and INSERT ... ON CONFLICT.
+	merge bool
+}
+
+// useMerge lets tests take the pre-15 path (DELETE and ON CONFLICT) on a
+// newer server.
+var useMerge = true
+
+// column is one sink column's way into the target.
+type column struct {
+	name string
+	// cast is the target column's type (format_type, modifier included).
+	cast string
+	// stage is the staging column's type: the target's type without its
+	// modifier when binary, text otherwise.
+	stage string
+	// binary: the Runnel value's PostgreSQL binary form is the target
+	// type's (types.AppendBinary), so it is sent as is.
+	binary bool
+	// plain: binary and the target column has no type modifier, so a
+	// COPY into the target itself reads the value as the cast would.
+	plain bool
 }
 
 // New checks a postgres/jdbc sink's options.
@@ -158,30 +213,51 @@ func (t *target) open(ctx context.Context) (uint64, error) {
 	if _, err := conn.Exec(ctx, "SET synchronous_commit = on"); err != nil {
 		return 0, fmt.Errorf("sink %s: %w", t.cfg.Name, err)
 	}
-	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
-		WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped`, t.qualified())
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		return 0, fmt.Errorf("sink %s: %w", t.cfg.Name, err)
+	}
+	// MERGE inserts new keys about twice as fast as INSERT ... ON CONFLICT
+	// (no speculative insertion) and updates ~25% faster, measured on
+	// 200,000 keys (docs/benchmarks.md).
+	t.merge = version >= 150000 && useMerge
+	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), format_type(a.atttypid, NULL), a.atttypid, a.atttypmod
+		FROM pg_attribute a WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped`, t.qualified())
 	if err != nil {
 		return 0, fmt.Errorf("sink %s: target table %s.%s: %w", t.cfg.Name, t.schema, t.table, err)
 	}
-	types := map[string]string{}
+	type targetColumn struct {
+		cast, base string
+		oid        uint32
+		mod        int32
+	}
+	targetCols := map[string]targetColumn{}
 	for rows.Next() {
-		var n, ty string
-		if err := rows.Scan(&n, &ty); err != nil {
+		var n string
+		var c targetColumn
+		if err := rows.Scan(&n, &c.cast, &c.base, &c.oid, &c.mod); err != nil {
 			return 0, err
 		}
-		types[n] = ty
+		targetCols[n] = c
 	}
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("sink %s: target table %s.%s: %w", t.cfg.Name, t.schema, t.table, err)
 	}
-	t.casts = make([]string, len(t.cfg.Columns))
+	t.cols = make([]column, len(t.cfg.Columns))
+	t.plain = true
 	for i, c := range t.cfg.Columns {
-		ty, found := types[c.Name]
+		tc, found := targetCols[c.Name]
 		if !found {
 			return 0, sqlerr.Errorf(sqlerr.UndefinedColumn, "sink %s: column %q of the sink does not exist in the target table %s.%s", t.cfg.Name, c.Name, t.schema, t.table)
 		}
-		t.casts[i] = ty
+		col := column{name: c.Name, cast: tc.cast, stage: "text"}
+		if sameBinary(c.Type.OID(), tc.oid) {
+			col.binary, col.stage, col.plain = true, tc.base, tc.mod < 0
+		}
+		t.plain = t.plain && col.plain
+		t.cols[i] = col
 	}
+	t.direct = t.plain && !t.cfg.Upsert()
 	if t.cfg.Upsert() {
 		// ON CONFLICT (key) needs a unique index on exactly the key.
 		var n int
@@ -200,10 +276,25 @@ func (t *target) open(ctx context.Context) (uint64, error) {
 				t.cfg.Name, t.schema, t.table, strings.Join(keys, ", "))
 		}
 	}
-	// Check the statements (types) now, not at the first delivery.
-	check := []string{t.insertSQL()}
-	if t.cfg.Upsert() {
-		check = append(check, t.deleteSQL())
+	if !t.direct {
+		// The staging table lives as long as the connection; ON COMMIT
+		// DELETE ROWS empties it at every commit (and a rollback takes
+		// back what the transaction staged), so no epoch sees another's
+		// rows.
+		if _, err := conn.Exec(ctx, "CREATE TEMPORARY TABLE "+stageTable+" ("+t.stageColumns()+") ON COMMIT DELETE ROWS"); err != nil {
+			return 0, fmt.Errorf("sink %s: create the staging table: %w", t.cfg.Name, err)
+		}
+	}
+	// Check the statements (types, casts) now, not at the first delivery.
+	var check []string
+	switch {
+	case t.direct:
+	case t.merge && t.cfg.Upsert():
+		check = append(check, t.mergeSQL())
+	case t.cfg.Upsert():
+		check = append(check, t.insertSQL(), t.deleteSQL())
+	default:
+		check = append(check, t.insertSQL())
 	}
 	for _, q := range check {
 		if _, err := conn.Prepare(ctx, "", q); err != nil {
@@ -227,37 +318,63 @@ func (t *target) open(ctx context.Context) (uint64, error) {
 	return uint64(epoch), nil
 }
 
-// unnest renders "unnest($1::text[], ...) AS u(c0, ...)" over cols and
-// the casts of those columns' values.
-func (t *target) unnest(cols []int) (from string, casts []string) {
-	params := make([]string, len(cols))
-	names := make([]string, len(cols))
-	for i, c := range cols {
-		params[i] = fmt.Sprintf("$%d::text[]", i+1)
-		names[i] = fmt.Sprintf("c%d", i)
-		casts = append(casts, fmt.Sprintf("u.c%d::%s", i, t.casts[c]))
+// OIDs of the string types whose binary forms are the same UTF-8 bytes.
+const (
+	oidText    = 25
+	oidVarchar = 1043
+)
+
+// sameBinary reports whether a value of the Runnel type with OID from is
+// read correctly by the binary input of the target type with OID to.
+func sameBinary(from, to uint32) bool {
+	if from == to {
+		return true
 	}
-	return "unnest(" + strings.Join(params, ", ") + ") AS u(" + strings.Join(names, ", ") + ")", casts
+	str := func(o uint32) bool { return o == oidText || o == oidVarchar }
+	return str(from) && str(to)
 }
 
-func (t *target) allColumns() []int {
-	out := make([]int, len(t.cfg.Columns))
-	for i := range out {
-		out[i] = i
+// stageTable is the connection's temporary staging table.
+const stageTable = "runnel_sink_stage"
+
+// stageColumns renders the staging table's columns: c0, c1, ... then, for
+// an upsert sink, del (the key's last change is a delete).
+func (t *target) stageColumns() string {
+	var cols []string
+	for i, c := range t.cols {
+		cols = append(cols, fmt.Sprintf("c%d %s", i, c.stage))
 	}
-	return out
+	if t.cfg.Upsert() {
+		cols = append(cols, "del boolean NOT NULL")
+	}
+	return strings.Join(cols, ", ")
 }
 
+// staged renders staging column i as a value of its target column's type.
+func (t *target) staged(i int) string {
+	return fmt.Sprintf("s.c%d::%s", i, t.cols[i].cast)
+}
+
+func (t *target) columnNames() string {
+	names := make([]string, len(t.cols))
+	for i, c := range t.cols {
+		names[i] = quote(c.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// insertSQL applies the staged inserts (all rows of an append-only sink;
+// the rows not marked del of an upsert sink).
 func (t *target) insertSQL() string {
-	from, casts := t.unnest(t.allColumns())
-	names := make([]string, len(t.cfg.Columns))
-	for i, c := range t.cfg.Columns {
-		names[i] = quote(c.Name)
+	casts := make([]string, len(t.cols))
+	for i := range t.cols {
+		casts[i] = t.staged(i)
 	}
-	q := "INSERT INTO " + t.qualified() + " (" + strings.Join(names, ", ") + ") SELECT " + strings.Join(casts, ", ") + " FROM " + from
+	q := "INSERT INTO " + t.qualified() + " (" + t.columnNames() + ") SELECT " + strings.Join(casts, ", ") + " FROM " + stageTable + " s"
 	if !t.cfg.Upsert() {
 		return q
 	}
+	q += " WHERE NOT s.del"
 	keys := make([]string, len(t.cfg.Key))
 	isKey := map[int]bool{}
 	for i, k := range t.cfg.Key {
@@ -277,13 +394,52 @@ func (t *target) insertSQL() string {
 	return q + " DO UPDATE SET " + strings.Join(sets, ", ")
 }
 
-func (t *target) deleteSQL() string {
-	from, casts := t.unnest(t.cfg.Key)
-	conds := make([]string, len(t.cfg.Key))
-	for i, k := range t.cfg.Key {
-		conds[i] = "t." + quote(t.cfg.Columns[k].Name) + " = " + casts[i]
+// mergeSQL applies an upsert sink's stage in one statement: a staged key
+// marked del is deleted, another one updated or inserted. NULL keys never
+// match, so they insert, as they never conflict under ON CONFLICT.
+func (t *target) mergeSQL() string {
+	var on, sets, casts []string
+	isKey := map[int]bool{}
+	for _, k := range t.cfg.Key {
+		on = append(on, "t."+quote(t.cfg.Columns[k].Name)+" = "+t.staged(k))
+		isKey[k] = true
 	}
-	return "DELETE FROM " + t.qualified() + " AS t USING " + from + " WHERE " + strings.Join(conds, " AND ")
+	for i, c := range t.cols {
+		casts = append(casts, t.staged(i))
+		if !isKey[i] {
+			sets = append(sets, quote(c.name)+" = "+t.staged(i))
+		}
+	}
+	q := "MERGE INTO " + t.qualified() + " AS t USING " + stageTable + " s ON " + strings.Join(on, " AND ") +
+		" WHEN MATCHED AND s.del THEN DELETE"
+	if len(sets) > 0 {
+		q += " WHEN MATCHED THEN UPDATE SET " + strings.Join(sets, ", ")
+	}
+	return q + " WHEN NOT MATCHED AND NOT s.del THEN INSERT (" + t.columnNames() + ") VALUES (" + strings.Join(casts, ", ") + ")"
+}
+
+// deleteSQL applies an upsert sink's staged deletes.
+func (t *target) deleteSQL() string {
+	conds := []string{"s.del"}
+	for _, k := range t.cfg.Key {
+		conds = append(conds, "t."+quote(t.cfg.Columns[k].Name)+" = "+t.staged(k))
+	}
+	return "DELETE FROM " + t.qualified() + " AS t USING " + stageTable + " s WHERE " + strings.Join(conds, " AND ")
+}
+
+// copySQL is the COPY of one batch into the target (direct) or the stage.
+func (t *target) copySQL(direct bool) string {
+	if direct {
+		return "COPY " + t.qualified() + " (" + t.columnNames() + ") FROM STDIN (FORMAT binary)"
+	}
+	cols := make([]string, len(t.cols))
+	for i := range t.cols {
+		cols[i] = fmt.Sprintf("c%d", i)
+	}
+	if t.cfg.Upsert() {
+		cols = append(cols, "del")
+	}
+	return "COPY " + stageTable + " (" + strings.Join(cols, ", ") + ") FROM STDIN (FORMAT binary)"
 }
 
 // Close implements sink.Target.
@@ -314,23 +470,50 @@ func (t *target) Begin(ctx context.Context, epoch uint64) (sink.Txn, error) {
 		_ = tx.Rollback(ctx)
 		return nil, err
 	}
-	return &txn{t: t, tx: tx, epoch: epoch, skip: uint64(has) >= epoch}, nil
+	return &txn{t: t, tx: tx, epoch: epoch, skip: uint64(has) >= epoch, probe: t.plain && t.cfg.Upsert()}, nil
 }
+
+// maxStagedKeys (a variable for tests) bounds the keys an upsert delivery
+// tracks (staged, or COPYed into the target and maybe not sent yet) before
+// it applies the stage and forgets them: 256 Ki keys are a few tens of MB
+// of Go sets, and set statements over them run at full speed.
+var maxStagedKeys = 256 << 10
+
+// copyChunk (a variable for tests) is the encoded size at which pending rows are sent by one
+// COPY. One COPY per worker batch (4,096 rows) ran at 0.63x of a single
+// COPY of 200,000 rows; chunks of ~100,000 rows at 0.88x (TestTargetThroughput,
+// docs/benchmarks.md). 4 MB is ~130,000 rows of three small columns.
+var copyChunk = 4 << 20
 
 type txn struct {
 	t     *target
 	tx    pgx.Tx
 	epoch uint64
 	skip  bool
-}
-
-// text renders a value for a text[] parameter (nil: NULL).
-func text(d types.Datum, t types.Type) *string {
-	if d.IsNull() {
-		return nil
-	}
-	s := types.FormatText(d, t, nil)
-	return &s
+	// staged counts the rows sent to the staging table; keys holds the
+	// staged keys of an upsert sink, direct the keys COPYed into the
+	// target in this transaction (memcomparable), until the stage is
+	// applied.
+	staged int
+	keys   map[string]struct{}
+	direct map[string]struct{}
+	// pending holds encoded rows not sent yet (header included), all for
+	// the target (pendingDirect) or all for the stage; pendingRows counts
+	// them.
+	pending       []byte
+	pendingDirect bool
+	pendingRows   int
+	// inflight is the COPY running in the background (nil: none): it
+	// sends one chunk while the worker reads the next rows from the log.
+	// Every other use of the connection waits for it first (wait). spare
+	// is the buffer to encode into next.
+	inflight chan error
+	spare    []byte
+	// probe: an upsert batch of inserts only is first checked against the
+	// target (exists); if none of its keys is there it is COPYed into the
+	// target itself, like an append-only sink's. Off for the rest of the
+	// epoch after a probe finds a key (an epoch of updates pays one).
+	probe bool
 }
 
 func (x *txn) Write(ctx context.Context, changes []sink.Change) error {
@@ -338,78 +521,276 @@ func (x *txn) Write(ctx context.Context, changes []sink.Change) error {
 		return nil
 	}
 	cfg := x.t.cfg
-	var ins []types.Row
-	var del []types.Row
 	if !cfg.Upsert() {
+		var ins []sink.Change
 		for _, c := range changes {
 			if c.Op.IsInsert() {
-				ins = append(ins, c.Row)
+				ins = append(ins, c)
 			}
 		}
-	} else {
-		// The last change of each key wins (the key's earlier changes in
-		// the batch are superseded).
-		last := map[string]int{}
-		var order []string
-		for i, c := range changes {
-			k := keyString(c.Row, cfg)
-			if _, seen := last[k]; !seen {
-				order = append(order, k)
-			}
-			last[k] = i
+		return x.add(ctx, ins, x.t.direct)
+	}
+	// The last change of each key wins (the key's earlier changes in the
+	// batch are superseded).
+	last := map[string]int{}
+	var order []string
+	var kb []byte
+	for i, c := range changes {
+		kb = keyBytes(kb[:0], c.Row, cfg)
+		k := string(kb)
+		if _, seen := last[k]; !seen {
+			order = append(order, k)
 		}
-		for _, k := range order {
-			c := changes[last[k]]
-			if c.Op.IsInsert() {
-				ins = append(ins, c.Row)
-			} else {
-				del = append(del, c.Row)
-			}
+		last[k] = i
+	}
+	if x.keys == nil {
+		x.keys, x.direct = map[string]struct{}{}, map[string]struct{}{}
+	}
+	// A key staged already changes again: its staged change goes to the
+	// target first, so the target sees the key's changes in order.
+	apply := len(x.keys)+len(x.direct)+len(order) > maxStagedKeys
+	for _, k := range order {
+		if _, dup := x.keys[k]; dup {
+			apply = true
+			break
 		}
 	}
-	if len(del) > 0 {
-		if _, err := x.tx.Exec(ctx, x.t.deleteSQL(), x.t.columnArrays(del, cfg.Key)...); err != nil {
-			return fmt.Errorf("delete from %s: %w", x.t.qualified(), err)
+	if apply {
+		if err := x.apply(ctx, true); err != nil {
+			return err
 		}
 	}
-	if len(ins) > 0 {
-		if _, err := x.tx.Exec(ctx, x.t.insertSQL(), x.t.columnArrays(ins, x.t.allColumns())...); err != nil {
-			return fmt.Errorf("insert into %s: %w", x.t.qualified(), err)
+	batch := make([]sink.Change, len(order))
+	direct := x.probe
+	for i, k := range order {
+		batch[i] = changes[last[k]]
+		_, again := x.direct[k]
+		direct = direct && batch[i].Op.IsInsert() && !again
+	}
+	if direct {
+		// No key of the batch is staged or was COPYed into the target in
+		// this transaction (above; those rows may not be sent yet), so if
+		// the target lacks them all, inserting them keeps every key's
+		// order.
+		found, err := x.exists(ctx, batch)
+		if err != nil {
+			return err
 		}
+		if !found {
+			x.t.probedIn++
+			for _, k := range order {
+				x.direct[k] = struct{}{}
+			}
+			return x.add(ctx, batch, true)
+		}
+		x.probe = false
+	}
+	for _, k := range order {
+		x.keys[k] = struct{}{}
+	}
+	return x.add(ctx, batch, false)
+}
+
+// exists reports whether the target holds any key of changes.
+func (x *txn) exists(ctx context.Context, changes []sink.Change) (bool, error) {
+	if err := x.wait(); err != nil {
+		return false, err
+	}
+	cfg := x.t.cfg
+	params, conds, cols := make([]string, len(cfg.Key)), make([]string, len(cfg.Key)), make([]string, len(cfg.Key))
+	args := make([]any, len(cfg.Key))
+	for i, k := range cfg.Key {
+		params[i], cols[i] = fmt.Sprintf("$%d::text[]", i+1), fmt.Sprintf("c%d", i)
+		conds[i] = fmt.Sprintf("t.%s = u.c%d::%s", quote(x.t.cols[k].name), i, x.t.cols[k].cast)
+		arr := make([]*string, len(changes))
+		for j, c := range changes {
+			if d := c.Row[k]; !d.IsNull() {
+				s := types.FormatText(d, cfg.Columns[k].Type, nil)
+				arr[j] = &s
+			}
+		}
+		args[i] = arr
+	}
+	var found bool
+	q := "SELECT EXISTS (SELECT 1 FROM " + x.t.qualified() + " AS t JOIN unnest(" + strings.Join(params, ", ") + ") AS u(" + strings.Join(cols, ", ") + ") ON " + strings.Join(conds, " AND ") + ")"
+	if len(cfg.Key) == 1 {
+		// One index scan over the sorted keys, whatever the plan (the
+		// join above may be planned as a scan of the whole target).
+		k := cfg.Key[0]
+		q = fmt.Sprintf("SELECT EXISTS (SELECT 1 FROM %s WHERE %s = ANY($1::text[]::%s[]))", x.t.qualified(), quote(x.t.cols[k].name), x.t.cols[k].stage)
+	}
+	if err := x.tx.QueryRow(ctx, q, args...).Scan(&found); err != nil {
+		return false, fmt.Errorf("probe %s: %w", x.t.qualified(), err)
+	}
+	return found, nil
+}
+
+// add encodes changes for the target itself (direct) or the stage, and
+// sends the pending rows when they fill a chunk (or when the destination
+// changes: rows reach the target in the order they were added).
+func (x *txn) add(ctx context.Context, changes []sink.Change, direct bool) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	if x.pendingRows > 0 && x.pendingDirect != direct {
+		if err := x.send(ctx); err != nil {
+			return err
+		}
+	}
+	if x.pendingRows == 0 {
+		x.pending = append(x.pending[:0], copyHeader...)
+		x.pendingDirect = direct
+	}
+	var err error
+	if x.pending, err = x.t.encode(x.pending, changes, !direct && x.t.cfg.Upsert()); err != nil {
+		return err
+	}
+	x.pendingRows += len(changes)
+	if len(x.pending) >= copyChunk {
+		return x.send(ctx)
 	}
 	return nil
 }
 
-func keyString(r types.Row, cfg *sink.Config) string {
-	var b []byte
-	for _, k := range cfg.Key {
-		if r[k].IsNull() {
-			b = append(b, 0)
-			continue
-		}
-		b = append(b, 1)
-		b = types.AppendText(b, r[k], cfg.Columns[k].Type, nil)
-		b = append(b, 0xff)
+// send COPYs the pending rows in the background: the error, if any, comes
+// from the next wait.
+func (x *txn) send(ctx context.Context) error {
+	if x.pendingRows == 0 {
+		return nil
 	}
-	return string(b)
+	if err := x.wait(); err != nil {
+		return err
+	}
+	buf := binary.BigEndian.AppendUint16(x.pending, math.MaxUint16)
+	done := make(chan error, 1)
+	conn, sql, into := x.tx.Conn().PgConn(), x.t.copySQL(x.pendingDirect), x.t.qualified()
+	if !x.pendingDirect {
+		into = "the staging table of " + into
+		x.staged += x.pendingRows
+	}
+	go func() {
+		_, err := conn.CopyFrom(ctx, bytes.NewReader(buf), sql)
+		if err != nil {
+			err = fmt.Errorf("copy into %s: %w", into, err)
+		}
+		done <- err
+	}()
+	x.inflight = done
+	x.pending, x.spare, x.pendingRows = x.spare, buf, 0
+	return nil
 }
 
-// columnArrays turns rows into one text array per column of cols.
-func (t *target) columnArrays(rows []types.Row, cols []int) []any {
-	out := make([]any, len(cols))
-	for j, c := range cols {
-		arr := make([]*string, len(rows))
-		for i, r := range rows {
-			arr[i] = text(r[c], t.cfg.Columns[c].Type)
-		}
-		out[j] = arr
+// wait waits for the COPY in flight.
+func (x *txn) wait() error {
+	if x.inflight == nil {
+		return nil
 	}
-	return out
+	err := <-x.inflight
+	x.inflight = nil
+	return err
+}
+
+// apply sends what is pending and moves the staged changes into the
+// target (and empties the stage when more will follow in this
+// transaction; at commit ON COMMIT DELETE ROWS does it). Then every row
+// added is in the target, visible to the probe: the key sets empty.
+func (x *txn) apply(ctx context.Context, more bool) error {
+	if err := x.send(ctx); err != nil {
+		return err
+	}
+	if err := x.wait(); err != nil {
+		return err
+	}
+	clear(x.direct)
+	if x.staged == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	switch {
+	case x.t.merge && x.t.cfg.Upsert():
+		b.Queue(x.t.mergeSQL())
+	case x.t.cfg.Upsert():
+		b.Queue(x.t.deleteSQL())
+		b.Queue(x.t.insertSQL())
+	default:
+		b.Queue(x.t.insertSQL())
+	}
+	if more {
+		b.Queue("TRUNCATE " + stageTable)
+	}
+	if err := x.tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("apply to %s: %w", x.t.qualified(), err)
+	}
+	x.staged = 0
+	clear(x.keys)
+	return nil
+}
+
+// keyBytes appends the memcomparable encoding of a row's key (equal for
+// values PostgreSQL's unique index takes as equal, e.g. 1.0 and 1.00).
+func keyBytes(b []byte, r types.Row, cfg *sink.Config) []byte {
+	for _, k := range cfg.Key {
+		b = types.AppendKey(b, r[k], cfg.Columns[k].Type, false, false)
+	}
+	return b
+}
+
+// copyHeader starts a binary COPY stream: the signature, no flags, no
+// header extension.
+var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+
+// encode appends changes as rows of a binary COPY stream (which starts
+// with copyHeader and ends with a -1 field count): per row a 16-bit field
+// count, then per field a 32-bit length (-1 for NULL) and the value's
+// binary form (or its text, for a column cast from text); the stage's del
+// flag last (withDel).
+func (t *target) encode(buf []byte, changes []sink.Change, withDel bool) ([]byte, error) {
+	fields := len(t.cols)
+	if withDel {
+		fields++
+	}
+	for _, c := range changes {
+		buf = binary.BigEndian.AppendUint16(buf, uint16(fields))
+		for i, col := range t.cols {
+			d, typ := c.Row[i], t.cfg.Columns[i].Type
+			if d.IsNull() {
+				buf = binary.BigEndian.AppendUint32(buf, math.MaxUint32)
+				continue
+			}
+			at := len(buf)
+			buf = append(buf, 0, 0, 0, 0)
+			if col.binary {
+				if d.Kind() != typ.Kind {
+					return nil, fmt.Errorf("sink %s: column %s: a %v value in a %s column", t.cfg.Name, col.name, d.Kind(), typ.Name())
+				}
+				buf = types.AppendBinary(buf, d, typ)
+			} else {
+				buf = types.AppendText(buf, d, typ, nil)
+			}
+			binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
+		}
+		if withDel {
+			del := byte(0)
+			if !c.Op.IsInsert() {
+				del = 1
+			}
+			buf = append(buf, 0, 0, 0, 1, del)
+		}
+	}
+	return buf, nil
 }
 
 func (x *txn) Commit(ctx context.Context) error {
 	if x.skip {
 		return x.tx.Rollback(ctx)
+	}
+	// apply waits for the COPY in flight (a direct one included).
+	// I8 (and I7 end to end): the rows and the progress row commit in one
+	// PostgreSQL transaction, so the target holds an epoch's rows exactly
+	// when it records the epoch.
+	if err := x.apply(ctx, false); err != nil {
+		_ = x.tx.Rollback(ctx)
+		return err
 	}
 	if _, err := x.tx.Exec(ctx, `UPDATE `+quote(x.t.schema)+`.`+ProgressTable+` SET epoch = $2 WHERE sink = $1`, x.t.key, int64(x.epoch)); err != nil {
 		_ = x.tx.Rollback(ctx)
@@ -419,6 +800,7 @@ func (x *txn) Commit(ctx context.Context) error {
 }
 
 func (x *txn) Rollback() {
+	_ = x.wait()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = x.tx.Rollback(ctx)
