@@ -416,12 +416,14 @@ func (w *Worker) round(ctx context.Context, committed uint64, rescan bool, targe
 		}
 		delivered := uint64(0)
 		if txn != nil {
+			CrashPoint(PointBeforeCommit, w.cfg.Name)
 			if err := txn.Commit(ctx); err != nil {
 				txn = nil
 				return fmt.Errorf("sink %s: commit epoch %d: %w", w.cfg.Name, epoch, err)
 			}
 			txn = nil
 			delivered = epoch
+			CrashPoint(PointAfterCommit, w.cfg.Name)
 			if h := deliveredHook.Load(); h != nil {
 				// Test seam: the target has the epoch, the log still has
 				// its rows (a crash at this point).

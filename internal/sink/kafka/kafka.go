@@ -299,6 +299,7 @@ func (x *txn) Commit(ctx context.Context) error {
 	if err := t.commitEpoch(ctx, x.epoch); err != nil {
 		return fmt.Errorf("record epoch %d in group %s: %w", x.epoch, t.txnID, err)
 	}
+	sink.CrashPoint("sink-kafka/before-end-txn", t.cfg.Name)
 	x.open = false
 	// An error here is ambiguous (the commit may have landed): the worker
 	// reconnects, and Open reads which epoch the topic holds.
