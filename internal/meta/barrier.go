@@ -23,6 +23,24 @@ type Committer interface {
 	DiscardUncommitted()
 }
 
+// Actors is the meta → compute seam of the barrier loop: the actors of
+// the compute node(s) that barriers flow through (stream.BarrierManager
+// in-process). The loop injects a barrier into the source actors and
+// waits for its collection from every actor, learns of actor failures,
+// and resets actors (all, or one group's) when it recovers. A Collection
+// is a handle that completes when every actor passed the barrier; a
+// cluster's meta node would fill it from the compute nodes' reports.
+type Actors interface {
+	Inject(b *stream.Barrier) (*stream.Collection, error)
+	Failures() <-chan *stream.ActorFailure
+	Has(id stream.ActorID) bool
+	Reset(ctx context.Context) error
+	ResetGroup(ctx context.Context, group uint64) error
+	Forget()
+}
+
+var _ Actors = (*stream.BarrierManager)(nil)
+
 // Rebuilder recreates every streaming job's actors at the start of epoch
 // curr after recovery (the DDL layer implements it from the catalog).
 type Rebuilder interface {
@@ -92,7 +110,7 @@ const groupHealthy = 2 * time.Second
 type BarrierLoop struct {
 	log      *slog.Logger
 	interval time.Duration
-	local    *stream.BarrierManager
+	local    Actors
 	store    Committer
 
 	// mu serialises barrier injection with graph changes: DDL holds it while
@@ -191,7 +209,7 @@ type RecoveryRecord struct {
 }
 
 // NewBarrierLoop creates the loop; Start runs it.
-func NewBarrierLoop(log *slog.Logger, interval time.Duration, local *stream.BarrierManager, store Committer) *BarrierLoop {
+func NewBarrierLoop(log *slog.Logger, interval time.Duration, local Actors, store Committer) *BarrierLoop {
 	if log == nil {
 		log = slog.Default()
 	}

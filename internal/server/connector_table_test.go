@@ -13,14 +13,10 @@ func waitTableIngest(t *testing.T, s *Server, name string) {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
 	for {
-		s.jobs.mu.Lock()
 		var done <-chan struct{}
-		for _, j := range s.jobs.tables {
-			if j.rel.Name == name && j.ingest != nil {
-				done = j.ingest.Finished()
-			}
+		if ti := s.compute.TableIngest(name); ti != nil {
+			done = ti.Finished()
 		}
-		s.jobs.mu.Unlock()
 		if done != nil {
 			select {
 			case <-done:
@@ -52,12 +48,8 @@ func TestTableWithConnector(t *testing.T) {
 		WITH (connector = 'nexmark', nexmark.table.type = 'Bid', nexmark.event.num = '20000', nexmark.split.num = '2', nexmark.min.event.gap.in.ns = '50000')`)
 	mustExec(t, conn, "CREATE MATERIALIZED VIEW per_auction AS SELECT auction, count(*) AS n FROM bid GROUP BY auction")
 	ingested := func() int64 {
-		ts.srv.jobs.mu.Lock()
-		defer ts.srv.jobs.mu.Unlock()
-		for _, j := range ts.srv.jobs.tables {
-			if j.rel.Name == "bid" && j.ingest != nil {
-				return j.ingest.Rows.Load()
-			}
+		if ti := ts.srv.compute.TableIngest("bid"); ti != nil {
+			return ti.Rows.Load()
 		}
 		return 0
 	}

@@ -9,8 +9,6 @@ import (
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/connector/pgcdc"
 	"github.com/runneldb/runnel/internal/sqlerr"
-
-	"github.com/runneldb/runnel/internal/stream"
 )
 
 // dropCascade drops rel after everything that depends on it, dependents
@@ -42,23 +40,12 @@ func (s *Server) dropRelation(ctx context.Context, rel *catalog.Relation) error 
 	return sqlerr.Errorf(sqlerr.FeatureNotSupported, "DROP %s is not supported yet", strings.ToUpper(rel.Kind.String()))
 }
 
-// tableActor lists the actor of rel's table job, for stopJob (called
-// with s.jobs.mu held).
-func (s *Server) tableActor(rel *catalog.Relation) func() []stream.ActorID {
-	return func() []stream.ActorID {
-		if j := s.jobs.tables[rel.ID]; j != nil {
-			return []stream.ActorID{j.actor}
-		}
-		return nil
-	}
-}
-
 // dropTable stops the table's actor at a barrier, joins it, and only then
 // unregisters its state table and removes it from the catalog (I3: state
 // is purged only after nothing can touch it).
 func (s *Server) dropTable(ctx context.Context, rel *catalog.Relation) error {
 	defer s.markDropping(rel.ID)()
-	if err := s.stopJob(ctx, rel, s.tableActor(rel)); err != nil {
+	if err := s.stopJob(ctx, rel); err != nil {
 		return fmt.Errorf("drop table %s: %w", rel.Name, err)
 	}
 	if err := s.dropWithState(ctx, rel); err != nil { // one transaction (statecatalog.go)
@@ -138,7 +125,7 @@ func (s *Server) createTable(ctx context.Context, rel *catalog.Relation, nTables
 	if err := s.createWithState(ctx, rel, tids); err != nil { // one transaction (statecatalog.go)
 		return err
 	}
-	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.spawnTable(ctx, rel, curr) }); err != nil {
+	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.compute.SpawnTable(ctx, rel, curr) }); err != nil {
 		if derr := s.purgeRelation(context.Background(), rel); derr != nil {
 			s.log.Error("drop table whose actor could not start", "table", rel.Name, "err", derr)
 		}
@@ -152,17 +139,17 @@ func (s *Server) createTable(ctx context.Context, rel *catalog.Relation, nTables
 // the frontend's ingest): its actor is stopped at a barrier and started
 // again with the new columns.
 func (s *Server) replaceTableColumns(ctx context.Context, rel, nr *catalog.Relation) error {
-	if err := s.stopJob(ctx, rel, s.tableActor(rel)); err != nil {
+	if err := s.stopJob(ctx, rel); err != nil {
 		return fmt.Errorf("add columns to %s: %w", rel.Name, err)
 	}
 	if err := s.catalog.UpdateRelation(ctx, nr); err != nil {
 		// The table keeps its columns: start its actor again as it was.
-		if serr := s.epochs.WithGraphLock(func(curr uint64) error { return s.spawnTable(ctx, rel, curr) }); serr != nil {
+		if serr := s.epochs.WithGraphLock(func(curr uint64) error { return s.compute.SpawnTable(ctx, rel, curr) }); serr != nil {
 			s.log.Error("restart the actor of a table whose column addition failed", "table", rel.Name, "err", serr)
 		}
 		return err
 	}
-	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.spawnTable(ctx, nr, curr) }); err != nil {
+	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.compute.SpawnTable(ctx, nr, curr) }); err != nil {
 		return err
 	}
 	return nil

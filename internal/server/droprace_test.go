@@ -92,9 +92,7 @@ func TestDropDuringRebuildWindow(t *testing.T) {
 	if dropErr != nil {
 		t.Fatalf("DROP MATERIALIZED VIEW: %v", dropErr)
 	}
-	s.jobs.mu.Lock()
-	rebuilt := s.jobs.views[mv.ID] != nil
-	s.jobs.mu.Unlock()
+	rebuilt := s.compute.HasView(mv.ID)
 	if rebuilt {
 		t.Fatal("the rebuild brought back the view dropped during it")
 	}
@@ -140,9 +138,7 @@ func TestRebuildPanicFailsOneView(t *testing.T) {
 		t.Fatalf("good after the rebuild = %v; want [2]", got)
 	}
 	bad := mustRelation(t, ts.srv, "bad")
-	ts.srv.jobs.mu.Lock()
-	running := ts.srv.jobs.views[bad.ID] != nil
-	ts.srv.jobs.mu.Unlock()
+	running := ts.srv.compute.HasView(bad.ID)
 	if running {
 		t.Fatal("the view whose rebuild panicked runs")
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/compute"
 	"github.com/runneldb/runnel/internal/frontend"
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -18,19 +18,6 @@ import (
 	"github.com/runneldb/runnel/internal/streamplan"
 )
 
-// viewJob is a running materialized view.
-type viewJob struct {
-	rel         *catalog.Relation
-	actors      []stream.ActorID
-	outputs     []streamplan.UpstreamActor
-	dispatchers map[stream.ActorID]*stream.BroadcastDispatcher
-	backfills   []*exec.Backfill
-	sources     []*exec.Source
-	started     time.Time
-	// replaced is closed when recovery tears the job down.
-	replaced chan struct{}
-}
-
 // creation is a running CREATE MATERIALIZED VIEW: cancel aborts it (CANCEL
 // JOBS), and done is closed once the statement has returned (the view
 // published, or dropped with nothing of it left).
@@ -38,40 +25,6 @@ type creation struct {
 	rel    *catalog.Relation
 	cancel context.CancelCauseFunc
 	done   chan struct{}
-}
-
-// upstreamOf describes a relation that a new or rebuilt job reads.
-func (s *Server) upstreamOf(id catalog.ObjectID) (*streamplan.Upstream, error) {
-	s.jobs.mu.Lock()
-	defer s.jobs.mu.Unlock()
-	if t := s.jobs.tables[id]; t != nil {
-		return &streamplan.Upstream{
-			Rel:    t.rel,
-			Actors: []streamplan.UpstreamActor{{ID: t.actor, Owns: func(uint16) bool { return true }}},
-			State:  streamplan.TableStateSchema(t.rel),
-		}, nil
-	}
-	if v := s.jobs.views[id]; v != nil {
-		return &streamplan.Upstream{Rel: v.rel, Actors: v.outputs, State: streamplan.ViewStateSchema(v.rel)}, nil
-	}
-	return nil, sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "relation %d is not running", id)
-}
-
-// dispatcherOf returns the dispatcher of an upstream actor.
-func (s *Server) dispatcherOf(actor stream.ActorID) *stream.BroadcastDispatcher {
-	s.jobs.mu.Lock()
-	defer s.jobs.mu.Unlock()
-	for _, t := range s.jobs.tables {
-		if t.actor == actor {
-			return t.dispatcher
-		}
-	}
-	for _, v := range s.jobs.views {
-		if d := v.dispatchers[actor]; d != nil {
-			return d
-		}
-	}
-	return nil
 }
 
 // createMaterializedView registers the view's state tables, starts its
@@ -105,7 +58,7 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 		}
 		return ctx.Err()
 	}
-	job, err := s.startView(ctx, rel, root, nil)
+	job, err := s.startView(ctx, rel, root, s.viewSpec(rel, true))
 	if err != nil {
 		s.dropView(context.Background(), rel)
 		if ctx.Err() != nil {
@@ -113,10 +66,10 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 		}
 		return err
 	}
-	for _, bf := range job.backfills {
+	for _, bf := range job.Backfills() {
 		select {
-		case <-bf.Done():
-		case <-job.replaced:
+		case <-bf:
+		case <-job.Replaced():
 			s.purgeInterrupted(rel)
 			return errCreationInterrupted(rel)
 		case <-ctx.Done():
@@ -199,14 +152,11 @@ func jobColumns(root *streamplan.Node, out []plan.Column) []catalog.Column {
 // still being created) cannot interleave — either it replaced the job
 // before this point (interrupted reports that) or the job is published
 // whole.
-func (s *Server) publishJob(ctx context.Context, rel *catalog.Relation, job *viewJob, interrupted func() error) error {
+func (s *Server) publishJob(ctx context.Context, rel *catalog.Relation, job compute.ViewJob, interrupted func() error) error {
 	done := *rel
 	done.Creating = false
 	return s.epochs.WithGraphLock(func(uint64) error {
-		s.jobs.mu.Lock()
-		current := s.jobs.views[rel.ID] == job
-		s.jobs.mu.Unlock()
-		if !current {
+		if !s.compute.IsCurrentView(job, rel.ID) {
 			return interrupted()
 		}
 		// Publishing is not cut short by a late cancellation: CANCEL
@@ -214,9 +164,7 @@ func (s *Server) publishJob(ctx context.Context, rel *catalog.Relation, job *vie
 		if err := s.catalog.UpdateRelation(context.WithoutCancel(ctx), &done); err != nil {
 			return err
 		}
-		s.jobs.mu.Lock()
-		job.rel = &done
-		s.jobs.mu.Unlock()
+		s.compute.PublishView(job, &done)
 		return nil
 	})
 }
@@ -230,10 +178,7 @@ func (s *Server) purgeInterrupted(rel *catalog.Relation) {
 	if _, ok := s.catalog.Relation(rel.ID); !ok {
 		return
 	}
-	s.jobs.mu.Lock()
-	running := s.jobs.views[rel.ID] != nil
-	s.jobs.mu.Unlock()
-	if running {
+	if s.compute.HasView(rel.ID) {
 		return // rebuilt meanwhile (cannot happen for a Creating view); leave it to DROP
 	}
 	if err := s.purgeRelation(context.Background(), rel); err != nil && !errors.Is(err, catalog.ErrNotFound) {
@@ -241,71 +186,37 @@ func (s *Server) purgeInterrupted(rel *catalog.Relation) {
 	}
 }
 
-func errCreationInterrupted(rel *catalog.Relation) error {
-	return sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "creation of materialized view %q was interrupted by a recovery; it was dropped, run CREATE again", rel.Name)
-}
+func errCreationInterrupted(rel *catalog.Relation) error { return compute.ErrCreationInterrupted(rel) }
 
-func (s *Server) viewEnv(rel *catalog.Relation, backfill bool, curr uint64) *streamplan.Env {
-	return &streamplan.Env{
-		Name:        "materialized view " + rel.Name,
-		Store:       s.store,
-		Actors:      s.actors,
-		Parallelism: s.parallelism(),
-		Epoch:       curr,
-		Location:    time.UTC,
-		Log:         s.log,
-		Strict:      s.strictConsistency(),
-		Upstream:    s.upstreamOf,
-		Backfill:    backfill,
-
-		OverWindowCachePolicy: rel.Options["over_window_cache_policy"],
-		Group:                 uint64(rel.DatabaseID),
-	}
+// viewSpec is what a view's job is instantiated with (backfill: a new
+// view reads its upstreams' snapshots first).
+func (s *Server) viewSpec(rel *catalog.Relation, backfill bool) compute.JobSpec {
+	return compute.JobSpec{Name: "materialized view " + rel.Name, Backfill: backfill, Strict: s.strictConsistency()}
 }
 
 // startView instantiates a new view's actors and connects them to their
 // upstreams with one barrier (they take part in every barrier from that
 // one on).
-func (s *Server) startView(ctx context.Context, rel *catalog.Relation, root *streamplan.Node, setEnv func(*streamplan.Env)) (*viewJob, error) {
-	var vj *viewJob
+func (s *Server) startView(ctx context.Context, rel *catalog.Relation, root *streamplan.Node, spec compute.JobSpec) (compute.ViewJob, error) {
+	var vj compute.ViewJob
 	mut := &stream.Mutation{}
 	err := s.epochs.InjectMutation(ctx, mut, func(curr uint64) error {
-		env := s.viewEnv(rel, true, curr)
-		if setEnv != nil {
-			setEnv(env)
-		}
-		job, err := streamplan.Instantiate(root, env)
+		job, connect, err := s.compute.BuildView(rel, root, spec, curr)
 		if err != nil {
 			return err
 		}
-		mut.AddOutputs = job.Connect
-		vj = s.registerView(rel, job, true)
+		mut.AddOutputs = connect
+		vj = job
 		return nil
 	})
 	return vj, err
-}
-
-// registerView spawns an instantiated job's actors and records it.
-func (s *Server) registerView(rel *catalog.Relation, job *streamplan.Job, spawn bool) *viewJob {
-	vj := &viewJob{rel: rel, outputs: job.Outputs, dispatchers: job.Dispatcher, backfills: job.Backfills, sources: job.Sources,
-		started: time.Now(), replaced: make(chan struct{})}
-	for _, a := range job.Actors {
-		vj.actors = append(vj.actors, a.ID)
-		if spawn {
-			s.actors.Spawn(a, job.SourceBarriers[a.ID])
-		}
-	}
-	s.jobs.mu.Lock()
-	s.jobs.views[rel.ID] = vj
-	s.jobs.mu.Unlock()
-	return vj
 }
 
 // rebuildView recreates a view's actors after recovery from its stored
 // definition and state tables, connecting them directly (no barrier is in
 // flight during a rebuild). The caller starts the returned actors once the
 // whole graph is wired.
-func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr uint64) (*streamplan.Job, error) {
+func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr uint64) ([]compute.Pending, error) {
 	if h := rebuildViewHook.Load(); h != nil {
 		(*h)(rel.Name)
 	}
@@ -313,13 +224,14 @@ func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr ui
 	if err != nil {
 		return nil, fmt.Errorf("rebuild materialized view %s: %w", rel.Name, err)
 	}
-	return s.rebuildJob(rel, root, rel.Name, s.viewEnv(rel, false, curr))
+	return s.rebuildJob(rel, root, rel.Name, s.viewSpec(rel, false), curr)
 }
 
 // rebuildJob gives a re-planned job (a view's or a sink's) the state
-// tables it was created with, instantiates it, connects it to its running
-// upstreams and registers it.
-func (s *Server) rebuildJob(rel *catalog.Relation, root *streamplan.Node, label string, env *streamplan.Env) (*streamplan.Job, error) {
+// tables it was created with, checks their layout, and has the compute
+// node instantiate it, connect it to its running upstreams and register
+// it.
+func (s *Server) rebuildJob(rel *catalog.Relation, root *streamplan.Node, label string, spec compute.JobSpec, curr uint64) ([]compute.Pending, error) {
 	what := rel.Kind.String() + " " + rel.Name
 	next := 0
 	err := streamplan.AssignStateTables(root, label, func() (catalog.TableID, error) {
@@ -335,25 +247,7 @@ func (s *Server) rebuildJob(rel *catalog.Relation, root *streamplan.Node, label 
 	if err := s.checkStateLayout(context.Background(), rel, root); err != nil { // statecatalog.go
 		return nil, err
 	}
-	job, err := streamplan.Instantiate(root, env)
-	if err != nil {
-		return nil, fmt.Errorf("rebuild %s: %w", what, err)
-	}
-	// Check every upstream first: a half-connected job that never starts
-	// would block its upstreams once their channels to it fill.
-	for up := range job.Connect {
-		if s.dispatcherOf(up) == nil {
-			return nil, fmt.Errorf("rebuild %s: upstream actor %d is not running", what, up)
-		}
-	}
-	for up, outs := range job.Connect {
-		d := s.dispatcherOf(up)
-		for _, o := range outs {
-			d.AddOutput(o)
-		}
-	}
-	s.registerView(rel, job, false)
-	return job, nil
+	return s.compute.RebuildView(rel, root, spec, curr)
 }
 
 // dropView stops a view's (or a sink's) actors at a barrier, joins them,
@@ -364,12 +258,7 @@ func (s *Server) rebuildJob(rel *catalog.Relation, root *streamplan.Node, label 
 // down by a recovery were joined by it.
 func (s *Server) dropView(ctx context.Context, rel *catalog.Relation) error {
 	defer s.markDropping(rel.ID)()
-	if err := s.stopJob(ctx, rel, func() []stream.ActorID {
-		if vj := s.jobs.views[rel.ID]; vj != nil {
-			return vj.actors
-		}
-		return nil
-	}); err != nil {
+	if err := s.stopJob(ctx, rel); err != nil {
 		return fmt.Errorf("drop %s %s: %w", rel.Kind, rel.Name, err)
 	}
 	exec.ForgetJobErrors(uint64(rel.DatabaseID), rel.Kind.String()+" "+rel.Name) // a new job of the same name starts at zero
@@ -388,15 +277,13 @@ var dropStopTimeout = 5 * time.Second
 var dropAwaitsRebuildHook atomic.Pointer[func(id catalog.ObjectID)]
 
 // stopJob stops and joins the running actors of a relation being dropped
-// (actors() lists them; it is called with s.jobs.mu held) and forgets its
+// (the compute node lists them) and forgets its
 // job. A recovery that replaces the job meanwhile joins the old actors and
 // rebuilds nothing for it (the relation is marked dropping), so the loop
 // ends once no job runs.
-func (s *Server) stopJob(ctx context.Context, rel *catalog.Relation, actors func() []stream.ActorID) error {
+func (s *Server) stopJob(ctx context.Context, rel *catalog.Relation) error {
 	for {
-		s.jobs.mu.Lock()
-		ids := actors()
-		s.jobs.mu.Unlock()
+		ids := s.compute.RelationActors(rel.ID)
 		if len(ids) == 0 {
 			// I3: a rebuild in progress may have listed the relation
 			// before it was marked dropping and spawn its actors after
@@ -409,9 +296,7 @@ func (s *Server) stopJob(ctx context.Context, rel *catalog.Relation, actors func
 			}
 			running := false
 			_ = s.epochs.WithGraphLock(func(uint64) error {
-				s.jobs.mu.Lock()
-				running = len(actors()) > 0
-				s.jobs.mu.Unlock()
+				running = len(s.compute.RelationActors(rel.ID)) > 0
 				return nil
 			})
 			if !running {
@@ -439,19 +324,10 @@ func (s *Server) stopJob(ctx context.Context, rel *catalog.Relation, actors func
 		if err != nil {
 			return fmt.Errorf("stop actors: %w", err)
 		}
-		if err := s.actors.StopActors(ctx, ids); err != nil {
+		if err := s.compute.StopActors(ctx, ids); err != nil {
 			return fmt.Errorf("join actors: %w", err)
 		}
-		s.jobs.mu.Lock()
-		if j := s.jobs.tables[rel.ID]; j != nil && slices.Contains(ids, j.actor) {
-			delete(s.jobs.tables, rel.ID)
-			close(j.replaced)
-		}
-		if vj := s.jobs.views[rel.ID]; vj != nil && len(vj.actors) > 0 && slices.Contains(ids, vj.actors[0]) {
-			delete(s.jobs.views, rel.ID)
-			close(vj.replaced)
-		}
-		s.jobs.mu.Unlock()
+		s.compute.ForgetStopped(rel.ID, ids)
 	}
 }
 
@@ -499,49 +375,10 @@ func (s *Server) cancelJob(ctx context.Context, id catalog.ObjectID) error {
 
 // jobRows answers SHOW JOBS: views being created, with backfill progress.
 func (s *Server) jobRows() []frontend.JobProgress {
-	s.jobs.mu.Lock()
-	defer s.jobs.mu.Unlock()
 	var rows []frontend.JobProgress
-	for _, v := range s.jobs.views {
-		if !v.rel.Creating {
-			continue
-		}
-		var n int64
-		done := 0
-		for _, bf := range v.backfills {
-			n += bf.Rows.Load()
-			if bf.Finished.Load() {
-				done++
-			}
-		}
-		progress := fmt.Sprintf("%d rows backfilled, %d/%d upstream actors done, %s", n, done, len(v.backfills), time.Since(v.started).Round(time.Millisecond))
-		rows = append(rows, frontend.JobProgress{ID: v.rel.ID, Definition: "CREATE MATERIALIZED VIEW " + v.rel.Name, Progress: progress})
+	for _, b := range s.compute.Backfills() {
+		progress := fmt.Sprintf("%d rows backfilled, %d/%d upstream actors done, %s", b.Rows, b.Done, b.Upstreams, time.Since(b.Started).Round(time.Millisecond))
+		rows = append(rows, frontend.JobProgress{ID: b.Rel.ID, Definition: "CREATE MATERIALIZED VIEW " + b.Rel.Name, Progress: progress})
 	}
 	return rows
-}
-
-// WaitSources blocks until every connector source read by the named
-// materialized view has emitted all its rows (bounded sources only).
-func (s *Server) WaitSources(ctx context.Context, view string) error {
-	s.jobs.mu.Lock()
-	var vj *viewJob
-	for _, v := range s.jobs.views {
-		if v.rel.Name == view {
-			vj = v
-		}
-	}
-	s.jobs.mu.Unlock()
-	if vj == nil {
-		return sqlerr.Errorf(sqlerr.UndefinedTable, "materialized view %q is not running", view)
-	}
-	for _, src := range vj.sources {
-		select {
-		case <-src.Finished():
-		case <-vj.replaced:
-			return errCreationInterrupted(vj.rel)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
 }

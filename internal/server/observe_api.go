@@ -113,43 +113,13 @@ func (s *Server) names() names {
 	return n
 }
 
-// jobActors maps each running job (by relation id) to its actors.
-func (s *Server) jobActors() map[catalog.ObjectID][]stream.ActorID {
-	out := map[catalog.ObjectID][]stream.ActorID{}
-	s.jobs.mu.Lock()
-	defer s.jobs.mu.Unlock()
-	for id, t := range s.jobs.tables {
-		out[id] = []stream.ActorID{t.actor}
-	}
-	for id, v := range s.jobs.views {
-		out[id] = append([]stream.ActorID(nil), v.actors...)
-	}
-	return out
-}
-
-// actorDatabases maps every running actor to its job's database.
-func (s *Server) actorDatabases() map[stream.ActorID]catalog.ObjectID {
-	dbOf := map[stream.ActorID]catalog.ObjectID{}
-	s.jobs.mu.Lock()
-	defer s.jobs.mu.Unlock()
-	for _, t := range s.jobs.tables {
-		dbOf[t.actor] = t.rel.DatabaseID
-	}
-	for _, v := range s.jobs.views {
-		for _, a := range v.actors {
-			dbOf[a] = v.rel.DatabaseID
-		}
-	}
-	return dbOf
-}
-
 // Relations lists every relation with its committed size, counted by
 // scanning the committed snapshot (the call's cost grows with the data:
 // the dashboard asks for it when its page is open).
 func (o *observer) Relations(ctx context.Context) ([]httpapi.Relation, error) {
 	s := o.s
 	nm := s.names()
-	running := s.jobActors()
+	running := s.compute.JobActors()
 	committed := s.epochs.CommittedEpoch()
 	rels := s.catalog.Relations(func(r *catalog.Relation) bool { return r.Kind != catalog.KindSystem })
 	sort.Slice(rels, func(i, j int) bool { return rels[i].ID < rels[j].ID })
@@ -225,7 +195,7 @@ func (o *observer) Graph(ctx context.Context, id int64) (httpapi.Graph, error) {
 	}
 	g := httpapi.Graph{ID: id, Name: rel.Name}
 	mine := map[stream.ActorID]bool{}
-	for _, a := range s.jobActors()[rel.ID] {
+	for _, a := range s.compute.JobActors()[rel.ID] {
 		mine[a] = true
 	}
 	type sums struct {
@@ -290,7 +260,7 @@ func (o *observer) Actors(ctx context.Context) ([]httpapi.Actor, error) {
 	s := o.s
 	nm := s.names()
 	dbOf := map[stream.ActorID]string{}
-	for id, actors := range s.jobActors() {
+	for id, actors := range s.compute.JobActors() {
 		if r, ok := s.catalog.Relation(id); ok {
 			for _, a := range actors {
 				dbOf[a] = nm.dbs[r.DatabaseID]
@@ -426,3 +396,14 @@ func (s *Server) IngestWriter() ingest.Writer { return s.fe.IngestWriter() }
 // PromSource is the server's side of the PromQL API (internal/promql),
 // served by the frontend.
 func (s *Server) PromSource() promql.Source { return s.fe.PromSource() }
+
+// WaitSources blocks until every connector source read by the named
+// materialized view has emitted all its rows (bounded sources only).
+func (s *Server) WaitSources(ctx context.Context, view string) error {
+	return s.compute.WaitSources(ctx, view)
+}
+
+// SourceRows returns how many rows the connector sources read by the named
+// materialized view have emitted since its job (re)started (see
+// compute.Node.SourceRows).
+func (s *Server) SourceRows(view string) (int64, error) { return s.compute.SourceRows(view) }

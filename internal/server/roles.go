@@ -4,12 +4,12 @@ import (
 	"context"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/compute"
 	"github.com/runneldb/runnel/internal/frontend"
 	"github.com/runneldb/runnel/internal/meta"
 	"github.com/runneldb/runnel/internal/sink"
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/stream"
-	"github.com/runneldb/runnel/internal/stream/exec"
 	"github.com/runneldb/runnel/internal/streamplan"
 )
 
@@ -97,7 +97,7 @@ func (m metaRole) JobFailures(db catalog.ObjectID) []frontend.JobFailure {
 func (m metaRole) SinkStatus(id catalog.ObjectID) (sink.Status, string) { return m.s.sinkStatus(id) }
 
 func (m metaRole) Actors() ([]stream.ActorInfo, map[stream.ActorID]catalog.ObjectID) {
-	return m.s.actors.Actors(), m.s.actorDatabases()
+	return m.s.compute.Actors(), m.s.compute.ActorDatabases()
 }
 
 func (m metaRole) SystemParam(name string) string { return m.s.systemParam(name) }
@@ -118,20 +118,4 @@ func (m metaRole) WaitEpochsWritten(ctx context.Context, group uint64, epochs []
 
 func (m metaRole) Recoveries() []meta.RecoveryRecord { return m.s.epochs.Recoveries() }
 
-// dmlRole is the in-process implementation of frontend.DML: writes go to
-// this process's table actors.
-type dmlRole struct{ s *Server }
-
-var _ frontend.DML = dmlRole{}
-
-func (d dmlRole) Write(ctx context.Context, rel *catalog.Relation, apply func(context.Context, *exec.TableWriter) error) (uint64, error) {
-	return d.s.write(ctx, rel, apply)
-}
-
-func (d dmlRole) WriteAll(ctx context.Context, rels []*catalog.Relation, applies []func(context.Context, *exec.TableWriter) error) (uint64, error) {
-	parts := make([]txPart, len(rels))
-	for i := range rels {
-		parts[i] = txPart{rel: rels[i], apply: applies[i]}
-	}
-	return d.s.commitParts(ctx, parts)
-}
+var _ frontend.DML = (*compute.Node)(nil) // in-process DML goes straight to the compute node

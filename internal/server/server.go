@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/compute"
 	"github.com/runneldb/runnel/internal/frontend"
 	"github.com/runneldb/runnel/internal/httpapi"
 	"github.com/runneldb/runnel/internal/meta"
@@ -101,7 +102,8 @@ type Server struct {
 	objects objstore.Store
 	store   *storage.Engine
 	catalog *catalog.Catalog
-	actors  *stream.BarrierManager
+	actors  *stream.BarrierManager // the compute node's
+	compute *compute.Node
 	epochs  *meta.BarrierLoop
 	pg      *pgwire.Server
 	jobs    jobs
@@ -125,7 +127,7 @@ type Server struct {
 // Serve.
 func Open(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.fill()
-	s := &Server{cfg: cfg, log: cfg.Logger, jobs: jobs{tables: map[catalog.ObjectID]*tableJob{}, views: map[catalog.ObjectID]*viewJob{}, dropping: map[catalog.ObjectID]bool{}, creating: map[catalog.ObjectID]*creation{}, rebuilt: make(chan struct{})}}
+	s := &Server{cfg: cfg, log: cfg.Logger, jobs: jobs{dropping: map[catalog.ObjectID]bool{}, creating: map[catalog.ObjectID]*creation{}}}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", cfg.DataDir, err)
 	}
@@ -170,10 +172,12 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.store.SetTableGroup(s.tableGroup)
-	s.fe = frontend.New(frontend.Config{Meta: metaRole{s}, DML: dmlRole{s}, Store: s.store, Log: s.log})
 	exec.SetExprErrorLogger(s.log)
 	exec.SetCacheBytes(cfg.StreamingCacheBytes)
-	s.actors = stream.NewBarrierManager(s.log)
+	s.compute = compute.New(compute.Config{Store: s.store, Log: s.log, Parallelism: cfg.Parallelism,
+		TxHorizon: func() uint64 { return s.fe.TxHorizon() }, Dropping: s.isDropping})
+	s.actors = s.compute.Barriers()
+	s.fe = frontend.New(frontend.Config{Meta: metaRole{s}, DML: s.compute, Store: s.store, Log: s.log})
 	s.epochs = meta.NewBarrierLoop(s.log, cfg.BarrierInterval, s.actors, s.store)
 	s.epochs.SetRebuilder(s)
 	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.Rebuild(ctx, curr) }); err != nil {

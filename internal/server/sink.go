@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/compute"
 	"github.com/runneldb/runnel/internal/sink"
 	_ "github.com/runneldb/runnel/internal/sink/file"     // registers s3, fs and file
 	_ "github.com/runneldb/runnel/internal/sink/kafka"    // registers kafka
@@ -144,14 +145,14 @@ func (s *Server) createSinkJob(ctx context.Context, rel *catalog.Relation, root 
 	if err != nil {
 		return fail(err)
 	}
-	vj, err := s.startView(ctx, rel, root, func(env *streamplan.Env) { env.Name, env.SinkLog = "sink "+rel.Name, w })
+	vj, err := s.startView(ctx, rel, root, s.sinkSpec(rel, w, true))
 	if err != nil {
 		return fail(err)
 	}
-	for _, bf := range vj.backfills {
+	for _, bf := range vj.Backfills() {
 		select {
-		case <-bf.Done():
-		case <-vj.replaced:
+		case <-bf:
+		case <-vj.Replaced():
 			return interrupted()
 		case <-ctx.Done():
 			return fail(ctx.Err())
@@ -223,9 +224,17 @@ func (s *Server) stopSinkWorkers() {
 	}
 }
 
+// sinkSpec is what a sink's job is instantiated with: its Sink executors
+// write the log store that worker w delivers.
+func (s *Server) sinkSpec(rel *catalog.Relation, w *sink.Worker, backfill bool) compute.JobSpec {
+	spec := s.viewSpec(rel, backfill)
+	spec.Name, spec.SinkLog = "sink "+rel.Name, w
+	return spec
+}
+
 // rebuildSink recreates a sink's actors after recovery (like rebuildView)
 // and tells its worker, starting it if this process has none yet.
-func (s *Server) rebuildSink(ctx context.Context, rel *catalog.Relation, curr uint64) (*streamplan.Job, error) {
+func (s *Server) rebuildSink(ctx context.Context, rel *catalog.Relation, curr uint64) ([]compute.Pending, error) {
 	spec, err := sink.ParseSpec(rel.Name, rel.Options)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild sink %s: %w", rel.Name, err)
@@ -238,9 +247,7 @@ func (s *Server) rebuildSink(ctx context.Context, rel *catalog.Relation, curr ui
 	if err != nil {
 		return nil, fmt.Errorf("rebuild sink %s: %w", rel.Name, err)
 	}
-	env := s.viewEnv(rel, false, curr)
-	env.Name, env.SinkLog = "sink "+rel.Name, w
-	job, err := s.rebuildJob(rel, root, "sink "+rel.Name, env)
+	job, err := s.rebuildJob(rel, root, "sink "+rel.Name, s.sinkSpec(rel, w, false), curr)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func TestAlterSystemStrictConsistency(t *testing.T) {
 	if got := queryStrings(t, conn, "SHOW streaming_strict_consistency"); fmt.Sprint(got) != "[true]" {
 		t.Fatalf("default = %v", got)
 	}
-	if !ts.srv.viewEnv(&catalog.Relation{Name: "v"}, false, 1).Strict {
+	if !ts.srv.viewSpec(&catalog.Relation{Name: "v"}, false).Strict {
 		t.Fatal("views are not strict by default")
 	}
 	for q, code := range map[string]string{
@@ -45,7 +45,7 @@ func TestAlterSystemStrictConsistency(t *testing.T) {
 		t.Fatalf("non-superuser ALTER SYSTEM: %v; want 42501", err)
 	}
 	mustExec(t, conn, "ALTER SYSTEM SET streaming_strict_consistency TO off")
-	if ts.srv.viewEnv(&catalog.Relation{Name: "v"}, false, 1).Strict {
+	if ts.srv.viewSpec(&catalog.Relation{Name: "v"}, false).Strict {
 		t.Fatal("views built after ALTER SYSTEM are still strict")
 	}
 	if got := queryStrings(t, conn, "SHOW ALL"); len(got) == 0 || strings.Count(got[0], "|") != 2 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/runneldb/runnel/internal/compute"
 )
 
 func sqlState(err error) string {
@@ -174,7 +175,7 @@ func TestTxViewNeverSeesHalf(t *testing.T) {
 	mustExec(t, conn, "CREATE MATERIALIZED VIEW total AS SELECT sum(v) AS s, count(*) AS n FROM (SELECT v FROM a UNION ALL SELECT v FROM b) x")
 	var mu sync.Mutex
 	rounds, split := 0, 0
-	txRoundHook = func(epochs []uint64) {
+	compute.TxRoundHook = func(epochs []uint64) {
 		mu.Lock()
 		defer mu.Unlock()
 		rounds++
@@ -185,7 +186,7 @@ func TestTxViewNeverSeesHalf(t *testing.T) {
 			}
 		}
 	}
-	defer func() { txRoundHook = nil }()
+	defer func() { compute.TxRoundHook = nil }()
 
 	stop := make(chan struct{})
 	errs := make(chan error, 8)

@@ -1,4 +1,4 @@
-package server
+package compute
 
 import (
 	"context"
@@ -33,16 +33,16 @@ const (
 	txMaxRounds       = 100
 )
 
-// txRoundHook, when set by a test, runs after each round of a multi-table
+// TxRoundHook, when set by a test, runs after each round of a multi-table
 // commit with the epochs the prepared parts reported.
-var txRoundHook func(epochs []uint64)
+var TxRoundHook func(epochs []uint64)
 
 // commitParts commits writes to several tables in one epoch (I7): every
 // actor applies and validates its part, reports its epoch and waits;
 // if all parts prepared in the same epoch they are told to apply,
 // otherwise (a barrier passed some actors but not yet others, or a part
 // timed out) they are told to discard and the round is retried.
-func (s *Server) commitParts(ctx context.Context, parts []txPart) (uint64, error) {
+func (s *Node) commitParts(ctx context.Context, parts []txPart) (uint64, error) {
 	txCommits.Lock()
 	defer txCommits.Unlock()
 	timeout := txRoundTimeout
@@ -76,7 +76,7 @@ type partResult struct {
 
 // commitRound runs one prepare/decide round. retry reports that nothing
 // was applied and the round may run again.
-func (s *Server) commitRound(ctx context.Context, parts []txPart, timeout time.Duration) (epoch uint64, retry bool, err error) {
+func (s *Node) commitRound(ctx context.Context, parts []txPart, timeout time.Duration) (epoch uint64, retry bool, err error) {
 	n := len(parts)
 	reqs := make([]*exec.DMLRequest, n)
 	decide := make([]chan bool, n)
@@ -152,8 +152,8 @@ func (s *Server) commitRound(ctx context.Context, parts []txPart, timeout time.D
 			epochs = append(epochs, r.epoch)
 		}
 	}
-	if txRoundHook != nil {
-		txRoundHook(epochs)
+	if TxRoundHook != nil {
+		TxRoundHook(epochs)
 	}
 	same := len(epochs) == n
 	for _, e := range epochs {
