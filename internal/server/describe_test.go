@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/runneldb/runnel/internal/metasrv"
 )
 
 // DESCRIBE and SHOW COLUMNS list columns (hidden ones marked) over the
@@ -102,8 +104,8 @@ func TestCancelJobs(t *testing.T) {
 	// Held in the hook, the backfill cannot pass the barrier that stops
 	// the view's actors; release it once the creation is cancelled.
 	hook := func(uint64) { unhold() }
-	jobCancelledHook.Store(&hook)
-	t.Cleanup(func() { jobCancelledHook.Store(nil) })
+	metasrv.JobCancelledHook.Store(&hook)
+	t.Cleanup(func() { metasrv.JobCancelledHook.Store(nil) })
 	if got := queryStrings(t, conn, "CANCEL JOBS "+id); fmt.Sprint(got) != "["+id+"]" {
 		t.Fatalf("CANCEL JOBS %s = %v", id, got)
 	}

@@ -1,18 +1,15 @@
-// Package server assembles one Runnel process: it opens the metadata store,
-// the object store and the storage engine, loads the catalog, starts the
-// barrier loop and the actors of every streaming job, and serves SQL
-// sessions over the PostgreSQL wire protocol through internal/frontend.
+// Package server assembles one Runnel process with every role (role all,
+// `runnel serve`): it opens the metadata store, the object store and the
+// storage engine, loads the catalog, creates the roles and wires their
+// seams (roles.go), rebuilds every streaming job, starts the barrier loop,
+// and serves SQL over the PostgreSQL wire protocol and the HTTP APIs.
 //
-// It is being split along roles (issue 16 step 0; docs/architecture.md,
-// "Roles and seams"): the frontend (sessions, statement execution, system
-// catalog relations) lives in internal/frontend and reaches this package
-// only through frontend.Meta (implemented in-process by roles.go) and
-// frontend.DML; the compute node (building, connecting and stopping
-// actors, routing DML to them) lives in internal/compute. What remains
-// here is the meta node's work — DDL execution, the job lifecycle, rebuild
-// after recovery, the state catalog — driving the compute node through
-// its methods and the barrier loop (internal/meta) through meta.Actors. A relation's
-// catalog entry and its state tables' registration change in one
-// metastore transaction, and a rebuilt job's state layout is checked
-// against the one stored at its creation (statecatalog.go).
+// The roles live in their own packages (docs/architecture.md, "Roles and
+// seams"): internal/frontend (sessions, statement execution, system
+// catalog relations), internal/metasrv (DDL, job lifecycle, rebuild, state
+// catalog) with internal/meta (barrier loop, recovery), and
+// internal/compute (actors, DML routing). This package holds only the
+// wiring, the HTTP observer that reads all of them (observe_*.go), and the
+// accessors tests and benchmarks in other packages use (Internals,
+// StateSize, WaitSources, SourceRows).
 package server

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/metasrv"
 )
 
 // execIn runs sql on conn in the background and delivers its error.
@@ -50,7 +51,7 @@ func TestDropDuringRebuildWindow(t *testing.T) {
 			<-release
 		})
 	}
-	rebuildSnapshotHook.Store(&pause)
+	metasrv.RebuildSnapshotHook.Store(&pause)
 	dropWaits := make(chan struct{})
 	var waitOnce sync.Once
 	onDropWait := func(id catalog.ObjectID) {
@@ -58,10 +59,10 @@ func TestDropDuringRebuildWindow(t *testing.T) {
 			waitOnce.Do(func() { close(dropWaits) })
 		}
 	}
-	dropAwaitsRebuildHook.Store(&onDropWait)
+	metasrv.DropAwaitsRebuildHook.Store(&onDropWait)
 	t.Cleanup(func() {
-		rebuildSnapshotHook.Store(nil)
-		dropAwaitsRebuildHook.Store(nil)
+		metasrv.RebuildSnapshotHook.Store(nil)
+		metasrv.DropAwaitsRebuildHook.Store(nil)
 	})
 
 	rec := execIn(ts.connect(t), "RECOVER")
@@ -128,10 +129,10 @@ func TestRebuildPanicFailsOneView(t *testing.T) {
 			panic("injected planner bug")
 		}
 	}
-	rebuildViewHook.Store(&hook)
-	t.Cleanup(func() { rebuildViewHook.Store(nil) })
+	metasrv.RebuildViewHook.Store(&hook)
+	t.Cleanup(func() { metasrv.RebuildViewHook.Store(nil) })
 	mustExec(t, conn, "RECOVER")
-	rebuildViewHook.Store(nil)
+	metasrv.RebuildViewHook.Store(nil)
 	mustExec(t, conn, "INSERT INTO t VALUES (2, 20)")
 	mustExec(t, conn, "FLUSH")
 	if got := queryStrings(t, conn, "SELECT n FROM good"); fmt.Sprint(got) != "[2]" {

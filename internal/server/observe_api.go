@@ -383,7 +383,7 @@ func (s *Server) sinkStatuses() []sinkState {
 	sort.Slice(rels, func(i, j int) bool { return rels[i].ID < rels[j].ID })
 	out := make([]sinkState, 0, len(rels))
 	for _, r := range rels {
-		st, status := s.sinkStatus(r.ID)
+		st, status := s.meta.SinkStatus(r.ID)
 		out = append(out, sinkState{rel: r, st: st, status: status})
 	}
 	return out

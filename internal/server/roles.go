@@ -2,22 +2,36 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/compute"
 	"github.com/runneldb/runnel/internal/frontend"
 	"github.com/runneldb/runnel/internal/meta"
+	"github.com/runneldb/runnel/internal/metasrv"
 	"github.com/runneldb/runnel/internal/sink"
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/streamplan"
 )
 
-// metaRole is the in-process implementation of frontend.Meta: the
-// frontend's calls go straight to this process's meta node.
-type metaRole struct{ s *Server }
+// The in-process seams between the roles of one process (role all):
+//
+//	frontend --frontend.Meta--> metaRole --> metasrv.Service
+//	frontend --frontend.DML---> compute.Node
+//	metasrv.Service --methods--> compute.Node; meta.BarrierLoop --meta.Actors--> compute.Node's barrier manager
+//	metasrv.Service --metasrv.Planner--> frontend.Frontend (re-plans at rebuild)
+var (
+	_ frontend.DML    = (*compute.Node)(nil)
+	_ metasrv.Planner = (*frontend.Frontend)(nil)
+	_ frontend.Meta   = metaRole{}
+)
 
-var _ frontend.Meta = metaRole{}
+// metaRole is the in-process implementation of frontend.Meta: the
+// frontend's calls go straight to this process's meta service, catalog and
+// barrier loop.
+type metaRole struct{ s *Server }
 
 func (m metaRole) Catalog() frontend.CatalogReader { return m.s.catalog }
 
@@ -51,59 +65,70 @@ func (m metaRole) UpdateRelation(ctx context.Context, rel *catalog.Relation) err
 }
 
 func (m metaRole) CreateTable(ctx context.Context, rel *catalog.Relation, stateTables int) error {
-	return m.s.createTable(ctx, rel, stateTables)
+	return m.s.meta.CreateTable(ctx, rel, stateTables)
 }
 
 func (m metaRole) CreateMaterializedView(ctx context.Context, rel *catalog.Relation, root *streamplan.Node, columns []plan.Column) error {
-	return m.s.createMaterializedView(ctx, rel, columns, root)
+	return m.s.meta.CreateMaterializedView(ctx, rel, root, columns)
 }
 
 func (m metaRole) CreateSink(ctx context.Context, rel *catalog.Relation, root *streamplan.Node, columns []plan.Column, spec *sink.Spec) error {
-	return m.s.createSink(ctx, rel, root, columns, spec)
+	return m.s.meta.CreateSink(ctx, rel, root, columns, spec)
 }
 
 func (m metaRole) DropRelation(ctx context.Context, rel *catalog.Relation) error {
-	return m.s.dropCascade(ctx, rel)
+	return m.s.meta.DropRelation(ctx, rel)
 }
 
 func (m metaRole) DropSink(ctx context.Context, rel *catalog.Relation) error {
-	return m.s.dropView(ctx, rel)
+	return m.s.meta.DropSink(ctx, rel)
 }
 
 func (m metaRole) ReplaceTableColumns(ctx context.Context, old, updated *catalog.Relation) error {
-	return m.s.replaceTableColumns(ctx, old, updated)
+	return m.s.meta.ReplaceTableColumns(ctx, old, updated)
 }
 
 func (m metaRole) CreatingJob(id catalog.ObjectID) (*catalog.Relation, bool) {
-	return m.s.creatingJob(id)
+	return m.s.meta.CreatingJob(id)
 }
 
 func (m metaRole) CancelJob(ctx context.Context, id catalog.ObjectID) error {
-	return m.s.cancelJob(ctx, id)
+	return m.s.meta.CancelJob(ctx, id)
 }
 
-func (m metaRole) CreatingJobs() []frontend.JobProgress { return m.s.jobRows() }
+// CreatingJobs answers SHOW JOBS: views being created, with backfill
+// progress.
+func (m metaRole) CreatingJobs() []frontend.JobProgress {
+	var rows []frontend.JobProgress
+	for _, b := range m.s.compute.Backfills() {
+		progress := fmt.Sprintf("%d rows backfilled, %d/%d upstream actors done, %s", b.Rows, b.Done, b.Upstreams, time.Since(b.Started).Round(time.Millisecond))
+		rows = append(rows, frontend.JobProgress{ID: b.Rel.ID, Definition: "CREATE MATERIALIZED VIEW " + b.Rel.Name, Progress: progress})
+	}
+	return rows
+}
 
-func (m metaRole) JobFailure(id catalog.ObjectID) error { return m.s.failures.get(id) }
+func (m metaRole) JobFailure(id catalog.ObjectID) error { return m.s.meta.JobFailure(id) }
 
 func (m metaRole) JobFailures(db catalog.ObjectID) []frontend.JobFailure {
 	var out []frontend.JobFailure
-	for _, j := range m.s.failures.list(db) {
-		out = append(out, frontend.JobFailure{Rel: j.rel, Err: j.err})
+	for _, j := range m.s.meta.JobFailures(db) {
+		out = append(out, frontend.JobFailure{Rel: j.Rel, Err: j.Err})
 	}
 	return out
 }
 
-func (m metaRole) SinkStatus(id catalog.ObjectID) (sink.Status, string) { return m.s.sinkStatus(id) }
-
-func (m metaRole) Actors() ([]stream.ActorInfo, map[stream.ActorID]catalog.ObjectID) {
-	return m.s.compute.Actors(), m.s.compute.ActorDatabases()
+func (m metaRole) SinkStatus(id catalog.ObjectID) (sink.Status, string) {
+	return m.s.meta.SinkStatus(id)
 }
 
-func (m metaRole) SystemParam(name string) string { return m.s.systemParam(name) }
+func (m metaRole) Actors() ([]stream.ActorInfo, map[stream.ActorID]catalog.ObjectID) {
+	return m.s.meta.Actors()
+}
+
+func (m metaRole) SystemParam(name string) string { return m.s.meta.SystemParam(name) }
 
 func (m metaRole) SetSystemParam(ctx context.Context, name, value string, reset bool, by string) error {
-	return m.s.setSystemParam(ctx, name, value, reset, by)
+	return m.s.meta.SetSystemParam(ctx, name, value, reset, by)
 }
 
 func (m metaRole) Flush(ctx context.Context) error { return m.s.epochs.Flush(ctx) }
@@ -117,5 +142,3 @@ func (m metaRole) WaitEpochsWritten(ctx context.Context, group uint64, epochs []
 }
 
 func (m metaRole) Recoveries() []meta.RecoveryRecord { return m.s.epochs.Recoveries() }
-
-var _ frontend.DML = (*compute.Node)(nil) // in-process DML goes straight to the compute node

@@ -16,6 +16,7 @@ import (
 	"github.com/runneldb/runnel/internal/frontend"
 	"github.com/runneldb/runnel/internal/httpapi"
 	"github.com/runneldb/runnel/internal/meta"
+	"github.com/runneldb/runnel/internal/metasrv"
 	"github.com/runneldb/runnel/internal/metastore"
 	"github.com/runneldb/runnel/internal/objstore"
 	"github.com/runneldb/runnel/internal/pgwire"
@@ -102,17 +103,14 @@ type Server struct {
 	objects objstore.Store
 	store   *storage.Engine
 	catalog *catalog.Catalog
-	actors  *stream.BarrierManager // the compute node's
-	compute *compute.Node
 	epochs  *meta.BarrierLoop
 	pg      *pgwire.Server
-	jobs    jobs
-	params  sysParams
-	sinks   sinkWorkers // see sink.go
-	// failures: jobs the last rebuild could not start (statecatalog.go).
-	failures jobFailures
-	// fe serves the SQL sessions (the frontend role).
-	fe *frontend.Frontend
+	// The roles (see roles.go): meta's DDL and job lifecycle, the compute
+	// node running the actors, the frontend serving the SQL sessions.
+	meta    *metasrv.Service
+	compute *compute.Node
+	actors  *stream.BarrierManager // the compute node's
+	fe      *frontend.Frontend
 
 	ln net.Listener
 
@@ -127,7 +125,7 @@ type Server struct {
 // Serve.
 func Open(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.fill()
-	s := &Server{cfg: cfg, log: cfg.Logger, jobs: jobs{dropping: map[catalog.ObjectID]bool{}, creating: map[catalog.ObjectID]*creation{}}}
+	s := &Server{cfg: cfg, log: cfg.Logger}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", cfg.DataDir, err)
 	}
@@ -163,24 +161,26 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		s.close()
 		return nil, err
 	}
-	if err := s.loadSystemParams(ctx); err != nil {
+	s.meta = metasrv.New(metasrv.Config{Log: s.log, Catalog: s.catalog, Store: s.store})
+	if err := s.meta.LoadSystemParams(ctx); err != nil {
 		s.close()
 		return nil, err
 	}
-	if err := s.reconcileState(ctx); err != nil { // statecatalog.go
+	if err := s.meta.ReconcileState(ctx); err != nil { // metasrv/statecatalog.go
 		s.close()
 		return nil, err
 	}
-	s.store.SetTableGroup(s.tableGroup)
+	s.store.SetTableGroup(s.meta.TableGroup)
 	exec.SetExprErrorLogger(s.log)
 	exec.SetCacheBytes(cfg.StreamingCacheBytes)
 	s.compute = compute.New(compute.Config{Store: s.store, Log: s.log, Parallelism: cfg.Parallelism,
-		TxHorizon: func() uint64 { return s.fe.TxHorizon() }, Dropping: s.isDropping})
+		TxHorizon: func() uint64 { return s.fe.TxHorizon() }, Dropping: s.meta.IsDropping})
 	s.actors = s.compute.Barriers()
 	s.fe = frontend.New(frontend.Config{Meta: metaRole{s}, DML: s.compute, Store: s.store, Log: s.log})
 	s.epochs = meta.NewBarrierLoop(s.log, cfg.BarrierInterval, s.actors, s.store)
-	s.epochs.SetRebuilder(s)
-	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.Rebuild(ctx, curr) }); err != nil {
+	s.epochs.SetRebuilder(s.meta)
+	s.meta.Attach(s.epochs, s.compute, s.fe)
+	if err := s.epochs.WithGraphLock(func(curr uint64) error { return s.meta.Rebuild(ctx, curr) }); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -241,7 +241,9 @@ func (s *Server) Close() error {
 	if s.actors != nil {
 		s.actors.Reset(ctx)
 	}
-	s.stopSinkWorkers()
+	if s.meta != nil {
+		s.meta.Close()
+	}
 	return s.close()
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/metasrv"
 )
 
 // A view whose re-planned state layout differs from the one stored at its
@@ -35,8 +36,8 @@ func TestStateLayoutChangeRefusesView(t *testing.T) {
 			last.Types = append(last.Types, "text")
 		}
 	}
-	layoutHook.Store(&perturb)
-	defer layoutHook.Store(nil)
+	metasrv.LayoutHook.Store(&perturb)
+	defer metasrv.LayoutHook.Store(nil)
 	ts = startTestServer(t, ts.dataDir)
 	conn := ts.connect(t)
 
@@ -97,8 +98,8 @@ func TestStateLayoutRecordedOnFirstOpen(t *testing.T) {
 
 	// The recorded layout is the one later rebuilds compare with.
 	perturb := func(rel *catalog.Relation, l *catalog.StateLayout) { l.Tables[0].Key = append(l.Tables[0].Key, 0) }
-	layoutHook.Store(&perturb)
-	defer layoutHook.Store(nil)
+	metasrv.LayoutHook.Store(&perturb)
+	defer metasrv.LayoutHook.Store(nil)
 	ts = startTestServer(t, ts.dataDir)
 	conn = ts.connect(t)
 	if _, err := conn.Exec(ctx, "SELECT * FROM old"); err == nil || !strings.Contains(err.Error(), "materialized view old cannot start") {

@@ -9,8 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/runneldb/runnel/internal/catalog"
 )
 
 // TestAlterSystemStrictConsistency: the non-strict consistency mode is a
@@ -24,7 +22,7 @@ func TestAlterSystemStrictConsistency(t *testing.T) {
 	if got := queryStrings(t, conn, "SHOW streaming_strict_consistency"); fmt.Sprint(got) != "[true]" {
 		t.Fatalf("default = %v", got)
 	}
-	if !ts.srv.viewSpec(&catalog.Relation{Name: "v"}, false).Strict {
+	if !ts.srv.meta.StrictConsistency() {
 		t.Fatal("views are not strict by default")
 	}
 	for q, code := range map[string]string{
@@ -45,7 +43,7 @@ func TestAlterSystemStrictConsistency(t *testing.T) {
 		t.Fatalf("non-superuser ALTER SYSTEM: %v; want 42501", err)
 	}
 	mustExec(t, conn, "ALTER SYSTEM SET streaming_strict_consistency TO off")
-	if ts.srv.viewSpec(&catalog.Relation{Name: "v"}, false).Strict {
+	if ts.srv.meta.StrictConsistency() {
 		t.Fatal("views built after ALTER SYSTEM are still strict")
 	}
 	if got := queryStrings(t, conn, "SHOW ALL"); len(got) == 0 || strings.Count(got[0], "|") != 2 {

@@ -1,5 +1,5 @@
 // Package txntest checks Runnel's transaction blocks against PostgreSQL
-// with concurrent sessions (server/txn.go holds the design).
+// with concurrent sessions (frontend/txn.go holds the design).
 //
 // Several sessions run seeded random schedules of BEGIN, reads, writes,
 // statements that fail (duplicate keys, division by zero), COMMIT and

@@ -75,7 +75,7 @@ func (b *Binder) bindOther(n *pg.Node) (Statement, bool, error) {
 			s = &Transaction{Kind: TxnRollback}
 		case pg.TransactionStmtKind_TRANS_STMT_SAVEPOINT, pg.TransactionStmtKind_TRANS_STMT_RELEASE,
 			pg.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
-			s = &Transaction{Kind: TxnSavepoint} // run by the session (server/txn.go)
+			s = &Transaction{Kind: TxnSavepoint} // run by the session (frontend/txn.go)
 		default:
 			return nil, true, sqlerr.New(sqlerr.FeatureNotSupported, "two-phase commit is not supported")
 		}

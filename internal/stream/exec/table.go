@@ -28,7 +28,7 @@ type DMLRequest struct {
 	// writes belong to (what an acknowledgement must wait for, I7).
 	Epoch uint64
 	// Prepared, when set, makes the request one part of a transaction
-	// that commits to several tables (two-phase, server/txn.go): once
+	// that commits to several tables (two-phase, frontend/txn.go): once
 	// Apply succeeded the actor sends its epoch on Prepared (buffered) and
 	// waits — processing nothing else, no barrier — for the decision on
 	// Decide: true applies the writes in that epoch, false discards them
@@ -73,7 +73,7 @@ type TableExecutor struct {
 }
 
 // SetTxHorizon gives the table the oldest snapshot epoch any open
-// transaction may still commit from (server/txn.go).
+// transaction may still commit from (frontend/txn.go).
 func (e *TableExecutor) SetTxHorizon(h func() uint64) { e.horizon = h }
 
 // SetIngest makes the table read a connector between statements
@@ -231,7 +231,7 @@ func (e *TableExecutor) awaitDecision(ctx context.Context, req *DMLRequest) erro
 
 // NewTableWriter returns a writer staging one statement's writes over t.
 // A transaction block uses it over a table that holds its snapshot and
-// its earlier statements' writes (server/txn.go); Stage moves the
+// its earlier statements' writes (frontend/txn.go); Stage moves the
 // statement's writes into that table.
 func NewTableWriter(t *state.Table) *TableWriter {
 	return &TableWriter{t: t, overlay: map[string]*overlayEntry{}}

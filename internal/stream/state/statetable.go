@@ -229,7 +229,7 @@ func (t *Table) GetKey(ctx context.Context, key string) (types.Row, bool, error)
 // Buffered calls fn for every write buffered since the last Commit, in
 // key order: the row written under key, or nil for a delete. A
 // transaction block keeps its pending writes this way, in a table over
-// its snapshot that is never committed (server/txn.go).
+// its snapshot that is never committed (frontend/txn.go).
 func (t *Table) Buffered(fn func(key string, row types.Row) error) error {
 	var err error
 	t.mem.Ascend(func(e memEntry) bool {

@@ -1,4 +1,4 @@
-package server
+package metasrv
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // dropCascade drops rel after everything that depends on it, dependents
 // first (see dropOrder: no recursion over the dependency graph, I9).
-func (s *Server) dropCascade(ctx context.Context, rel *catalog.Relation) error {
+func (s *Service) dropCascade(ctx context.Context, rel *catalog.Relation) error {
 	for _, r := range s.dropOrder(rel) {
 		if _, ok := s.catalog.Relation(r.ID); !ok {
 			continue // dropped meanwhile
@@ -26,7 +26,7 @@ func (s *Server) dropCascade(ctx context.Context, rel *catalog.Relation) error {
 }
 
 // dropRelation drops one relation whose dependents are gone.
-func (s *Server) dropRelation(ctx context.Context, rel *catalog.Relation) error {
+func (s *Service) dropRelation(ctx context.Context, rel *catalog.Relation) error {
 	switch rel.Kind {
 	case catalog.KindTable:
 		return s.dropTable(ctx, rel)
@@ -43,7 +43,7 @@ func (s *Server) dropRelation(ctx context.Context, rel *catalog.Relation) error 
 // dropTable stops the table's actor at a barrier, joins it, and only then
 // unregisters its state table and removes it from the catalog (I3: state
 // is purged only after nothing can touch it).
-func (s *Server) dropTable(ctx context.Context, rel *catalog.Relation) error {
+func (s *Service) dropTable(ctx context.Context, rel *catalog.Relation) error {
 	defer s.markDropping(rel.ID)()
 	if err := s.stopJob(ctx, rel); err != nil {
 		return fmt.Errorf("drop table %s: %w", rel.Name, err)
@@ -57,7 +57,7 @@ func (s *Server) dropTable(ctx context.Context, rel *catalog.Relation) error {
 
 // dropOrder lists root and everything that depends on it, each once,
 // dependents before what they depend on (an iterative post-order walk).
-func (s *Server) dropOrder(root *catalog.Relation) []*catalog.Relation {
+func (s *Service) dropOrder(root *catalog.Relation) []*catalog.Relation {
 	type frame struct {
 		rel  *catalog.Relation
 		deps []*catalog.Relation
@@ -89,7 +89,7 @@ const cdcDropTimeout = 30 * time.Second
 // dropCDCSlot drops a dropped CDC table's slot, after its actor stopped,
 // so the upstream keeps no WAL for it. An unreachable upstream leaves the
 // slot: the returned notice names it.
-func (s *Server) dropCDCSlot(rel *catalog.Relation) string {
+func (s *Service) dropCDCSlot(rel *catalog.Relation) string {
 	if !strings.EqualFold(rel.Options["connector"], pgcdc.Connector) {
 		return ""
 	}
@@ -112,7 +112,7 @@ func (s *Server) dropCDCSlot(rel *catalog.Relation) string {
 // the catalog entry, start the actor. A crash between the steps leaves at
 // worst an empty registered table that no catalog entry names: no data
 // can be lost or half-visible.
-func (s *Server) createTable(ctx context.Context, rel *catalog.Relation, nTables int) error {
+func (s *Service) createTable(ctx context.Context, rel *catalog.Relation, nTables int) error {
 	ids, err := s.catalog.AllocateTableIDs(ctx, nTables)
 	if err != nil {
 		return err
@@ -138,7 +138,7 @@ func (s *Server) createTable(ctx context.Context, rel *catalog.Relation, nTables
 // replaceTableColumns gives a table the columns of nr (appended ones; see
 // the frontend's ingest): its actor is stopped at a barrier and started
 // again with the new columns.
-func (s *Server) replaceTableColumns(ctx context.Context, rel, nr *catalog.Relation) error {
+func (s *Service) replaceTableColumns(ctx context.Context, rel, nr *catalog.Relation) error {
 	if err := s.stopJob(ctx, rel); err != nil {
 		return fmt.Errorf("add columns to %s: %w", rel.Name, err)
 	}

@@ -1,4 +1,4 @@
-package server
+package metasrv
 
 import (
 	"context"
@@ -27,26 +27,26 @@ type jobs struct {
 
 // Rebuild recreates every job's actors at epoch curr after recovery
 // (meta.Rebuilder). Actors have all been joined by then (I3).
-func (s *Server) Rebuild(ctx context.Context, curr uint64) error {
+func (s *Service) Rebuild(ctx context.Context, curr uint64) error {
 	return s.rebuild(ctx, curr, func(*catalog.Relation) bool { return true })
 }
 
 // RebuildGroup recreates the jobs of one database after its recovery
 // (meta.GroupRebuilder); the other databases' jobs keep running.
-func (s *Server) RebuildGroup(ctx context.Context, group uint64, curr uint64) error {
+func (s *Service) RebuildGroup(ctx context.Context, group uint64, curr uint64) error {
 	return s.rebuild(ctx, curr, inDatabase(group))
 }
 
 // TearDownGroup forgets the running jobs of one database after its actors
 // were joined (meta.GroupRebuilder): DML to its tables fails with 55000
 // until RebuildGroup, and creations in progress end as interrupted.
-func (s *Server) TearDownGroup(group uint64) {
+func (s *Service) TearDownGroup(group uint64) {
 	s.tearDown(inDatabase(group))
 }
 
 // GroupTables lists the state tables of one database's relations
 // (meta.GroupRebuilder), including views still being created.
-func (s *Server) GroupTables(group uint64) []storage.TableID {
+func (s *Service) GroupTables(group uint64) []storage.TableID {
 	var out []storage.TableID
 	for _, rel := range s.catalog.Relations(inDatabase(group)) {
 		out = append(out, relationStateTables(rel)...)
@@ -57,7 +57,7 @@ func (s *Server) GroupTables(group uint64) []storage.TableID {
 // tableGroup maps a state table to its database (the storage engine's
 // spill grouping, so that one database's uncommitted data can be
 // discarded alone).
-func (s *Server) tableGroup(t storage.TableID) uint64 {
+func (s *Service) tableGroup(t storage.TableID) uint64 {
 	for _, rel := range s.catalog.Relations(nil) {
 		if slices.Contains(relationStateTables(rel), t) {
 			return uint64(rel.DatabaseID)
@@ -81,7 +81,7 @@ func relationStateTables(rel *catalog.Relation) []storage.TableID {
 
 // tearDown forgets the running jobs of the relations in scope, closing
 // their replaced channels.
-func (s *Server) tearDown(in func(*catalog.Relation) bool) {
+func (s *Service) tearDown(in func(*catalog.Relation) bool) {
 	s.compute.TearDown(in)
 }
 
@@ -89,13 +89,13 @@ func (s *Server) tearDown(in func(*catalog.Relation) bool) {
 // Tables come first, then views in creation order (a view's upstreams are
 // older than it). A view that was still being created is dropped: its
 // backfill cannot resume. Relations being dropped are skipped.
-func (s *Server) rebuild(ctx context.Context, curr uint64, in func(*catalog.Relation) bool) error {
+func (s *Service) rebuild(ctx context.Context, curr uint64, in func(*catalog.Relation) bool) error {
 	s.tearDown(in)
 	// Nothing starts until every job is wired: a table actor running before
 	// its views are connected would apply DML whose changes no view sees.
 	var start []compute.Pending
 	rels := s.catalog.Relations(in)
-	if h := rebuildSnapshotHook.Load(); h != nil {
+	if h := RebuildSnapshotHook.Load(); h != nil {
 		(*h)()
 	}
 	for _, rel := range rels {
@@ -185,14 +185,14 @@ func survive(what string, fn func() error) (err error) {
 	return fn()
 }
 
-// rebuildViewHook, when set, is called as a rebuild starts planning a
+// RebuildViewHook, when set, is called as a rebuild starts planning a
 // materialized view (tests make it panic).
-var rebuildViewHook atomic.Pointer[func(view string)]
+var RebuildViewHook atomic.Pointer[func(view string)]
 
-// rebuildSnapshotHook, when set, is called by a rebuild right after it
+// RebuildSnapshotHook, when set, is called by a rebuild right after it
 // listed the relations it rebuilds; tests pause it there to run a DROP in
 // the window between the list and the per-relation checks.
-var rebuildSnapshotHook atomic.Pointer[func()]
+var RebuildSnapshotHook atomic.Pointer[func()]
 
 // droppedSince reports whether rel, listed by a rebuild, must not be
 // rebuilt: a DROP of it is in progress, or one completed after the list
@@ -201,7 +201,7 @@ var rebuildSnapshotHook atomic.Pointer[func()]
 // catalog entry is gone, and decides that no actor of the relation runs
 // only under the graph lock, which a rebuild holds throughout
 // (stopJob), so one of the two checks here always sees it.
-func (s *Server) droppedSince(rel *catalog.Relation) bool {
+func (s *Service) droppedSince(rel *catalog.Relation) bool {
 	if s.isDropping(rel.ID) {
 		return true
 	}
@@ -211,14 +211,14 @@ func (s *Server) droppedSince(rel *catalog.Relation) bool {
 
 // isDropping reports whether a DROP of the relation is in progress: a
 // rebuild must not bring its actors back while the drop purges its state.
-func (s *Server) isDropping(id catalog.ObjectID) bool {
+func (s *Service) isDropping(id catalog.ObjectID) bool {
 	s.jobs.mu.Lock()
 	defer s.jobs.mu.Unlock()
 	return s.jobs.dropping[id]
 }
 
 // markDropping registers a DROP in progress; the returned func ends it.
-func (s *Server) markDropping(id catalog.ObjectID) func() {
+func (s *Service) markDropping(id catalog.ObjectID) func() {
 	s.jobs.mu.Lock()
 	s.jobs.dropping[id] = true
 	s.jobs.mu.Unlock()
@@ -231,6 +231,6 @@ func (s *Server) markDropping(id catalog.ObjectID) func() {
 
 // purgeRelation removes a relation whose actors are not running from the
 // catalog and unregisters its state tables.
-func (s *Server) purgeRelation(ctx context.Context, rel *catalog.Relation) error {
+func (s *Service) purgeRelation(ctx context.Context, rel *catalog.Relation) error {
 	return s.dropWithState(ctx, rel) // one transaction (statecatalog.go)
 }

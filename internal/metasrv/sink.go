@@ -1,4 +1,4 @@
-package server
+package metasrv
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func (w *sinkWorkers) get(id catalog.ObjectID) *sink.Worker {
 const sinkOpenTimeout = 15 * time.Second
 
 // sinkConfig builds a sink's connector config from its relation.
-func sinkConfig(s *Server, rel *catalog.Relation) (*sink.Config, *sink.Spec, error) {
+func sinkConfig(s *Service, rel *catalog.Relation) (*sink.Config, *sink.Spec, error) {
 	spec, err := sink.ParseSpec(rel.Name, rel.Options)
 	if err != nil {
 		return nil, nil, err
@@ -102,7 +102,7 @@ func newSinkTarget(cfg *sink.Config, spec *sink.Spec) (sink.Target, error) {
 // createSink checks that a sink's target is there and fits (a typo in a
 // URL or a table name fails now, not later, as in RisingWave), then
 // creates its job.
-func (s *Server) createSink(ctx context.Context, rel *catalog.Relation, root *streamplan.Node, columns []plan.Column, spec *sink.Spec) error {
+func (s *Service) createSink(ctx context.Context, rel *catalog.Relation, root *streamplan.Node, columns []plan.Column, spec *sink.Spec) error {
 	rel.Columns = jobColumns(root, columns)
 	cfg, _, err := sinkConfig(s, rel)
 	if err != nil {
@@ -128,7 +128,7 @@ func (s *Server) createSink(ctx context.Context, rel *catalog.Relation, root *st
 // createSinkJob registers the sink's state tables (log store first, in
 // plan order) and catalog entry, starts its worker and actors, waits for
 // the backfill, and publishes it.
-func (s *Server) createSinkJob(ctx context.Context, rel *catalog.Relation, root *streamplan.Node) error {
+func (s *Service) createSinkJob(ctx context.Context, rel *catalog.Relation, root *streamplan.Node) error {
 	if err := s.createJobState(ctx, rel, root, "sink "+rel.Name, nil); err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func (s *Server) createSinkJob(ctx context.Context, rel *catalog.Relation, root 
 
 // startSinkWorker creates and starts the worker of a sink (planned, state
 // tables assigned) unless it runs already.
-func (s *Server) startSinkWorker(rel *catalog.Relation, root *streamplan.Node) (*sink.Worker, error) {
+func (s *Service) startSinkWorker(rel *catalog.Relation, root *streamplan.Node) (*sink.Worker, error) {
 	s.sinks.mu.Lock()
 	defer s.sinks.mu.Unlock()
 	if w := s.sinks.m[rel.ID]; w != nil {
@@ -201,7 +201,7 @@ func (s *Server) startSinkWorker(rel *catalog.Relation, root *streamplan.Node) (
 
 // stopSinkWorker stops a sink's worker and waits for it (I3: before the
 // log store is unregistered).
-func (s *Server) stopSinkWorker(id catalog.ObjectID) {
+func (s *Service) stopSinkWorker(id catalog.ObjectID) {
 	s.sinks.mu.Lock()
 	w := s.sinks.m[id]
 	delete(s.sinks.m, id)
@@ -212,7 +212,7 @@ func (s *Server) stopSinkWorker(id catalog.ObjectID) {
 }
 
 // stopSinkWorkers stops every worker (server shutdown).
-func (s *Server) stopSinkWorkers() {
+func (s *Service) stopSinkWorkers() {
 	s.sinks.mu.Lock()
 	ids := make([]catalog.ObjectID, 0, len(s.sinks.m))
 	for id := range s.sinks.m {
@@ -226,7 +226,7 @@ func (s *Server) stopSinkWorkers() {
 
 // sinkSpec is what a sink's job is instantiated with: its Sink executors
 // write the log store that worker w delivers.
-func (s *Server) sinkSpec(rel *catalog.Relation, w *sink.Worker, backfill bool) compute.JobSpec {
+func (s *Service) sinkSpec(rel *catalog.Relation, w *sink.Worker, backfill bool) compute.JobSpec {
 	spec := s.viewSpec(rel, backfill)
 	spec.Name, spec.SinkLog = "sink "+rel.Name, w
 	return spec
@@ -234,7 +234,7 @@ func (s *Server) sinkSpec(rel *catalog.Relation, w *sink.Worker, backfill bool) 
 
 // rebuildSink recreates a sink's actors after recovery (like rebuildView)
 // and tells its worker, starting it if this process has none yet.
-func (s *Server) rebuildSink(ctx context.Context, rel *catalog.Relation, curr uint64) ([]compute.Pending, error) {
+func (s *Service) rebuildSink(ctx context.Context, rel *catalog.Relation, curr uint64) ([]compute.Pending, error) {
 	spec, err := sink.ParseSpec(rel.Name, rel.Options)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild sink %s: %w", rel.Name, err)
@@ -258,7 +258,7 @@ func (s *Server) rebuildSink(ctx context.Context, rel *catalog.Relation, curr ui
 
 // sinkStatus is a sink's worker progress and "running", "retrying" (its
 // last delivery failed) or "stopped" (no worker).
-func (s *Server) sinkStatus(id catalog.ObjectID) (sink.Status, string) {
+func (s *Service) sinkStatus(id catalog.ObjectID) (sink.Status, string) {
 	w := s.sinks.get(id)
 	if w == nil {
 		return sink.Status{}, "stopped"

@@ -1,4 +1,4 @@
-package server
+package metasrv
 
 import (
 	"context"
@@ -14,7 +14,7 @@ type sysParams struct {
 }
 
 // loadSystemParams reads every known parameter from the catalog.
-func (s *Server) loadSystemParams(ctx context.Context) error {
+func (s *Service) loadSystemParams(ctx context.Context) error {
 	s.params.mu.Lock()
 	defer s.params.mu.Unlock()
 	s.params.values = map[string]string{}
@@ -32,7 +32,7 @@ func (s *Server) loadSystemParams(ctx context.Context) error {
 }
 
 // systemParam returns a parameter's current value.
-func (s *Server) systemParam(name string) string {
+func (s *Service) systemParam(name string) string {
 	s.params.mu.Lock()
 	defer s.params.mu.Unlock()
 	if v, ok := s.params.values[name]; ok {
@@ -43,13 +43,13 @@ func (s *Server) systemParam(name string) string {
 
 // strictConsistency is streaming_strict_consistency (I6: strict fails the
 // actor on inconsistent input; non-strict logs and tolerates it).
-func (s *Server) strictConsistency() bool {
+func (s *Service) strictConsistency() bool {
 	return s.systemParam("streaming_strict_consistency") != "false"
 }
 
 // setSystemParam stores a parameter's new value (checked by the frontend)
 // and caches it.
-func (s *Server) setSystemParam(ctx context.Context, name, value string, reset bool, by string) error {
+func (s *Service) setSystemParam(ctx context.Context, name, value string, reset bool, by string) error {
 	if err := s.catalog.SetSystemParam(ctx, name, value, reset); err != nil {
 		return err
 	}

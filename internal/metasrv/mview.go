@@ -1,4 +1,4 @@
-package server
+package metasrv
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/compute"
-	"github.com/runneldb/runnel/internal/frontend"
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/storage"
@@ -31,7 +30,7 @@ type creation struct {
 // actors connected to its upstreams at one barrier, waits for the backfill
 // and for the epoch that completes it to commit, and only then makes the
 // view visible.
-func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relation, columns []plan.Column, root *streamplan.Node) error {
+func (s *Service) createMaterializedView(ctx context.Context, rel *catalog.Relation, columns []plan.Column, root *streamplan.Node) error {
 	err := s.createJobState(ctx, rel, root, rel.Name, func() {
 		rel.DistKey = streamplan.MaterializeSchema(root).DistKey
 		rel.Columns = jobColumns(root, columns)
@@ -100,7 +99,7 @@ func (s *Server) createMaterializedView(ctx context.Context, rel *catalog.Relati
 // the sink's log store), lets set fill in the rest of rel, and writes the
 // catalog entry, marked Creating, in the version delta that registers the
 // tables (I1, I3: createWithState).
-func (s *Server) createJobState(ctx context.Context, rel *catalog.Relation, root *streamplan.Node, stateName string, set func()) error {
+func (s *Service) createJobState(ctx context.Context, rel *catalog.Relation, root *streamplan.Node, stateName string, set func()) error {
 	n := 0
 	if err := streamplan.AssignStateTables(root, stateName, func() (catalog.TableID, error) { n++; return 0, nil }); err != nil {
 		return err
@@ -152,7 +151,7 @@ func jobColumns(root *streamplan.Node, out []plan.Column) []catalog.Column {
 // still being created) cannot interleave — either it replaced the job
 // before this point (interrupted reports that) or the job is published
 // whole.
-func (s *Server) publishJob(ctx context.Context, rel *catalog.Relation, job compute.ViewJob, interrupted func() error) error {
+func (s *Service) publishJob(ctx context.Context, rel *catalog.Relation, job compute.ViewJob, interrupted func() error) error {
 	done := *rel
 	done.Creating = false
 	return s.epochs.WithGraphLock(func(uint64) error {
@@ -173,7 +172,7 @@ func (s *Server) publishJob(ctx context.Context, rel *catalog.Relation, job comp
 // the recovery joined its actors (I3), so its catalog entry and state
 // tables can go now, and CREATE can be retried at once. The rebuild
 // purges such views too; whichever comes second finds nothing to do.
-func (s *Server) purgeInterrupted(rel *catalog.Relation) {
+func (s *Service) purgeInterrupted(rel *catalog.Relation) {
 	defer s.markDropping(rel.ID)()
 	if _, ok := s.catalog.Relation(rel.ID); !ok {
 		return
@@ -190,14 +189,14 @@ func errCreationInterrupted(rel *catalog.Relation) error { return compute.ErrCre
 
 // viewSpec is what a view's job is instantiated with (backfill: a new
 // view reads its upstreams' snapshots first).
-func (s *Server) viewSpec(rel *catalog.Relation, backfill bool) compute.JobSpec {
+func (s *Service) viewSpec(rel *catalog.Relation, backfill bool) compute.JobSpec {
 	return compute.JobSpec{Name: "materialized view " + rel.Name, Backfill: backfill, Strict: s.strictConsistency()}
 }
 
 // startView instantiates a new view's actors and connects them to their
 // upstreams with one barrier (they take part in every barrier from that
 // one on).
-func (s *Server) startView(ctx context.Context, rel *catalog.Relation, root *streamplan.Node, spec compute.JobSpec) (compute.ViewJob, error) {
+func (s *Service) startView(ctx context.Context, rel *catalog.Relation, root *streamplan.Node, spec compute.JobSpec) (compute.ViewJob, error) {
 	var vj compute.ViewJob
 	mut := &stream.Mutation{}
 	err := s.epochs.InjectMutation(ctx, mut, func(curr uint64) error {
@@ -216,8 +215,8 @@ func (s *Server) startView(ctx context.Context, rel *catalog.Relation, root *str
 // definition and state tables, connecting them directly (no barrier is in
 // flight during a rebuild). The caller starts the returned actors once the
 // whole graph is wired.
-func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr uint64) ([]compute.Pending, error) {
-	if h := rebuildViewHook.Load(); h != nil {
+func (s *Service) rebuildView(ctx context.Context, rel *catalog.Relation, curr uint64) ([]compute.Pending, error) {
+	if h := RebuildViewHook.Load(); h != nil {
 		(*h)(rel.Name)
 	}
 	root, err := s.fe.PlanView(rel)
@@ -231,7 +230,7 @@ func (s *Server) rebuildView(ctx context.Context, rel *catalog.Relation, curr ui
 // tables it was created with, checks their layout, and has the compute
 // node instantiate it, connect it to its running upstreams and register
 // it.
-func (s *Server) rebuildJob(rel *catalog.Relation, root *streamplan.Node, label string, spec compute.JobSpec, curr uint64) ([]compute.Pending, error) {
+func (s *Service) rebuildJob(rel *catalog.Relation, root *streamplan.Node, label string, spec compute.JobSpec, curr uint64) ([]compute.Pending, error) {
 	what := rel.Kind.String() + " " + rel.Name
 	next := 0
 	err := streamplan.AssignStateTables(root, label, func() (catalog.TableID, error) {
@@ -256,7 +255,7 @@ func (s *Server) rebuildJob(rel *catalog.Relation, root *streamplan.Node, label 
 // works while the view's database is recovering or crash-looping: once
 // the drop is registered no rebuild brings the view back, and actors torn
 // down by a recovery were joined by it.
-func (s *Server) dropView(ctx context.Context, rel *catalog.Relation) error {
+func (s *Service) dropView(ctx context.Context, rel *catalog.Relation) error {
 	defer s.markDropping(rel.ID)()
 	if err := s.stopJob(ctx, rel); err != nil {
 		return fmt.Errorf("drop %s %s: %w", rel.Kind, rel.Name, err)
@@ -271,17 +270,17 @@ func (s *Server) dropView(ctx context.Context, rel *catalog.Relation) error {
 // a barrier before aborting them with a recovery of their database.
 var dropStopTimeout = 5 * time.Second
 
-// dropAwaitsRebuildHook, when set, is called by a DROP that found no
+// DropAwaitsRebuildHook, when set, is called by a DROP that found no
 // running actor of the relation, just before it waits for a rebuild in
 // progress (the graph lock) to confirm it.
-var dropAwaitsRebuildHook atomic.Pointer[func(id catalog.ObjectID)]
+var DropAwaitsRebuildHook atomic.Pointer[func(id catalog.ObjectID)]
 
 // stopJob stops and joins the running actors of a relation being dropped
 // (the compute node lists them) and forgets its
 // job. A recovery that replaces the job meanwhile joins the old actors and
 // rebuilds nothing for it (the relation is marked dropping), so the loop
 // ends once no job runs.
-func (s *Server) stopJob(ctx context.Context, rel *catalog.Relation) error {
+func (s *Service) stopJob(ctx context.Context, rel *catalog.Relation) error {
 	for {
 		ids := s.compute.RelationActors(rel.ID)
 		if len(ids) == 0 {
@@ -291,7 +290,7 @@ func (s *Server) stopJob(ctx context.Context, rel *catalog.Relation) error {
 			// "nothing runs" under it: a rebuild either finished (and its
 			// actors are seen here, to be stopped) or starts after the
 			// mark (and skips the relation, droppedSince).
-			if h := dropAwaitsRebuildHook.Load(); h != nil {
+			if h := DropAwaitsRebuildHook.Load(); h != nil {
 				(*h)(rel.ID)
 			}
 			running := false
@@ -334,14 +333,14 @@ func (s *Server) stopJob(ctx context.Context, rel *catalog.Relation) error {
 // errJobCancelled is the cause CANCEL JOBS gives a creation's context.
 var errJobCancelled = errors.New("cancelled by CANCEL JOBS")
 
-// jobCancelledHook, when set, is called by CANCEL JOBS right after it
+// JobCancelledHook, when set, is called by CANCEL JOBS right after it
 // cancelled a creation; tests use it to let a backfill they hold go on
 // only once the cancellation is certain.
-var jobCancelledHook atomic.Pointer[func(id uint64)]
+var JobCancelledHook atomic.Pointer[func(id uint64)]
 
 // creatingJob returns the materialized view being created whose job id
 // (its relation id) is id.
-func (s *Server) creatingJob(id catalog.ObjectID) (*catalog.Relation, bool) {
+func (s *Service) creatingJob(id catalog.ObjectID) (*catalog.Relation, bool) {
 	s.jobs.mu.Lock()
 	c := s.jobs.creating[id]
 	s.jobs.mu.Unlock()
@@ -354,7 +353,7 @@ func (s *Server) creatingJob(id catalog.ObjectID) (*catalog.Relation, bool) {
 // cancelJob cancels a creation (CANCEL JOBS) and returns once its CREATE
 // has returned and dropped everything of the view (or published it, if
 // it finished first).
-func (s *Server) cancelJob(ctx context.Context, id catalog.ObjectID) error {
+func (s *Service) cancelJob(ctx context.Context, id catalog.ObjectID) error {
 	s.jobs.mu.Lock()
 	c := s.jobs.creating[id]
 	s.jobs.mu.Unlock()
@@ -362,7 +361,7 @@ func (s *Server) cancelJob(ctx context.Context, id catalog.ObjectID) error {
 		return nil // returned meanwhile
 	}
 	c.cancel(errJobCancelled)
-	if h := jobCancelledHook.Load(); h != nil {
+	if h := JobCancelledHook.Load(); h != nil {
 		(*h)(uint64(id))
 	}
 	select {
@@ -371,14 +370,4 @@ func (s *Server) cancelJob(ctx context.Context, id catalog.ObjectID) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// jobRows answers SHOW JOBS: views being created, with backfill progress.
-func (s *Server) jobRows() []frontend.JobProgress {
-	var rows []frontend.JobProgress
-	for _, b := range s.compute.Backfills() {
-		progress := fmt.Sprintf("%d rows backfilled, %d/%d upstream actors done, %s", b.Rows, b.Done, b.Upstreams, time.Since(b.Started).Round(time.Millisecond))
-		rows = append(rows, frontend.JobProgress{ID: b.Rel.ID, Definition: "CREATE MATERIALIZED VIEW " + b.Rel.Name, Progress: progress})
-	}
-	return rows
 }

@@ -1,4 +1,4 @@
-package server
+package metasrv
 
 // Catalog and state are one truth (issue 13 items 6 and 7).
 //
@@ -62,7 +62,7 @@ func kindSlug(k catalog.RelationKind) string { return strings.ReplaceAll(k.Strin
 
 // createWithState stores rel (its state-table ids allocated) and
 // registers tids in one metastore transaction (item 6).
-func (s *Server) createWithState(ctx context.Context, rel *catalog.Relation, tids []storage.TableID) error {
+func (s *Service) createWithState(ctx context.Context, rel *catalog.Relation, tids []storage.TableID) error {
 	crashPoint("create-"+kindSlug(rel.Kind)+"/before-commit", rel.Name)
 	ch := s.catalog.CreateRelationChange(rel)
 	err := s.store.RegisterTablesWith(ctx, tids, func(tx *metastore.Tx) error { return ch.Write(ctx, tx) })
@@ -76,7 +76,7 @@ func (s *Server) createWithState(ctx context.Context, rel *catalog.Relation, tid
 // dropWithState removes rel from the catalog and unregisters its state
 // tables in one metastore transaction (item 6). The caller has stopped
 // and joined every actor that could touch them (I3).
-func (s *Server) dropWithState(ctx context.Context, rel *catalog.Relation) error {
+func (s *Service) dropWithState(ctx context.Context, rel *catalog.Relation) error {
 	crashPoint("drop-"+kindSlug(rel.Kind)+"/before-commit", rel.Name)
 	ch := s.catalog.DropRelationChange(rel)
 	err := s.store.UnregisterTablesWith(ctx, relationStateTables(rel), func(tx *metastore.Tx) error { return ch.Write(ctx, tx) })
@@ -94,7 +94,7 @@ func (s *Server) dropWithState(ctx context.Context, rel *catalog.Relation) error
 // data and GC the objects, I1; nothing can touch them, I3). With
 // createWithState and dropWithState none arise; this repairs data
 // directories written before them.
-func (s *Server) reconcileState(ctx context.Context) error {
+func (s *Service) reconcileState(ctx context.Context) error {
 	owned := map[storage.TableID]bool{}
 	for _, rel := range s.catalog.Relations(nil) {
 		for _, t := range relationStateTables(rel) {
@@ -120,7 +120,7 @@ func (s *Server) reconcileState(ctx context.Context) error {
 // missingState fails a relation some of whose state tables are not in
 // the storage version (item 6: refused with a clear error, never run
 // over tables whose reads fail with "dropped").
-func (s *Server) missingState(rel *catalog.Relation) error {
+func (s *Service) missingState(rel *catalog.Relation) error {
 	have := s.store.Tables()
 	var missing []storage.TableID
 	for _, t := range relationStateTables(rel) {
@@ -134,20 +134,20 @@ func (s *Server) missingState(rel *catalog.Relation) error {
 	return sqlerr.Errorf(sqlerr.DataCorrupted, "%s %s cannot start: its state tables %v are missing from storage; drop it and create it again", rel.Kind, rel.Name, missing)
 }
 
-// layoutHook, when set, may change a rebuild's planned state layout
+// LayoutHook, when set, may change a rebuild's planned state layout
 // before it is compared with the stored one (tests perturb a state
 // table's schema as a planner change would).
-var layoutHook atomic.Pointer[func(rel *catalog.Relation, l *catalog.StateLayout)]
+var LayoutHook atomic.Pointer[func(rel *catalog.Relation, l *catalog.StateLayout)]
 
 // checkStateLayout compares the layout a rebuild planned for rel (its
 // state tables assigned) with the one stored at creation (item 7). A job
 // stored without one gets it recorded.
-func (s *Server) checkStateLayout(ctx context.Context, rel *catalog.Relation, root *streamplan.Node) error {
+func (s *Service) checkStateLayout(ctx context.Context, rel *catalog.Relation, root *streamplan.Node) error {
 	if err := s.missingState(rel); err != nil {
 		return err
 	}
 	planned := streamplan.StateLayout(root)
-	if h := layoutHook.Load(); h != nil {
+	if h := LayoutHook.Load(); h != nil {
 		(*h)(rel, planned)
 		planned.Fingerprint = streamplan.LayoutFingerprint(planned.Tables)
 	}
