@@ -79,6 +79,8 @@ func AppendBinary(buf []byte, d Datum, t Type) []byte {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(iv.Micros))
 		buf = binary.BigEndian.AppendUint32(buf, uint32(iv.Days))
 		return binary.BigEndian.AppendUint32(buf, uint32(iv.Months))
+	case KindArray:
+		return appendArrayBinary(buf, d, t)
 	}
 	return buf
 }
@@ -100,6 +102,12 @@ func wantLen(b []byte, n int, t Type) error {
 // invalid_binary_representation (or the range/length errors of the type).
 func ParseBinary(b []byte, t Type) (Datum, error) {
 	switch t.Kind {
+	case KindArray:
+		d, err := parseArrayBinary(b, t)
+		if err != nil {
+			return NullDatum, err
+		}
+		return ApplyTypmod(d, t, false)
 	case KindBool:
 		if err := wantLen(b, 1, t); err != nil {
 			return NullDatum, err

@@ -125,6 +125,8 @@ func Compare(a, b Datum) int {
 		return bytes.Compare([]byte(a.s), []byte(b.s))
 	case KindInterval:
 		return compareInterval(a.Interval(), b.Interval())
+	case KindArray:
+		return compareArray(a, b)
 	}
 	return 0
 }
@@ -256,6 +258,8 @@ func (d Datum) String() string {
 	case KindInterval:
 		iv := d.Interval()
 		return fmt.Sprintf("%d mons %d days %d us", iv.Months, iv.Days, iv.Micros)
+	case KindArray:
+		return string(appendArrayText(nil, d, Type{}, nil))
 	}
 	return fmt.Sprintf("%v(%d)", d.k, d.i)
 }

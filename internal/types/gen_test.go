@@ -28,7 +28,8 @@ func testSeed(t testing.TB) int64 {
 }
 
 // allTypes lists one Type per kind that has a value encoding.
-var allTypes = []Type{Bool, Int16, Int32, Int64, Float32, Float64, Numeric, Varchar, Text, Bytea, Date, Time, Timestamp, Timestamptz, Interval, Jsonb, UUID}
+var allTypes = []Type{Bool, Int16, Int32, Int64, Float32, Float64, Numeric, Varchar, Text, Bytea, Date, Time, Timestamp, Timestamptz, Interval, Jsonb, UUID,
+	ArrayOf(Int32), ArrayOf(Numeric), ArrayOf(Text), ArrayOf(Float64), ArrayOf(Interval), ArrayOf(Bool), ArrayOf(Timestamptz), ArrayOf(Jsonb)}
 
 // randDatum returns a random non-NULL datum of type t, biased towards edge
 // values and towards collisions (so that equal values are compared too).
@@ -120,6 +121,25 @@ func randDatum(r *rand.Rand, t Type) Datum {
 			return DInterval(IntervalValue{Months: int32(randInt(r, math.MinInt32, math.MaxInt32)), Days: int32(randInt(r, math.MinInt32, math.MaxInt32)), Micros: randInt(r, math.MinInt64, math.MaxInt64)})
 		}
 		return DInterval(IntervalValue{Months: int32(r.Intn(48) - 24), Days: int32(r.Intn(90) - 45), Micros: r.Int63n(2*microsPerDay) - microsPerDay})
+	case KindArray:
+		// Short arrays over few values, so that equal arrays, prefixes and
+		// NULL elements meet.
+		elems := make([]Datum, r.Intn(4))
+		pool := make([]Datum, 3)
+		for i := range pool {
+			pool[i] = randDatum(r, t.ElemType())
+		}
+		for i := range elems {
+			switch r.Intn(6) {
+			case 0:
+				elems[i] = NullDatum
+			case 1:
+				elems[i] = randDatum(r, t.ElemType())
+			default:
+				elems[i] = pool[r.Intn(len(pool))%(1+r.Intn(2))]
+			}
+		}
+		return DArray(t.Elem, elems)
 	}
 	panic("randDatum: unsupported type " + t.Name())
 }

@@ -72,6 +72,8 @@ func datumHash(d Datum) uint64 {
 	case KindInterval:
 		hi, lo := IntervalCompareKey(d.Interval())
 		return fmix64(lo) ^ fmix64(uint64(hi)+hashPrime1)
+	case KindArray:
+		return arrayHash(d)
 	}
 	return hashNull
 }

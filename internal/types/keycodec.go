@@ -160,6 +160,8 @@ func appendKeyPayload(buf []byte, d Datum) []byte {
 		hi, lo := IntervalCompareKey(d.Interval())
 		buf = binary.BigEndian.AppendUint64(buf, uint64(hi)^(1<<63))
 		return binary.BigEndian.AppendUint64(buf, lo)
+	case KindArray:
+		return appendArrayKey(buf, d)
 	}
 	return buf
 }
@@ -373,6 +375,8 @@ func DecodeKey(b []byte, t Type, desc, nullsFirst bool) (Datum, []byte, error) {
 		}
 	case KindNumeric:
 		return decodeNumericKey(b, t, desc)
+	case KindArray:
+		return decodeArrayKey(b, t, desc)
 	}
 	return NullDatum, nil, keyCorrupt(t, "kind %d has no key encoding", t.Kind)
 }

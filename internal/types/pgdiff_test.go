@@ -235,7 +235,7 @@ func randSpace(r *rand.Rand) string {
 }
 
 func diffCases() []diffCase {
-	return []diffCase{
+	cases := []diffCase{
 		{
 			name: "bool", sqlType: "boolean", typ: types.Bool,
 			edge: []string{"t", "true", "TRUE", " yes ", "on", "1", "f", "false", "no", "off", "0", "of", "o", "tr", "ye", "n", "x", "", " ", "2", "truex", "onn"},
@@ -443,6 +443,7 @@ func diffCases() []diffCase {
 			checkDetail: true,
 		},
 	}
+	return append(cases, arrayDiffCases()...)
 }
 
 // randDateText composes a date in one of PostgreSQL's many spellings,

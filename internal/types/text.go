@@ -87,6 +87,8 @@ func AppendText(buf []byte, d Datum, t Type, opt *FormatOptions) []byte {
 		return appendTimestamp(buf, d.i, true, opt.location())
 	case KindInterval:
 		return appendInterval(buf, d.Interval())
+	case KindArray:
+		return appendArrayText(buf, d, t, opt)
 	}
 	return append(buf, d.String()...)
 }
@@ -179,6 +181,11 @@ func ParseText(s string, t Type, opt *FormatOptions) (Datum, error) {
 			return NullDatum, err
 		}
 		return DJsonb(j), nil
+	case KindArray:
+		if err := checkEncoding(s); err != nil {
+			return NullDatum, err
+		}
+		return parseArrayText(s, t, opt)
 	}
 	return NullDatum, sqlerr.Errorf(sqlerr.FeatureNotSupported, "text input for type %s is not supported", t.Name())
 }
@@ -847,6 +854,11 @@ func ApplyTypmod(d Datum, t Type, explicit bool) (Datum, error) {
 		return d, nil
 	}
 	switch t.Kind {
+	case KindArray:
+		if d.k != KindArray {
+			return d, nil
+		}
+		return applyArrayTypmod(d, t, explicit)
 	case KindVarchar:
 		if t.Text || d.k != KindVarchar {
 			return d, nil

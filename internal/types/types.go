@@ -31,6 +31,9 @@ const (
 	KindVoid
 	// KindUUID is uuid: 16 bytes, ordered as bytes (as PostgreSQL does).
 	KindUUID
+	// KindArray is a one-dimensional array with lower bound 1 (see
+	// array.go); Type.Elem names the element kind.
+	KindArray
 	numKinds
 )
 
@@ -72,6 +75,10 @@ type Type struct {
 	// Mod is the PostgreSQL typmod: -1 when absent. varchar(n): n; numeric(p,s):
 	// p<<16 | s; time/timestamp(p): p.
 	Mod int32
+	// Elem is the element kind of an array (Kind == KindArray); Text and
+	// Mod then describe the element, as PostgreSQL keeps an array column's
+	// typmod as its element's (varchar(10)[]). Zero for other kinds.
+	Elem Kind
 }
 
 // Common types, with no modifier.
@@ -212,6 +219,8 @@ func (t Type) OID() uint32 {
 		return OIDVoid
 	case KindUUID:
 		return OIDUUID
+	case KindArray:
+		return t.ElemType().ArrayOID()
 	}
 	// An untyped NULL is reported as text, as PostgreSQL does for SELECT NULL.
 	return OIDText
@@ -260,6 +269,9 @@ func FromOID(oid uint32) (Type, bool) {
 		return Unknown, true
 	case OIDUUID:
 		return UUID, true
+	}
+	if e, ok := arrayElemByOID[oid]; ok {
+		return ArrayOf(e), true
 	}
 	return Type{}, false
 }
@@ -336,6 +348,8 @@ func (t Type) Name() string {
 		return "void"
 	case KindUUID:
 		return "uuid"
+	case KindArray:
+		return t.ElemType().Name() + "[]"
 	}
 	return fmt.Sprintf("kind(%d)", t.Kind)
 }

@@ -14,6 +14,9 @@ func (t Type) PGTypmod() int32 {
 	if t.Mod < 0 {
 		return -1
 	}
+	if t.Kind == KindArray {
+		return t.ElemType().PGTypmod()
+	}
 	switch t.Kind {
 	case KindVarchar:
 		if t.Text {
@@ -35,6 +38,9 @@ func (t Type) WithPGTypmod(pgmod int32) Type {
 	t.Mod = -1
 	if pgmod < 0 {
 		return t
+	}
+	if t.Kind == KindArray {
+		return ArrayOf(t.ElemType().WithPGTypmod(pgmod))
 	}
 	switch t.Kind {
 	case KindVarchar:

@@ -114,7 +114,7 @@ func appendValueDatum(buf []byte, d Datum) []byte {
 		return binary.LittleEndian.AppendUint64(buf, uint64(d.i))
 	case KindNumeric:
 		return appendValueNumeric(buf, d.d)
-	case KindVarchar, KindUnknown, KindJsonb, KindBytea, KindUUID:
+	case KindVarchar, KindUnknown, KindJsonb, KindBytea, KindUUID, KindArray:
 		buf = binary.AppendUvarint(buf, uint64(len(d.s)))
 		return append(buf, d.s...)
 	case KindInterval:
@@ -285,6 +285,21 @@ func (r *valueReader) datum(t Type) Datum {
 			return NullDatum
 		}
 		return Datum{k: t.Kind, s: string(p)}
+	case KindArray:
+		n := r.uvarint()
+		p := r.bytes(n)
+		if r.err != nil {
+			return NullDatum
+		}
+		if !t.ElemType().CanBeArrayElem() {
+			r.fail("array of %s", t.ElemType().Name())
+			return NullDatum
+		}
+		if err := checkArrayValue(string(p), t); err != nil {
+			r.fail("array elements: %v", err)
+			return NullDatum
+		}
+		return Datum{k: KindArray, i: int64(t.Elem), s: string(p)}
 	case KindInterval:
 		m := r.varint()
 		d := r.varint()
