@@ -49,6 +49,16 @@ func appendKey(b []byte, d types.Datum) []byte {
 		b = append(b, 5, byte(d.Kind()))
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		return append(b, s...)
+	case types.KindArray:
+		// Element by element, so that equal arrays (1.0 and 1.00
+		// elements) meet; NULL elements are equal, as array_eq has them.
+		elems := d.ArrayElems()
+		b = append(b, 7)
+		b = binary.AppendUvarint(b, uint64(len(elems)))
+		for _, e := range elems {
+			b = appendKey(b, e)
+		}
+		return b
 	default:
 		b = append(b, 6, byte(d.Kind()))
 		return binary.BigEndian.AppendUint64(b, uint64(d.Int()))

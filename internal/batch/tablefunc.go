@@ -30,6 +30,8 @@ func (t *tableFuncExec) Next(ctx context.Context) (types.Row, error) {
 		switch t.node.Name {
 		case "generate_series":
 			t.next, err = expr.GenerateSeries(args, t.node.Out[0].Type, ec.Location)
+		case "unnest":
+			t.next = expr.UnnestArray(args[0])
 		default:
 			err = sqlerr.Errorf(sqlerr.UndefinedFunction, "function %s does not exist", t.node.Name)
 		}

@@ -119,7 +119,7 @@ func StrictSkip(name string, args []types.Datum) bool {
 	switch name {
 	case "string_agg":
 		return len(args) > 0 && args[0].IsNull()
-	case "jsonb_agg", "jsonb_object_agg":
+	case "jsonb_agg", "jsonb_object_agg", "array_agg":
 		return false
 	}
 	for _, a := range args {
@@ -262,6 +262,14 @@ func LookupAggregate(name string, args []types.Type, distinct bool) (*Aggregate,
 	if lname == "count" && len(args) == 1 {
 		// count("any")
 		return newAggregate(lname, sigs[1], args, distinct), nil
+	}
+	if lname == "array_agg" && len(args) == 1 {
+		if args[0].Kind == types.KindArray {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "array_agg of arrays (multidimensional arrays) is not supported")
+		}
+		if t := args[0]; !isUnknown(t) && !t.CanBeArrayElem() {
+			return nil, undefinedFunction(lname, args)
+		}
 	}
 	if anyArgs(sigs[0].args) && len(sigs) == 1 && len(args) == len(sigs[0].args) {
 		// jsonb_agg("any"), jsonb_object_agg("any", "any"): the

@@ -182,6 +182,9 @@ func castFn(from, to types.Type, explicit bool) castFunc {
 			return typmod(types.DVarchar(types.FormatText(d, from, fmtOpts(ctx))))
 		}
 	}
+	if from.Kind == types.KindArray && to.Kind == types.KindArray {
+		return arrayCastFn(from, to, explicit)
+	}
 	if from.Kind == to.Kind {
 		return func(_ *EvalContext, d types.Datum) (types.Datum, error) { return typmod(d) }
 	}

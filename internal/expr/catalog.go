@@ -34,12 +34,22 @@ var (
 	// PseudoAnyCompatible is anycompatible: polymorphic arguments coerced
 	// to their common type (lag(value, offset, default)).
 	PseudoAnyCompatible = types.Type{Kind: types.KindUnknown, Mod: pseudoAnyCompatibleMod}
+	// PseudoAnyArray, PseudoAnyNonArray and PseudoAnyCompatibleArray are
+	// anyarray, anynonarray and anycompatiblearray (the array functions,
+	// array_agg).
+	PseudoAnyArray           = types.Type{Kind: types.KindUnknown, Mod: pseudoAnyArrayMod}
+	PseudoAnyNonArray        = types.Type{Kind: types.KindUnknown, Mod: pseudoAnyNonArrayMod}
+	PseudoAnyCompatibleArray = types.Type{Kind: types.KindUnknown, Mod: pseudoAnyCompatibleArrayMod}
 )
 
 const (
 	pseudoAnyMod           = -1000
 	pseudoAnyElementMod    = -1001
 	pseudoAnyCompatibleMod = -1002
+	// The array pseudo-types.
+	pseudoAnyArrayMod           = -1003
+	pseudoAnyNonArrayMod        = -1004
+	pseudoAnyCompatibleArrayMod = -1005
 )
 
 // PseudoOID returns the pg_type oid of a pseudo-type of Builtins and
@@ -55,6 +65,12 @@ func PseudoOID(t types.Type) (uint32, bool) {
 		return 2283, true
 	case pseudoAnyCompatibleMod:
 		return 5077, true
+	case pseudoAnyArrayMod:
+		return 2277, true
+	case pseudoAnyNonArrayMod:
+		return 2776, true
+	case pseudoAnyCompatibleArrayMod:
+		return 5078, true
 	}
 	return 0, false
 }
@@ -106,7 +122,11 @@ func Builtins() []Builtin {
 	addOverloads(BuiltinFunction, funcRegistry)
 	addOverloads(BuiltinBinaryOp, binopRegistry)
 	addOverloads(BuiltinPrefixOp, unopRegistry)
+	out = append(out, arrayBuiltins()...)
 	for name := range specialFuncs {
+		if isArrayFunc(name) {
+			continue
+		}
 		// jsonb_build_object / jsonb_build_array: VARIADIC "any".
 		out = append(out, Builtin{Name: name, Kind: BuiltinFunction, Args: []types.Type{PseudoAny},
 			Variadic: true, Result: types.Jsonb})

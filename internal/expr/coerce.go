@@ -36,6 +36,7 @@ const (
 	catTimespan = 'T'
 	catUser     = 'U'
 	catUnknown  = 'X'
+	catArray    = 'A'
 )
 
 // typeCategory returns PostgreSQL's type category for t.
@@ -53,6 +54,8 @@ func typeCategory(t types.Type) byte {
 		return catTimespan
 	case types.KindNull, types.KindUnknown:
 		return catUnknown
+	case types.KindArray:
+		return catArray
 	}
 	return catUser
 }
@@ -77,7 +80,7 @@ func isUnknown(t types.Type) bool {
 // sameBase reports whether two types are the same type ignoring typmods
 // (text and varchar are distinct types, as in PostgreSQL).
 func sameBase(a, b types.Type) bool {
-	return a.Kind == b.Kind && (a.Kind != types.KindVarchar || a.Text == b.Text)
+	return a.Kind == b.Kind && a.Elem == b.Elem && (a.Kind != types.KindVarchar && a.Elem != types.KindVarchar || a.Text == b.Text)
 }
 
 // baseType drops the type modifier.
@@ -93,6 +96,10 @@ func baseType(t types.Type) types.Type {
 func castContextOf(from, to types.Type) (CastContext, bool) {
 	if isUnknown(from) {
 		return CastImplicit, true
+	}
+	if from.Kind == types.KindArray && to.Kind == types.KindArray {
+		// array_coerce: as the element cast allows.
+		return castContextOf(from.ElemType(), to.ElemType())
 	}
 	if from.Kind == to.Kind {
 		// text <-> varchar are binary coercible both ways; same-kind length

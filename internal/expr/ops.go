@@ -38,6 +38,9 @@ func NewBinaryOp(op string, l, r Expr) (Expr, error) {
 	} else {
 		name = op
 	}
+	if e, ok, err := arrayBinaryOp(name, l, r); ok {
+		return e, err
+	}
 	lt, rt := l.Type(), r.Type()
 	cands := binopRegistry[name]
 	if len(cands) == 0 {

@@ -31,13 +31,57 @@ func IsSelectListSRF(name string) bool {
 func SelectListSRF(name string, args []types.Datum, argType, typ types.Type, loc *time.Location) (func() (types.Datum, bool, error), error) {
 	switch name {
 	case "unnest":
+		if argType.IsArray() {
+			return UnnestArray(args[0]), nil
+		}
 		return unnestVector(args[0], argType, typ), nil
 	case "generate_subscripts":
+		if argType.IsArray() {
+			return arraySubscripts(args), nil
+		}
 		return vectorSubscripts(args, argType), nil
 	case "_pg_expandarray":
 		return expandArray(args[0], argType), nil
 	}
 	return GenerateSeries(args, typ, loc)
+}
+
+// UnnestArray yields an array's elements in order; NULL yields nothing.
+func UnnestArray(v types.Datum) func() (types.Datum, bool, error) {
+	var elems []types.Datum
+	if !v.IsNull() {
+		elems = v.ArrayElems()
+	}
+	return func() (types.Datum, bool, error) {
+		if len(elems) == 0 {
+			return types.NullDatum, false, nil
+		}
+		e := elems[0]
+		elems = elems[1:]
+		return e, true, nil
+	}
+}
+
+// arraySubscripts is generate_subscripts(arr, dim [, reverse]): 1..n for
+// dim 1, nothing for NULL or another dimension.
+func arraySubscripts(args []types.Datum) func() (types.Datum, bool, error) {
+	n := 0
+	if !args[0].IsNull() && !args[1].IsNull() && args[1].Int() == 1 {
+		n = args[0].ArrayLen()
+	}
+	reverse := len(args) > 2 && !args[2].IsNull() && args[2].Bool()
+	i := 0
+	return func() (types.Datum, bool, error) {
+		if i >= n {
+			return types.NullDatum, false, nil
+		}
+		v := i + 1
+		if reverse {
+			v = n - i
+		}
+		i++
+		return types.DInt32(int32(v)), true, nil
+	}
 }
 
 // expandArray is information_schema._pg_expandarray(arr) over a catalog

@@ -242,6 +242,17 @@ func attrdefRows(sc *sysCtx) [][]any {
 	return out
 }
 
+// typArray is pg_type.typarray: the oid of the array type of elements of
+// type oid, 0 when there is none.
+func typArray(oid int) int {
+	for _, t := range sysTypes {
+		if t.input == "array_in" && t.elem == oid {
+			return t.oid
+		}
+	}
+	return 0
+}
+
 func typeRows(*sysCtx) [][]any {
 	var out [][]any
 	for _, t := range sysTypes {
@@ -250,7 +261,7 @@ func typeRows(*sysCtx) [][]any {
 			typtype = "b"
 		}
 		out = append(out, []any{t.oid, t.name, oidPgCatalog, oidBootstrapUser, t.len, t.byval, typtype, t.category,
-			false, true, ",", 0, nil, t.elem, 0, t.input, nil, nil, nil, nil, nil, nil, "i", "p", false, 0, -1, 0,
+			false, true, ",", 0, nil, t.elem, typArray(t.oid), t.input, nil, nil, nil, nil, nil, nil, "i", "p", false, 0, -1, 0,
 			0, nil, nil, nil})
 	}
 	return out

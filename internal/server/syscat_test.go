@@ -247,13 +247,13 @@ func TestSystemCatalogQueries(t *testing.T) {
 		t.Errorf("pg_settings search_path: %q", got)
 	}
 
-	// Arrays exist only as NULLs; a real one is refused.
+	// The catalogs' arrays are NULLs; real arrays work (tests/slt/arrays.slt).
 	got = queryStrings(t, conn, `SELECT array_to_string(relacl, ','), 1 = ANY(relacl::int[]) FROM pg_class WHERE relname = 't'`)
 	if strings.Join(got, ",") != "<nil>|<nil>" {
 		t.Errorf("NULL arrays: %q", got)
 	}
-	if _, err := conn.Exec(ctx, `SELECT 1 = ANY('{1}')`); err == nil || !strings.Contains(err.Error(), "0A000") {
-		t.Errorf("ANY over a real array: err = %v, want 0A000", err)
+	if got := queryStrings(t, conn, `SELECT 1 = ANY('{1}')`); strings.Join(got, ",") != "true" {
+		t.Errorf("ANY over a real array: %q", got)
 	}
 }
 

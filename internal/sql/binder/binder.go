@@ -186,6 +186,16 @@ func nodeName(n *pg.Node) string {
 			}
 		}
 		return "case"
+	case n.GetAArrayExpr() != nil:
+		return "array"
+	case n.GetAIndirection() != nil:
+		ind := n.GetAIndirection()
+		for i := len(ind.Indirection) - 1; i >= 0; i-- {
+			if s := ind.Indirection[i].GetString_(); s != nil {
+				return s.Sval
+			}
+		}
+		return nodeName(ind.Arg)
 	case n.GetCoalesceExpr() != nil:
 		return "coalesce"
 	case n.GetMinMaxExpr() != nil:
@@ -200,6 +210,8 @@ func nodeName(n *pg.Node) string {
 		switch sl.SubLinkType {
 		case pg.SubLinkType_EXISTS_SUBLINK:
 			return "exists"
+		case pg.SubLinkType_ARRAY_SUBLINK:
+			return "array"
 		case pg.SubLinkType_EXPR_SUBLINK:
 			if s := sl.Subselect.GetSelectStmt(); s != nil && len(s.TargetList) == 1 {
 				rt := s.TargetList[0].GetResTarget()

@@ -94,6 +94,11 @@ func (b *Binder) selectFields(e expr.Expr, ind *pg.A_Indirection) (expr.Expr, er
 func (b *Binder) applyIndirection(e expr.Expr, ind []*pg.Node, ec *exprCtx) (expr.Expr, error) {
 	for _, x := range ind {
 		switch {
+		case x.GetAIndices() != nil && e.Type().IsArray():
+			var err error
+			if e, err = b.arraySubscript(e, x.GetAIndices(), ec); err != nil {
+				return nil, err
+			}
 		case x.GetString_() != nil && e.Type() == types.ExpandArrayRecord:
 			f := x.GetString_().Sval
 			switch f {
@@ -135,7 +140,7 @@ func (b *Binder) bindCatalogArrayIndirection(ind *pg.A_Indirection, ec *exprCtx)
 	if err != nil {
 		return nil, false, err
 	}
-	if _, _, ok := arg.Type().CatalogArray(); !ok && arg.Type() != types.ExpandArrayRecord {
+	if _, _, ok := arg.Type().CatalogArray(); !ok && arg.Type() != types.ExpandArrayRecord && !arg.Type().IsArray() {
 		return nil, false, nil
 	}
 	e, err := b.applyIndirection(arg, ind.Indirection, ec)

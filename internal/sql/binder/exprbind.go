@@ -84,12 +84,15 @@ func (b *Binder) bindExprInner(n *pg.Node, ec *exprCtx) (expr.Expr, error) {
 		return b.bindParam(n.GetParamRef())
 	case n.GetTypeCast() != nil:
 		tc := n.GetTypeCast()
-		if tc.TypeName != nil && len(tc.TypeName.ArrayBounds) > 0 {
-			return b.bindNullArrayCast(tc, ec) // see nullarray.go
-		}
 		t, err := ResolveTypeName(tc.TypeName)
 		if err != nil {
+			if tc.TypeName != nil && len(tc.TypeName.ArrayBounds) > 0 {
+				return b.bindNullArrayCast(tc, ec) // regrole[] and such: see nullarray.go
+			}
 			return nil, err
+		}
+		if ae := tc.Arg.GetAArrayExpr(); ae != nil && t.Kind == types.KindArray {
+			return b.bindArrayExpr(ae, t, ec) // ARRAY[]::int[]: see array.go
 		}
 		if pr := tc.Arg.GetParamRef(); pr != nil {
 			b.inferParam(pr.Number, t)
@@ -199,7 +202,7 @@ func (b *Binder) bindExprInner(n *pg.Node, ec *exprCtx) (expr.Expr, error) {
 	case n.GetSqlvalueFunction() != nil:
 		return b.bindSQLValueFunction(n.GetSqlvalueFunction())
 	case n.GetAArrayExpr() != nil:
-		return nil, unsupported("arrays are not supported")
+		return b.bindArrayExpr(n.GetAArrayExpr(), types.Type{}, ec) // see array.go
 	case n.GetRowExpr() != nil:
 		return nil, unsupported("row constructors are not supported")
 	case n.GetCollateClause() != nil:
@@ -624,6 +627,11 @@ func (b *Binder) bindAggCall(fc *pg.FuncCall, name string, ec *exprCtx) (*plan.A
 			return nil, err
 		}
 		call.OrderBy = append(call.OrderBy, k)
+	}
+	if fc.AggDistinct && len(call.OrderBy) == 0 && call.Type.IsArray() {
+		// PostgreSQL sorts a DISTINCT aggregate's input, so
+		// array_agg(DISTINCT x) lists the values in ascending order.
+		call.OrderBy = []plan.SortKey{{Expr: args[0]}}
 	}
 	return call, nil
 }

@@ -52,6 +52,9 @@ func (b *Binder) bindNullArrayOp(a *pg.A_Expr, ec *exprCtx) (expr.Expr, error) {
 	if e, ok, err := catalogArrayOp(opName(a.Name), q, l, r); ok || err != nil {
 		return e, err // see catalogarray.go
 	}
+	if e, ok, err := b.arrayCompare(opName(a.Name), q, l, r); ok || err != nil {
+		return e, err // see array.go
+	}
 	return &nullArrayOp{arr: r, label: l.String() + " " + opName(a.Name) + " " + q + "(" + r.String() + ")"}, nil
 }
 
@@ -98,13 +101,19 @@ func (n *isNullArray) Eval(ctx *expr.EvalContext, row types.Row) (types.Datum, e
 
 // bindUnnest binds unnest(arr) in FROM: one text column, no rows.
 func (b *Binder) bindUnnest(rf *pg.RangeFunction, fc *pg.FuncCall, outer *scope) (*rel, error) {
-	if len(fc.Args) != 1 || rf.Ordinality {
+	if len(fc.Args) != 1 {
 		return nil, unsupported("this form of unnest is not supported")
 	}
 	ec := &exprCtx{sc: &scope{parent: outer}, clause: "FROM"}
 	arg, err := b.bindExpr(fc.Args[0], ec)
 	if err != nil {
 		return nil, err
+	}
+	if arg.Type().IsArray() {
+		return b.bindArrayUnnest(rf, arg, outer) // see array.go
+	}
+	if rf.Ordinality {
+		return nil, unsupported("this form of unnest is not supported")
 	}
 	colName, alias := "unnest", "unnest"
 	if rf.Alias != nil {

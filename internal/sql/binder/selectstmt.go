@@ -794,9 +794,12 @@ func (b *Binder) bindSRF(fc *pg.FuncCall, ec *exprCtx, hasAgg bool, srfs *[]*pla
 		var ok bool
 		if len(args) == 1 {
 			typ, _, ok = args[0].Type().CatalogArray()
+			if args[0].Type().IsArray() {
+				typ, ok = args[0].Type().ElemType(), true
+			}
 		}
 		if !ok {
-			return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "unnest in a select list is only supported for oidvector and int2vector columns of the system catalogs")
+			return nil, b.errorf(fc.Location, sqlerr.UndefinedFunction, "function unnest(%s) does not exist", argTypeNames(args))
 		}
 	case name == "generate_subscripts":
 		// generate_subscripts(vector, 1): the vectors' subscripts start at
@@ -804,7 +807,7 @@ func (b *Binder) bindSRF(fc *pg.FuncCall, ec *exprCtx, hasAgg bool, srfs *[]*pla
 		if len(args) < 2 || len(args) > 3 {
 			return nil, b.errorf(fc.Location, sqlerr.UndefinedFunction, "function generate_subscripts with %d arguments does not exist", len(args))
 		}
-		if _, _, ok := args[0].Type().CatalogArray(); !ok {
+		if _, _, ok := args[0].Type().CatalogArray(); !ok && !args[0].Type().IsArray() {
 			return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "generate_subscripts is only supported for the vector and array columns of the system catalogs")
 		}
 		for i := 1; i < len(args); i++ {

@@ -19,7 +19,17 @@ func ResolveTypeName(tn *pg.TypeName) (types.Type, error) {
 		names = names[1:]
 	}
 	if len(tn.ArrayBounds) > 0 {
-		return types.Type{}, sqlerr.New(sqlerr.FeatureNotSupported, "array types are not supported")
+		// int[], int[][] and int[3] are all int[] (PostgreSQL does not
+		// enforce declared dimensions either).
+		elem := &pg.TypeName{Names: tn.Names, Typmods: tn.Typmods, Typemod: tn.Typemod, Location: tn.Location}
+		et, err := ResolveTypeName(elem)
+		if err != nil {
+			return et, err
+		}
+		if !et.CanBeArrayElem() {
+			return types.Type{}, sqlerr.Errorf(sqlerr.UndefinedObject, "could not find array type for data type %s", et.Name())
+		}
+		return types.ArrayOf(et), nil
 	}
 	name := strings.Join(names, ".")
 	var mods []int32
