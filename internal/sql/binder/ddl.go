@@ -51,6 +51,44 @@ type CreateTable struct {
 	FromSource, FromTable string
 }
 
+// CreateTableAs is CREATE TABLE name [(columns)] AS query [WITH [NO]
+// DATA]: Table (its columns the query's, named by the column list, with
+// no primary key) is created, then filled with the query's rows unless
+// WithData is false. Query is the query's text as the user wrote it.
+type CreateTableAs struct {
+	Table    *CreateTable
+	Query    string
+	WithData bool
+}
+
+func (*CreateTableAs) boundStmt() {}
+
+func (b *Binder) bindCreateTableAs(c *pg.CreateTableAsStmt) (Statement, error) {
+	if c.IsSelectInto {
+		return nil, unsupported("SELECT INTO is not supported; use CREATE TABLE ... AS")
+	}
+	if c.Into.Rel.Relpersistence == "t" {
+		return nil, unsupported("temporary tables are not supported")
+	}
+	if len(c.Into.Options) > 0 {
+		return nil, unsupported("CREATE TABLE ... WITH (options) AS is not supported")
+	}
+	s, err := b.bindCreateView(c.Into.Rel, c.Into.ColNames, c.Query, false, c.IfNotExists, false)
+	if err != nil {
+		return nil, err
+	}
+	cv := s.(*CreateView)
+	ct := &CreateTable{Schema: cv.Schema, Name: cv.Name, IfNotExists: c.IfNotExists}
+	for _, col := range cv.Columns {
+		t := col.Type
+		if t.Kind == types.KindUnknown {
+			t = types.Text
+		}
+		ct.Columns = append(ct.Columns, ColumnDef{Name: col.Name, Type: t})
+	}
+	return &CreateTableAs{Table: ct, Query: cv.Query, WithData: !c.Into.SkipData}, nil
+}
+
 // WatermarkDef is a bound WATERMARK FOR clause.
 type WatermarkDef struct {
 	Column int

@@ -34,6 +34,10 @@ func (b *Binder) bindOther(n *pg.Node) (Statement, bool, error) {
 		s, err = b.bindCreateView(v.View, v.Aliases, v.Query, false, false, v.Replace)
 	case n.GetCreateTableAsStmt() != nil:
 		c := n.GetCreateTableAsStmt()
+		if c.Objtype == pg.ObjectType_OBJECT_TABLE {
+			s, err = b.bindCreateTableAs(c)
+			break
+		}
 		if c.Objtype != pg.ObjectType_OBJECT_MATVIEW {
 			return nil, true, unsupported("CREATE TABLE AS is not supported")
 		}
