@@ -37,6 +37,17 @@
 // source and the table agree), and a CDC table and its view equal the
 // upstream table and its query (RUNNEL_SOURCE_CRASH_KILLS=N, default 3).
 //
+// TestKafkaViewSinksSIGKILL is the whole pipeline (I7, I8 end to end): a
+// Kafka source, a view over it, an upsert jdbc sink into PostgreSQL and an
+// is_exactly_once kafka sink, Runnel SIGKILLed while the producer runs;
+// after catch-up the view and the PostgreSQL target equal what PostgreSQL
+// computes over the produced input, and the read_committed topic's counts
+// rise strictly per group (no epoch twice) up to the view's
+// (RUNNEL_PIPELINE_CRASH_KILLS=N, default 3). TestKafkaEOSSinkCrashPoints
+// kills the server from inside at each point of an exactly-once Kafka
+// delivery (sink.CrashPoint: records produced, epoch offset staged, Kafka
+// committed but the log not truncated): read_committed sees every row once.
+//
 // TestDDLCrashPoints kills the server from inside at each step of CREATE
 // and DROP TABLE / MATERIALIZED VIEW / SINK (RUNNEL_TEST_CRASH_POINT=
 // point@relation; the points are in internal/server statecatalog.go),
