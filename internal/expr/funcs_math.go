@@ -170,6 +170,12 @@ func init() {
 	regFunc("abs", &overload{args: T(types.Float32), ret: types.Float32, fn1: floatAbs(true)})
 	regFunc("abs", &overload{args: T(F), ret: F, fn1: floatAbs(false)})
 	regFunc("abs", &overload{args: T(N), ret: N, fn1: numericAbs})
+	// Prefix @ is abs.
+	for _, o := range funcRegistry["abs"] {
+		regUnop("@", o)
+	}
+	regFunc("width_bucket", &overload{args: T(F, F, F, types.Int32), ret: types.Int32, fn: widthBucketFloat})
+	regFunc("width_bucket", &overload{args: T(N, N, N, types.Int32), ret: types.Int32, fn: widthBucketNumeric})
 	regFunc("mod", &overload{args: T(N, N), ret: N, fn2: numericMod})
 	regFunc("div", &overload{args: T(N, N), ret: N, fn2: numericDivTrunc})
 
@@ -206,7 +212,7 @@ func init() {
 	}
 	regFunc("sqrt", &overload{args: T(F), ret: F, fn1: f8(floatSqrt)})
 	regFunc("sqrt", &overload{args: T(N), ret: N, fn1: numericSqrt})
-	regFunc("cbrt", &overload{args: T(F), ret: F, fn1: f8(pure(math.Cbrt))})
+	regFunc("cbrt", &overload{args: T(F), ret: F, fn1: f8(pure(libmCbrt))})
 	regFunc("exp", &overload{args: T(F), ret: F, fn1: f8(floatExp)})
 	regFunc("exp", &overload{args: T(N), ret: N, fn1: numericExp})
 	regFunc("ln", &overload{args: T(F), ret: F, fn1: f8(floatLn(math.Log))})
@@ -256,4 +262,118 @@ func init() {
 		d.Coeff.SetMathBigInt(r)
 		return types.DNumeric(d), nil
 	}})
+}
+
+// width_bucket(operand, low, high, count): the 1-based bucket of operand
+// among count equal-width buckets between low and high (0 below, count+1
+// above; low > high reverses the direction), with PostgreSQL's 2201G
+// errors.
+func widthBucketCheck(count int64) error {
+	if count <= 0 {
+		return sqlError("2201G", "count must be greater than zero")
+	}
+	return nil
+}
+
+func widthBucketFloat(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+	op, lo, hi, count := a[0].Float(), a[1].Float(), a[2].Float(), a[3].Int()
+	if err := widthBucketCheck(count); err != nil {
+		return types.NullDatum, err
+	}
+	if math.IsNaN(op) || math.IsNaN(lo) || math.IsNaN(hi) {
+		return types.NullDatum, sqlError("2201G", "operand, lower bound, and upper bound cannot be NaN")
+	}
+	if math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return types.NullDatum, sqlError("2201G", "lower and upper bounds must be finite")
+	}
+	var r int64
+	switch {
+	case lo < hi:
+		switch {
+		case op < lo:
+			r = 0
+		case op >= hi:
+			r = count + 1
+		default:
+			r = int64(float64(count)*(op-lo)/(hi-lo)) + 1
+		}
+	case lo > hi:
+		switch {
+		case op > lo:
+			r = 0
+		case op <= hi:
+			r = count + 1
+		default:
+			r = int64(float64(count)*(lo-op)/(lo-hi)) + 1
+		}
+	default:
+		return types.NullDatum, sqlError("2201G", "lower bound cannot equal upper bound")
+	}
+	if r > math.MaxInt32 {
+		return types.NullDatum, intRangeErr(types.KindInt32)
+	}
+	return types.DInt32(int32(r)), nil
+}
+
+func widthBucketNumeric(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+	op, lo, hi, count := a[0].Decimal(), a[1].Decimal(), a[2].Decimal(), a[3].Int()
+	if err := widthBucketCheck(count); err != nil {
+		return types.NullDatum, err
+	}
+	if op.Form == apd.NaN || lo.Form == apd.NaN || hi.Form == apd.NaN {
+		return types.NullDatum, sqlError("2201G", "operand, lower bound, and upper bound cannot be NaN")
+	}
+	if lo.Form != apd.Finite || hi.Form != apd.Finite {
+		return types.NullDatum, sqlError("2201G", "lower and upper bounds must be finite")
+	}
+	ctx := apd.BaseContext.WithPrecision(1000)
+	bucket := func(num1, num2, den1, den2 *apd.Decimal) (int64, error) {
+		// floor(count * (num1 - num2) / (den1 - den2)) + 1, exactly.
+		var n, d, q apd.Decimal
+		if _, err := ctx.Sub(&n, num1, num2); err != nil {
+			return 0, err
+		}
+		if _, err := ctx.Mul(&n, &n, apd.New(count, 0)); err != nil {
+			return 0, err
+		}
+		if _, err := ctx.Sub(&d, den1, den2); err != nil {
+			return 0, err
+		}
+		if _, err := ctx.QuoInteger(&q, &n, &d); err != nil {
+			return 0, err
+		}
+		v, err := q.Int64()
+		return v + 1, err
+	}
+	var r int64
+	var err error
+	switch c := lo.Cmp(hi); {
+	case c < 0:
+		switch {
+		case op.Cmp(lo) < 0:
+			r = 0
+		case op.Cmp(hi) >= 0:
+			r = count + 1
+		default:
+			r, err = bucket(op, lo, hi, lo)
+		}
+	case c > 0:
+		switch {
+		case op.Cmp(lo) > 0:
+			r = 0
+		case op.Cmp(hi) <= 0:
+			r = count + 1
+		default:
+			r, err = bucket(lo, op, lo, hi)
+		}
+	default:
+		return types.NullDatum, sqlError("2201G", "lower bound cannot equal upper bound")
+	}
+	if err != nil {
+		return types.NullDatum, numericOverflowErr()
+	}
+	if r > math.MaxInt32 {
+		return types.NullDatum, intRangeErr(types.KindInt32)
+	}
+	return types.DInt32(int32(r)), nil
 }

@@ -20,6 +20,7 @@ type civil struct {
 	days           int64 // days since 1970-01-01
 	offset         int64 // zone offset in seconds (timestamptz only)
 	zone           string
+	interval       bool // to_char(interval): signed fields, no calendar
 }
 
 func toCivil(wall int64) civil {
@@ -576,28 +577,38 @@ func init() {
 	}})
 	regFunc("make_timestamp", &overload{args: T(types.Int32, types.Int32, types.Int32, types.Int32, types.Int32, F), ret: TS,
 		fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
-			d, err := makeDate(a[0].Int(), a[1].Int(), a[2].Int())
+			us, err := makeTimestamp(a)
+			return types.DTimestamp(us), err
+		}})
+	// make_timestamptz reads the wall-clock time in the session time zone,
+	// or in the zone given as a seventh argument.
+	regFunc("make_timestamptz", &overload{args: T(types.Int32, types.Int32, types.Int32, types.Int32, types.Int32, F), ret: TZ,
+		fn: func(ctx *EvalContext, a []types.Datum) (types.Datum, error) {
+			us, err := makeTimestamp(a)
 			if err != nil {
 				return types.NullDatum, err
 			}
-			h, mi, s := a[3].Int(), a[4].Int(), a[5].Float()
-			if h < 0 || h > 24 || mi < 0 || mi > 59 || s < 0 || s > 60 || math.IsNaN(s) ||
-				(h == 24 && (mi > 0 || s > 0)) {
-				return types.NullDatum, sqlError(codeDatetimeFieldOverflow, "time field value out of range: %d:%02d:%s", h, mi, strconv.FormatFloat(s, 'g', -1, 64))
-			}
-			us := d*usPerDay + h*usPerHour + mi*usPerMin + int64(math.RoundToEven(s*1e6))
-			return types.DTimestamp(us), nil
+			return types.DTimestamptz(localToUTC(us, ctxLoc(ctx))), nil
 		}})
-	regFunc("make_interval", &overload{args: T(types.Int32, types.Int32, types.Int32, types.Int32, types.Int32, types.Int32, F), ret: IV,
-		fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
-			months := a[0].Int()*12 + a[1].Int()
-			days := a[2].Int()*7 + a[3].Int()
-			us := a[4].Int()*usPerHour + a[5].Int()*usPerMin + int64(math.RoundToEven(a[6].Float()*1e6))
-			if months != int64(int32(months)) || days != int64(int32(days)) {
-				return types.NullDatum, errIntervalOutOfRange
+	regFunc("make_timestamptz", &overload{args: T(types.Int32, types.Int32, types.Int32, types.Int32, types.Int32, F, X), ret: TZ,
+		fn: func(ctx *EvalContext, a []types.Datum) (types.Datum, error) {
+			us, err := makeTimestamp(a)
+			if err != nil {
+				return types.NullDatum, err
 			}
-			return types.DInterval(types.IntervalValue{Months: int32(months), Days: int32(days), Micros: us}), nil
+			loc, err := types.LoadTimeZone(a[6].Str())
+			if err != nil {
+				return types.NullDatum, err
+			}
+			return types.DTimestamptz(localToUTC(us, loc)), nil
 		}})
+	// make_interval(years, months, weeks, days, hours, mins, secs): every
+	// parameter defaults to 0, so any prefix may be given (and any subset
+	// by name, see FuncParams).
+	mkIntervalArgs := T(types.Int32, types.Int32, types.Int32, types.Int32, types.Int32, types.Int32, F)
+	for n := 0; n <= len(mkIntervalArgs); n++ {
+		regFunc("make_interval", &overload{args: mkIntervalArgs[:n], ret: IV, fn: makeInterval})
+	}
 	regFunc("age", &overload{args: T(TS, TS), ret: IV, fn2: func(a, b types.Datum) (types.Datum, error) {
 		return types.DInterval(ageOf(toCivil(a.Int()), toCivil(b.Int()), a.Int() < b.Int())), nil
 	}})
@@ -636,6 +647,9 @@ func init() {
 		}
 		return types.DTimestamptz(localToUTC(v.Int(), loc)), nil
 	}})
+	regFunc("to_char", &overload{args: T(IV, X), ret: X, fn2: func(a, b types.Datum) (types.Datum, error) {
+		return toCharInterval(a.Interval(), b.Str())
+	}})
 	regFunc("to_char", &overload{args: T(TS, X), ret: X, fn: func(ctx *EvalContext, a []types.Datum) (types.Datum, error) {
 		return toChar(wallOf(ctx, a[0], false), a[1].Str(), isInfTS(a[0].Int()))
 	}})
@@ -669,4 +683,60 @@ func sleepSeconds(ctx *EvalContext, secs float64) error {
 	case <-done:
 		return ctx.Ctx.Err()
 	}
+}
+
+// makeTimestamp is make_timestamp's wall-clock value from (year, month,
+// mday, hour, min, sec).
+func makeTimestamp(a []types.Datum) (int64, error) {
+	d, err := makeDate(a[0].Int(), a[1].Int(), a[2].Int())
+	if err != nil {
+		return 0, err
+	}
+	h, mi, s := a[3].Int(), a[4].Int(), a[5].Float()
+	if h < 0 || h > 24 || mi < 0 || mi > 59 || s < 0 || s > 60 || math.IsNaN(s) ||
+		(h == 24 && (mi > 0 || s > 0)) {
+		return 0, sqlError(codeDatetimeFieldOverflow, "time field value out of range: %d:%02d:%s", h, mi, strconv.FormatFloat(s, 'g', -1, 64))
+	}
+	return d*usPerDay + h*usPerHour + mi*usPerMin + int64(math.RoundToEven(s*1e6)), nil
+}
+
+// makeInterval is make_interval over any prefix of its seven parameters.
+func makeInterval(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+	var v [6]int64
+	secs := 0.0
+	for i, d := range a {
+		if i < 6 {
+			v[i] = d.Int()
+		} else {
+			secs = d.Float()
+		}
+	}
+	if math.IsNaN(secs) || math.IsInf(secs, 0) {
+		return types.NullDatum, errIntervalOutOfRange
+	}
+	months := v[0]*12 + v[1]
+	days := v[2]*7 + v[3]
+	us := v[4]*usPerHour + v[5]*usPerMin + int64(math.RoundToEven(secs*1e6))
+	if months != int64(int32(months)) || days != int64(int32(days)) {
+		return types.NullDatum, errIntervalOutOfRange
+	}
+	return types.DInterval(types.IntervalValue{Months: int32(months), Days: int32(days), Micros: us}), nil
+}
+
+// toCharInterval is to_char(interval, format): the interval's fields as
+// PostgreSQL's interval2tm splits them (years and months from the month
+// count, days as given, hours unbounded), each keeping its sign.
+func toCharInterval(iv types.IntervalValue, f string) (types.Datum, error) {
+	us := iv.Micros
+	c := civil{
+		interval: true,
+		year:     int64(iv.Months / 12),
+		month:    int(iv.Months % 12),
+		day:      int(iv.Days),
+		hour:     int(us / usPerHour),
+		min:      int(us / usPerMin % 60),
+		sec:      int(us / usPerSec % 60),
+		usec:     us % usPerSec,
+	}
+	return toChar(c, f, false)
 }

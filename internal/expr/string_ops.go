@@ -276,54 +276,82 @@ func likeEscape(p, esc string) (string, error) {
 }
 
 // similarToRegex translates a SQL SIMILAR TO pattern into an anchored
-// regular expression (PostgreSQL's similar_to_escape): % is .*, _ is .,
-// the regex operators | * + ? {} () [] keep their meaning and other
-// regex metacharacters are quoted.
+// regular expression exactly as PostgreSQL's similar_to_escape does (its
+// text is visible through that function): % is .*, _ is ., ( opens a
+// non-capturing group, . ^ $ and backslash are quoted, an escaped
+// character is quoted, and up to two escape-double-quote separators split
+// the pattern into ^(?:a){1,1}?(b){1,1}(?:c)$ so that substring(... similar
+// ...) returns the part between them.
 func similarToRegex(p string, esc rune, hasEsc bool) (string, error) {
 	var b strings.Builder
 	b.WriteString("^(?:")
-	inBracket := false
+	inClass, classPos := false, 0
 	afterEsc := false
+	quotes := 0
 	for _, r := range p {
 		switch {
 		case afterEsc:
-			b.WriteString(regexpQuote(r))
+			if r == '"' && !inClass {
+				switch quotes {
+				case 0:
+					b.WriteString("){1,1}?(")
+				case 1:
+					b.WriteString("){1,1}(?:")
+				default:
+					return "", sqlError("2200C", "SQL regular expression may not contain more than two escape-double-quote separators")
+				}
+				quotes++
+			} else {
+				b.WriteByte('\\')
+				b.WriteRune(r)
+			}
 			afterEsc = false
 		case hasEsc && r == esc:
 			afterEsc = true
-		case inBracket:
-			if r == ']' {
-				inBracket = false
+		case inClass:
+			if r == '\\' {
+				b.WriteByte('\\')
 			}
 			b.WriteRune(r)
+			classPos++
+			if r == ']' && classPos > 1 {
+				inClass = false
+			} else if r == '^' && classPos == 1 {
+				classPos = 0 // [^] : the ] after ^ is still a member
+			}
 		case r == '[':
-			inBracket = true
 			b.WriteRune(r)
+			inClass, classPos = true, 0
 		case r == '%':
 			b.WriteString(".*")
 		case r == '_':
 			b.WriteByte('.')
-		case strings.ContainsRune("|*+?{}()", r):
-			b.WriteRune(r)
-		case strings.ContainsRune(`.^$\`, r):
+		case r == '(':
+			b.WriteString("(?:")
+		case r == '\\' || r == '.' || r == '^' || r == '$':
 			b.WriteByte('\\')
 			b.WriteRune(r)
 		default:
 			b.WriteRune(r)
 		}
 	}
-	if afterEsc {
-		return "", sqlError(sqlerr.InvalidEscapeSequence, "SIMILAR TO pattern must not end with escape character")
-	}
 	b.WriteString(")$")
 	return b.String(), nil
 }
 
-func regexpQuote(r rune) string {
-	if strings.ContainsRune(`.^$\|*+?{}()[]`, r) {
-		return `\` + string(r)
+// similarEscape is similar_to_escape(pattern, escape): an empty escape
+// disables escaping; more than one character is 22019.
+func similarEscape(pat, e string) (string, error) {
+	var er rune
+	switch utf8.RuneCountInString(e) {
+	case 0:
+	case 1:
+		er, _ = utf8.DecodeRuneInString(e)
+	default:
+		return "", sqlError(sqlerr.InvalidEscapeSequence, "invalid escape string").(*sqlerr.Error).
+			WithHint("Escape string must be empty or one character.")
 	}
-	return string(r)
+	return similarToRegex(pat, er, e != "")
 }
 
 func init() {
@@ -343,16 +371,7 @@ func init() {
 		return types.DVarchar(s), nil
 	}})
 	regFunc("similar_to_escape", &overload{args: []types.Type{X, X}, ret: X, fn2: func(a, b types.Datum) (types.Datum, error) {
-		e := b.Str()
-		var er rune
-		switch utf8.RuneCountInString(e) {
-		case 0:
-		case 1:
-			er, _ = utf8.DecodeRuneInString(e)
-		default:
-			return types.NullDatum, sqlError(codeInvalidEscapeCharacter, "invalid escape string")
-		}
-		s, err := similarToRegex(a.Str(), er, e != "")
+		s, err := similarEscape(a.Str(), b.Str())
 		if err != nil {
 			return types.NullDatum, err
 		}

@@ -1,12 +1,32 @@
 package expr
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
 )
+
+// intervalInvalid reports whether the template pattern at the start of up
+// (upper-cased) names a calendar field that to_char(interval) refuses
+// (22007), as PostgreSQL's INVALID_FOR_INTERVAL patterns do (names of
+// months and days, day of week, time zones); Runnel also refuses the
+// calendar counts (DDD, J, WW, IW, IYYY, Q, CC, Y,YYY) that PostgreSQL
+// derives from an interval's fields in ways no user relies on.
+func intervalInvalid(up string) bool {
+	if strings.HasPrefix(up, "DD") && !strings.HasPrefix(up, "DDD") {
+		return false
+	}
+	for _, p := range []string{"MON", "DAY", "DY", "D", "TZ", "OF", "J", "WW", "IW", "IYYY", "Q", "CC", "Y,YYY"} {
+		if strings.HasPrefix(up, p) {
+			return true
+		}
+	}
+	return false
+}
 
 var monthNames = [...]string{"January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"}
 var dayNames = [...]string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
@@ -20,7 +40,7 @@ func toChar(c civil, f string, infinite bool) (types.Datum, error) {
 	}
 	var b strings.Builder
 	year := c.year
-	if year <= 0 {
+	if year <= 0 && !c.interval {
 		year = -(year - 1)
 	}
 	dow := int(floorMod(c.days+4, 7))
@@ -29,13 +49,12 @@ func toChar(c civil, f string, infinite bool) (types.Datum, error) {
 		h12 = 12
 	}
 	num := func(v int64, width int, fm bool) {
-		s := strconv.FormatInt(v, 10)
-		if !fm {
-			for len(s) < width {
-				s = "0" + s
-			}
+		if fm {
+			width = 0
+		} else if v < 0 {
+			width++ // the sign takes a place of its own, as printf's %0*d
 		}
-		b.WriteString(s)
+		b.WriteString(fmt.Sprintf("%0*d", width, v))
 	}
 	name := func(n string, style int, width int, fm bool) {
 		switch style {
@@ -70,6 +89,10 @@ func toChar(c civil, f string, infinite bool) (types.Datum, error) {
 		rest := f[i:]
 		up := strings.ToUpper(rest)
 		match := func(p string) bool { return strings.HasPrefix(up, p) }
+		if c.interval && intervalInvalid(up) {
+			return types.NullDatum, sqlError(sqlerr.InvalidDatetimeFormat, "invalid format specification for an interval value").(*sqlerr.Error).
+				WithHint("Intervals are not tied to specific calendar dates.")
+		}
 		switch {
 		case rest == "":
 		case rest[0] == '"':
@@ -172,6 +195,12 @@ func toChar(c civil, f string, infinite bool) (types.Datum, error) {
 			num(c.days-daysFromCivil(c.year, 1, 1)+1, 3, fm)
 			i += 3
 		case match("DD"):
+			if c.interval && c.day < 0 && !fm {
+				// PostgreSQL pads a negative day count to 2 places, sign included.
+				b.WriteString(fmt.Sprintf("%02d", c.day))
+				i += 2
+				continue
+			}
 			num(int64(c.day), 2, fm)
 			i += 2
 		case match("D"):

@@ -426,7 +426,9 @@ func (b *Binder) bindAExpr(a *pg.A_Expr, ec *exprCtx) (expr.Expr, error) {
 	case pg.A_Expr_Kind_AEXPR_OP_ANY, pg.A_Expr_Kind_AEXPR_OP_ALL:
 		return b.bindNullArrayOp(a, ec) // see nullarray.go
 	case pg.A_Expr_Kind_AEXPR_SIMILAR:
-		return nil, unsupported("SIMILAR TO is not supported")
+		// The grammar already wrapped the pattern in similar_to_escape();
+		// the operator is ~ (SIMILAR TO) or !~ (NOT SIMILAR TO).
+		return b.bindBinary(opName(a.Name), a.Lexpr, a.Rexpr, ec)
 	}
 	return nil, unsupported("unsupported operator expression")
 }
@@ -559,7 +561,7 @@ func (b *Binder) bindFuncCall(fc *pg.FuncCall, ec *exprCtx) (expr.Expr, error) {
 	if fc.AggStar || fc.AggDistinct || len(fc.AggOrder) > 0 || fc.AggFilter != nil {
 		return nil, sqlerr.Errorf(sqlerr.WrongObjectType, "%s is not an aggregate function", name)
 	}
-	args, err := b.bindList(fc.Args, ec)
+	args, err := b.bindCallArgs(name, fc.Args, ec) // see namedargs.go
 	if err != nil {
 		return nil, err
 	}
