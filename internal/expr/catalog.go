@@ -108,6 +108,9 @@ func Builtins() []Builtin {
 	addOverloads := func(kind BuiltinKind, reg map[string][]*overload) {
 		for name, ovs := range reg {
 			for _, o := range ovs {
+				if o.uncataloged {
+					continue
+				}
 				b := Builtin{Name: strings.ToLower(name), Kind: kind, Result: o.ret,
 					Strict: !o.nonStrict, Volatile: o.volatile, Variadic: o.variadic}
 				if o.anyArgs {

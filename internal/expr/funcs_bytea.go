@@ -288,10 +288,10 @@ func init() {
 	regFunc("sha256", &overload{args: T(BY), ret: BY, fn1: digest(func(b []byte) []byte { s := sha256.Sum256(b); return s[:] })})
 	regFunc("sha384", &overload{args: T(BY), ret: BY, fn1: digest(func(b []byte) []byte { s := sha512.Sum384(b); return s[:] })})
 	regFunc("sha512", &overload{args: T(BY), ret: BY, fn1: digest(func(b []byte) []byte { s := sha512.Sum512(b); return s[:] })})
-	regFunc("convert_from", &overload{args: T(BY, X), ret: X, fn2: func(a, b types.Datum) (types.Datum, error) {
+	regFunc("convert_from", &overload{uncataloged: true, args: T(BY, X), ret: X, fn2: func(a, b types.Datum) (types.Datum, error) {
 		return convertFrom(a.Str(), b.Str())
 	}})
-	regFunc("convert_to", &overload{args: T(X, X), ret: BY, fn2: func(a, b types.Datum) (types.Datum, error) {
+	regFunc("convert_to", &overload{uncataloged: true, args: T(X, X), ret: BY, fn2: func(a, b types.Datum) (types.Datum, error) {
 		return convertTo(a.Str(), b.Str())
 	}})
 	for _, t := range []types.Type{X, BY} {

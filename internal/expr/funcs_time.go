@@ -607,7 +607,7 @@ func init() {
 	// by name, see FuncParams).
 	mkIntervalArgs := T(types.Int32, types.Int32, types.Int32, types.Int32, types.Int32, types.Int32, F)
 	for n := 0; n <= len(mkIntervalArgs); n++ {
-		regFunc("make_interval", &overload{args: mkIntervalArgs[:n], ret: IV, fn: makeInterval})
+		regFunc("make_interval", &overload{args: mkIntervalArgs[:n], ret: IV, fn: makeInterval, uncataloged: n < len(mkIntervalArgs)})
 	}
 	regFunc("age", &overload{args: T(TS, TS), ret: IV, fn2: func(a, b types.Datum) (types.Datum, error) {
 		return types.DInterval(ageOf(toCivil(a.Int()), toCivil(b.Int()), a.Int() < b.Int())), nil

@@ -193,16 +193,16 @@ func init() {
 		}
 		return n.stripNulls().datum()
 	}})
-	regFunc("jsonb_set", &overload{args: T(J, X, J), ret: J, fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+	regFunc("jsonb_set", &overload{uncataloged: true, args: T(J, X, J), ret: J, fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		return jsonbEdit(a, true, false, false)
 	}})
-	regFunc("jsonb_set", &overload{args: T(J, X, J, B), ret: J, fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+	regFunc("jsonb_set", &overload{uncataloged: true, args: T(J, X, J, B), ret: J, fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		return jsonbEdit(a, a[3].Bool(), false, false)
 	}})
-	regFunc("jsonb_insert", &overload{args: T(J, X, J), ret: J, fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+	regFunc("jsonb_insert", &overload{uncataloged: true, args: T(J, X, J), ret: J, fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		return jsonbEdit(a, false, true, false)
 	}})
-	regFunc("jsonb_insert", &overload{args: T(J, X, J, B), ret: J, fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+	regFunc("jsonb_insert", &overload{uncataloged: true, args: T(J, X, J, B), ret: J, fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		return jsonbEdit(a, false, true, a[3].Bool())
 	}})
 }

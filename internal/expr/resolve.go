@@ -24,6 +24,11 @@ type overload struct {
 	nonStrict bool
 	// volatile functions (random, now) are never folded.
 	volatile bool
+	// uncataloged signatures are left out of pg_proc (Builtins) because
+	// PostgreSQL declares the function differently: a text[] or name
+	// parameter Runnel takes as text, or parameter defaults Runnel
+	// implements as shorter overloads.
+	uncataloged bool
 	fn       func(ctx *EvalContext, args []types.Datum) (types.Datum, error)
 	// fn2 is a fast path for binary operators (no argument slice).
 	fn2 func(a, b types.Datum) (types.Datum, error)
