@@ -110,8 +110,11 @@ const groupHealthy = 2 * time.Second
 type BarrierLoop struct {
 	log      *slog.Logger
 	interval time.Duration
-	local    Actors
-	store    Committer
+	// slowBarrier: a barrier round slower than this logs a slow_barrier
+	// event (SetSlowBarrierThreshold; 0 turns the event off).
+	slowBarrier atomic.Int64
+	local       Actors
+	store       Committer
 
 	// mu serialises barrier injection with graph changes: DDL holds it while
 	// it spawns actors so that they start at a well-defined epoch.
@@ -227,10 +230,23 @@ func NewBarrierLoop(log *slog.Logger, interval time.Duration, local Actors, stor
 		groups:         map[uint64]*groupState{},
 	}
 	l.commitCond = sync.NewCond(&l.committedMu)
+	l.slowBarrier.Store(int64(DefaultSlowBarrier(interval)))
 	l.committed = store.CommittedEpoch()
 	l.curr = nextEpoch(l.committed)
 	return l
 }
+
+// DefaultSlowBarrier is the slow_barrier threshold for a barrier
+// interval: ten intervals, at least a second. A barrier round (inject,
+// collect, commit) normally takes milliseconds to a fraction of the
+// interval; ten intervals means epochs fall visibly behind.
+func DefaultSlowBarrier(interval time.Duration) time.Duration {
+	return max(time.Second, 10*interval)
+}
+
+// SetSlowBarrierThreshold sets how slow a barrier round must be to log a
+// slow_barrier event; 0 turns the event off.
+func (l *BarrierLoop) SetSlowBarrierThreshold(d time.Duration) { l.slowBarrier.Store(int64(d)) }
 
 // nextEpoch returns an epoch after prev. Epochs embed wall-clock
 // milliseconds (<<16) so that they are meaningful in logs and grow across
@@ -879,6 +895,12 @@ func (l *BarrierLoop) barrier(req *barrierRequest) error {
 	obs.BarrierCommitted(tStart, tInj, tCol, tDone)
 	l.history.add(BarrierTiming{Epoch: prev, Committed: tDone, Inject: tInj.Sub(tStart), Collect: tCol.Sub(tInj), Commit: tDone.Sub(tCol)})
 	l.log.Debug("barrier committed", "epoch", prev, "collect", tCol.Sub(tInj), "commit", tDone.Sub(tCol))
+	if slow := time.Duration(l.slowBarrier.Load()); slow > 0 && tDone.Sub(tStart) >= slow {
+		obs.Event(l.log, slog.LevelWarn, obs.EventSlowBarrier, slog.Uint64("epoch", prev),
+			obs.Seconds("inject_seconds", tInj.Sub(tStart)), obs.Seconds("collect_seconds", tCol.Sub(tInj)),
+			obs.Seconds("commit_seconds", tDone.Sub(tCol)), obs.Seconds("total_seconds", tDone.Sub(tStart)),
+			obs.Seconds("threshold_seconds", slow))
+	}
 	l.committedMu.Lock()
 	l.committed = prev
 	l.commitCond.Broadcast()
@@ -1018,6 +1040,26 @@ func (l *BarrierLoop) resolveCommit(ctx context.Context) error {
 func (l *BarrierLoop) addRecovery(rec RecoveryRecord) {
 	l.recoveries = append(l.recoveries, rec)
 	obs.RecoveryDone(rec.Reason, rec.Database != 0, rec.Reset, rec.Rebuild, rec.Err != "")
+	// One recovery event per recovery, whatever its outcome.
+	scope, result, level := "all", "ok", slog.LevelInfo
+	if rec.Database != 0 {
+		scope = "database"
+	}
+	if rec.Err != "" {
+		result, level = "failed", slog.LevelError
+	}
+	attrs := []slog.Attr{
+		slog.String("reason", rec.Reason), slog.String("reason_class", obs.RecoveryReason(rec.Reason)),
+		slog.String("scope", scope), slog.Uint64("database", rec.Database), slog.String("result", result),
+		obs.Seconds("reset_seconds", rec.Reset), obs.Seconds("rebuild_seconds", rec.Rebuild), slog.Uint64("epoch", rec.Epoch),
+	}
+	if rec.Err != "" {
+		attrs = append(attrs, slog.String("error", rec.Err))
+	}
+	if rec.Abandoned != "" {
+		attrs = append(attrs, slog.String("abandoned", rec.Abandoned))
+	}
+	obs.Event(l.log, level, obs.EventRecovery, attrs...)
 }
 
 // Recoveries lists past recoveries.

@@ -48,6 +48,37 @@ type CompactionJob struct {
 	started       time.Time
 	err           error // result, valid after done
 	committed     bool
+	// Sizes for the compaction log event (set once the outputs are written).
+	inputBytes, outputBytes uint64
+	outputs                 int
+}
+
+// logCompaction logs the finished job's event (obs.EventCompaction):
+// result committed, aborted (cancelled or failed; its outputs are on the
+// deletion queue) or unknown (an ambiguous commit or a panic: the record
+// stays live until the version is re-read, I2).
+func (e *Engine) logCompaction(j *CompactionJob) {
+	if errors.Is(j.err, ErrSimulatedCrash) {
+		return
+	}
+	result, level := "committed", slog.LevelInfo
+	switch {
+	case j.committed:
+	case errors.Is(j.err, errAmbiguous) || errors.Is(j.err, errPanicked):
+		result, level = "unknown", slog.LevelWarn
+	default:
+		result = "aborted"
+	}
+	attrs := []slog.Attr{
+		slog.Uint64("job", j.ID), slog.String("result", result), slog.Int("output_level", j.Level),
+		slog.Int("inputs", len(j.Inputs)), slog.Uint64("input_bytes", j.inputBytes),
+		slog.Int("outputs", j.outputs), slog.Uint64("output_bytes", j.outputBytes),
+		obs.Seconds("duration_seconds", time.Since(j.started)),
+	}
+	if j.err != nil && !j.committed {
+		attrs = append(attrs, slog.String("error", j.err.Error()))
+	}
+	obs.Event(e.log, level, obs.EventCompaction, attrs...)
 }
 
 // Done is closed when the job has finished (committed, aborted or failed).
@@ -423,9 +454,7 @@ func (e *Engine) StartCompaction(ctx context.Context, force bool) (*CompactionJo
 			e.mu.Unlock()
 		}
 		obs.CompactionDone(j.committed)
-		if j.err != nil && !errors.Is(j.err, ErrSimulatedCrash) && !j.committed {
-			e.log.Debug("storage: compaction did not commit", "job", j.ID, "err", j.err)
-		}
+		e.logCompaction(j)
 	}()
 	return j, nil
 }
@@ -598,16 +627,13 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 	e.installLocked(nv)
 	e.mu.Unlock()
 	e.warmOutputs(w.metas)
-	if e.log.Enabled(ctx, slog.LevelDebug) {
-		var in, out uint64
-		for _, f := range p.files {
-			in += f.Size
-		}
-		for _, m := range w.metas {
-			out += m.Size
-		}
-		e.log.Debug("storage: compaction committed", "job", j.ID, "level", p.outLevel, "inputs", len(p.inputs), "input_bytes", in, "outputs", len(w.metas), "output_bytes", out, "took", time.Since(j.started))
+	for _, f := range p.files {
+		j.inputBytes += f.Size
 	}
+	for _, m := range w.metas {
+		j.outputBytes += m.Size
+	}
+	j.outputs = len(w.metas)
 	if err := e.compactionHook(HookAfterCommit, j); err != nil && !errors.Is(err, ErrSimulatedCrash) {
 		e.log.Warn("storage: after-commit hook", "err", err)
 	}

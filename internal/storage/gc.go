@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -18,10 +19,20 @@ import (
 // older than the grace period. It returns the number of objects deleted.
 func (e *Engine) RunGC(ctx context.Context) (deleted int, err error) {
 	start := time.Now()
+	var queued int
 	defer func() {
-		if deleted > 0 || err != nil {
-			e.log.Debug("storage: gc pass", "deleted", deleted, "took", time.Since(start), "err", err)
+		// One event per cycle that did something (obs.EventGC); an idle
+		// cycle, every GCInterval, logs at debug level only.
+		level := slog.LevelDebug
+		if deleted > 0 {
+			level = slog.LevelInfo
 		}
+		attrs := []slog.Attr{slog.Int("deleted", deleted), slog.Int("queued", queued), obs.Seconds("duration_seconds", time.Since(start))}
+		if err != nil {
+			level = slog.LevelWarn
+			attrs = append(attrs, slog.String("error", err.Error()))
+		}
+		obs.Event(e.log, level, obs.EventGC, attrs...)
 	}()
 	e.mu.RLock()
 	if e.closed || e.needReload || e.diverged.Load() != nil {
@@ -45,6 +56,7 @@ func (e *Engine) RunGC(ctx context.Context) (deleted int, err error) {
 	if err != nil {
 		return 0, err
 	}
+	queued = len(queue)
 	// I1: read after the queue, so that every pin of a queued object is
 	// seen (backup.go says why).
 	backupPins, err := loadBackupPins(ctx, e.meta)
