@@ -322,7 +322,19 @@ func (c *viewCase) aggregate(s scope, o *out) {
 		filter = " FILTER (WHERE " + g.pred(s, 1) + ")"
 	}
 	for {
-		switch g.intn(11) {
+		switch g.intn(12) {
+		case 11:
+			// Ordered-set aggregates: the value they pick is an input
+			// value (ties of equal values cannot change it).
+			t := g.someType(s)
+			x := g.expr(s, t, 1)
+			dir := pick(g, []string{"", " DESC"})
+			if g.chance(0.5) {
+				o.add(fmt.Sprintf("percentile_disc(%s) WITHIN GROUP (ORDER BY %s%s)", pick(g, []string{"0", "0.25", "0.5", "1"}), x, dir)+filter, t, false, false)
+			} else {
+				o.add(fmt.Sprintf("mode() WITHIN GROUP (ORDER BY %s%s)", x, dir)+filter, t, false, false)
+			}
+			return
 		case 0:
 			o.add("count(*)"+filter, tBig, false, false)
 			return

@@ -50,7 +50,10 @@ func commonType(ts []types.Type, context string) (types.Type, error) {
 	return expr.CommonType(ts, context)
 }
 
-func isAggregateName(name string) bool { return expr.IsAggregateName(name) }
+// approx_count_distinct is bound as count(DISTINCT x) (bindAggCall).
+func isAggregateName(name string) bool {
+	return expr.IsAggregateName(name) || name == "approx_count_distinct"
+}
 
 var windowOnly = map[string]bool{
 	"row_number": true, "rank": true, "dense_rank": true, "percent_rank": true, "cume_dist": true,
@@ -602,18 +605,38 @@ func (b *Binder) bindAggCall(fc *pg.FuncCall, name string, ec *exprCtx) (*plan.A
 			return nil, err
 		}
 	}
+	distinct := fc.AggDistinct
+	lookup := name
+	switch {
+	case fc.AggWithinGroup || expr.IsOrderedSetAggregate(name):
+		// f(direct) WITHIN GROUP (ORDER BY v) is the call f(v, direct,
+		// desc) (expr/agg_ordered_set.go).
+		if !fc.AggWithinGroup || !expr.IsOrderedSetAggregate(name) || len(fc.AggOrder) != 1 || distinct {
+			return nil, b.errorf(fc.Location, sqlerr.UndefinedFunction, "WITHIN GROUP is supported for percentile_cont, percentile_disc and mode with one ORDER BY expression")
+		}
+		k, err := b.bindSortKey(fc.AggOrder[0].GetSortBy(), in)
+		if err != nil {
+			return nil, err
+		}
+		args = append([]expr.Expr{k.Expr}, args...)
+		args = append(args, &expr.Const{Value: types.DBool(k.Desc), Typ: types.Bool})
+		fc = &pg.FuncCall{Funcname: fc.Funcname, Args: fc.Args, AggFilter: fc.AggFilter, Location: fc.Location}
+	case name == "approx_count_distinct":
+		// RisingWave's estimate, computed exactly: count(DISTINCT x).
+		lookup, distinct = "count", true
+	}
 	argTypes := make([]types.Type, len(args))
 	for i, a := range args {
 		argTypes[i] = a.Type()
 	}
-	agg, err := expr.LookupAggregate(name, argTypes, fc.AggDistinct)
+	agg, err := expr.LookupAggregate(lookup, argTypes, distinct)
 	if err != nil {
 		return nil, b.errAt(err, fc.Location)
 	}
 	if args, err = expr.BindAggregateArgs(agg, args); err != nil {
 		return nil, b.errAt(err, fc.Location)
 	}
-	call := &plan.AggCall{Name: name, Args: args, Distinct: fc.AggDistinct, Type: agg.ResultType, Func: agg}
+	call := &plan.AggCall{Name: lookup, Args: args, Distinct: distinct, Type: agg.ResultType, Func: agg}
 	if fc.AggFilter != nil {
 		f, err := b.bindExpr(fc.AggFilter, &exprCtx{sc: in.sc, clause: "FILTER", inAggArgs: true})
 		if err != nil {
