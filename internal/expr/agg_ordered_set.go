@@ -182,7 +182,9 @@ func IsOrderedSetAggregate(name string) bool {
 
 func init() {
 	regAgg("percentile_cont", &aggSig{args: []types.Type{types.Float64, types.Float64, types.Bool}, ret: types.Float64, needsInputs: true,
-		mk: func([]types.Type, types.Type, bool) aggImpl { return newOrderedSetAgg("percentile_cont", types.Float64) }})
+		mk: func([]types.Type, types.Type, bool) aggImpl {
+			return newOrderedSetAgg("percentile_cont", types.Float64)
+		}})
 	for _, t := range comparableTypes {
 		if t.Kind == types.KindJsonb {
 			continue
@@ -194,6 +196,6 @@ func init() {
 			}})
 		regAgg("mode", &aggSig{args: []types.Type{t, types.Bool}, needsInputs: true,
 			retFn: func(a []types.Type) types.Type { return a[0] },
-			mk: func(at []types.Type, _ types.Type, _ bool) aggImpl { return newOrderedSetAgg("mode", at[0]) }})
+			mk:    func(at []types.Type, _ types.Type, _ bool) aggImpl { return newOrderedSetAgg("mode", at[0]) }})
 	}
 }
