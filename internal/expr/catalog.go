@@ -134,7 +134,13 @@ func Builtins() []Builtin {
 		out = append(out, Builtin{Name: name, Kind: BuiltinFunction, Args: []types.Type{PseudoAny},
 			Variadic: true, Result: types.Jsonb})
 	}
+	// The ordered-set aggregates (agg_ordered_set.go) are registered in
+	// the binder's internal form, f(v, direct argument, desc), which is
+	// not PostgreSQL's declaration: they are not listed.
 	for name, sigs := range aggRegistry {
+		if IsOrderedSetAggregate(name) {
+			continue
+		}
 		for _, s := range sigs {
 			b := Builtin{Name: name, Kind: BuiltinAggregate, Args: append([]types.Type(nil), s.args...), Result: s.ret}
 			for i, a := range b.Args {
