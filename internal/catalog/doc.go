@@ -6,5 +6,7 @@
 // Change written inside the storage engine's transaction that registers
 // or unregisters those tables, so catalog and storage version change
 // together (change.go; I1, I3). StateTableOwners reads the stored catalog
-// for ctl storage check.
+// for ctl storage check. The catalog's tables are the metastore schema
+// component "catalog" (catalogMigrations: versioned steps, so that
+// upgrades and restores know its format).
 package catalog

@@ -38,6 +38,12 @@
 // deadlock failure, for callers whose fn has no effects outside the
 // transaction.
 //
+// Snapshots: SnapshotTx runs fn in one snapshot (REPEATABLE READ on
+// PostgreSQL, whose default READ COMMITTED gives each statement its own;
+// SQLite's transactions already are one), for readers that must see
+// several tables, or several statements, at one commit point while a
+// server writes (ctl storage check, backups).
+//
 // Fault injection for tests: SetFaultHook installs a function called at
 // "begin", "before-commit" and "after-commit"; an error there makes the
 // transaction fail before it started, fail before COMMIT (not committed), or
