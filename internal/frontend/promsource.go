@@ -15,15 +15,20 @@ import (
 // PromSource is the frontend's side of the PromQL API (internal/promql):
 // the time-series tables of a schema of the dev database (where the HTTP
 // ingest writes), read from one pinned storage snapshot per query.
-func (s *Frontend) PromSource() promql.Source { return promSource{s} }
+func (s *Frontend) PromSource() promql.Source { return promSource{s: s, db: ingestDatabase} }
 
-type promSource struct{ s *Frontend }
+// promSource reads the time-series tables of database db (TQL reads the
+// session's).
+type promSource struct {
+	s  *Frontend
+	db string
+}
 
 func (p promSource) Open(ctx context.Context, schema string) (promql.Reader, error) {
 	s := p.s
-	db, err := s.catalog.DatabaseByName(ingestDatabase)
+	db, err := s.catalog.DatabaseByName(p.db)
 	if err != nil {
-		return nil, sqlerr.Errorf(sqlerr.InvalidCatalogName, "database %q does not exist", ingestDatabase)
+		return nil, sqlerr.Errorf(sqlerr.InvalidCatalogName, "database %q does not exist", p.db)
 	}
 	sc, err := s.catalog.SchemaByName(db.ID, schema)
 	if err != nil {

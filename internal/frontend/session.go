@@ -204,6 +204,10 @@ func (st *statement) Close() {}
 
 // Describe implements pgwire.Statement.
 func (st *statement) Describe(ctx context.Context) (pgwire.StatementDescription, error) {
+	if r, ok := st.p.Runnel.(*parser.TQL); ok {
+		cols, err := st.describeTQL(ctx, r) // tql.go
+		return pgwire.StatementDescription{Columns: cols}, err
+	}
 	if r := st.p.Runnel; r != nil && handledDirectly(r) {
 		return st.describeRunnel(r)
 	}
@@ -259,7 +263,7 @@ func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.
 func handledDirectly(r parser.RunnelStmt) bool {
 	switch r.(type) {
 	case *parser.Flush, *parser.Recover, *parser.ShowObjects, *parser.Describe, *parser.ShowColumns,
-		*parser.ShowCreate, *parser.CancelJobs, *parser.CreateSink, *parser.DropSink:
+		*parser.ShowCreate, *parser.CancelJobs, *parser.CreateSink, *parser.DropSink, *parser.TQL:
 		return true
 	}
 	return false
@@ -300,6 +304,8 @@ func (st *statement) executeRunnel(ctx context.Context, r parser.RunnelStmt) (pg
 		return ss.createSink(ctx, r) // sink.go
 	case *parser.DropSink:
 		return ss.dropSinkStmt(ctx, r)
+	case *parser.TQL:
+		return st.executeTQL(ctx, r) // tql.go
 	}
 	return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "statement not supported yet: %s", st.p.Text)
 }

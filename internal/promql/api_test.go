@@ -3,6 +3,7 @@ package promql_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/runneldb/runnel/internal/promql"
@@ -256,6 +258,71 @@ func TestEvalTQL(t *testing.T) {
 	} {
 		if _, err := promql.EvalTQL(context.Background(), src, "public", c.start, c.end, c.step, c.q); sqlerr.Code(err) != c.code {
 			t.Errorf("%+v: got %v, want %s", c, err, c.code)
+		}
+	}
+}
+
+// TQL EVAL through pgwire answers what the HTTP API answers for the same
+// expression: a text column per label, ts and value, a row per point.
+func TestTQLOverPgwire(t *testing.T) {
+	rn := startRunnel(t)
+	base := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	rn.remoteWrite(t, testData(3, base, 120), 5000)
+	conn := rn.srv.Connect(t)
+	// The HTTP ingest writes to database dev, which the test connects to.
+	q := `sum by (job) (rate(http_requests_total[5m]))`
+	start, end := base.Add(10*time.Minute), base.Add(20*time.Minute)
+	rows, err := conn.Query(context.Background(), fmt.Sprintf("TQL EVAL (%s, '%s', '2m') %s", unix(start), end.Format(time.RFC3339), q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, f := range rows.FieldDescriptions() {
+		cols = append(cols, f.Name)
+	}
+	var got []string
+	for rows.Next() {
+		var job string
+		var ts time.Time
+		var v float64
+		if err := rows.Scan(&job, &ts, &v); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %d %s", job, ts.UnixMilli(), promql.FormatValue(v)))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(cols) != "[job ts value]" {
+		t.Errorf("columns %v, want [job ts value]", cols)
+	}
+	_, r := call(t, "GET", rn.api(), "/api/v1/query_range", url.Values{"query": {q}, "start": {unix(start)}, "end": {unix(end)}, "step": {"120"}})
+	var m struct {
+		Result []struct {
+			Metric map[string]string
+			Values [][2]any
+		}
+	}
+	json.Unmarshal(r.Data, &m)
+	var want []string
+	for _, s := range m.Result {
+		for _, p := range s.Values {
+			want = append(want, fmt.Sprintf("%s %d %s", s.Metric["job"], int64(p[0].(float64)*1000), p[1]))
+		}
+	}
+	if !slices.Equal(got, want) || len(want) != 12 {
+		t.Errorf("TQL rows:\n%v\nAPI points:\n%v", got, want)
+	}
+	// Errors carry SQLSTATEs.
+	for _, c := range []struct{ sql, code string }{
+		{"TQL EVAL (0, 10, '0s') up", sqlerr.InvalidParameterValue},
+		{"TQL EVAL (0, 10, '5s') sum(", sqlerr.SyntaxError},
+		{"TQL EVAL (0, 10) up", sqlerr.SyntaxError},
+	} {
+		_, err := conn.Exec(context.Background(), c.sql)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != c.code {
+			t.Errorf("%s: %v, want %s", c.sql, err, c.code)
 		}
 	}
 }
