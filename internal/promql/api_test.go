@@ -156,7 +156,7 @@ func TestGrafanaDataSource(t *testing.T) {
 // and Runnel as its remote_read endpoint answers queries over samples it
 // only has through Runnel, exactly as Runnel's own API answers them.
 func TestRemoteReadByPrometheus(t *testing.T) {
-	prometheusBin(t)
+	promtool(t)
 	rn := startRunnel(t)
 	base := time.Now().Add(-2 * time.Hour).Truncate(time.Hour)
 	data := testData(7, base, 240)

@@ -64,7 +64,7 @@ var diffQueries = []string{
 // 1e-9 relative). It also compares the series, labels and label values
 // APIs. RUNNEL_TEST_SEED replays a seed.
 func TestPromQLDifferential(t *testing.T) {
-	prometheusBin(t)
+	promtool(t)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("RUNNEL_TEST_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)

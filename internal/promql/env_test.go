@@ -22,6 +22,7 @@ import (
 
 	"github.com/runneldb/runnel/internal/ingest"
 	"github.com/runneldb/runnel/internal/promql"
+	"github.com/runneldb/runnel/internal/testutil/promtest"
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
@@ -125,18 +126,18 @@ func openMetrics(series []promSeries) []byte {
 	return b.Bytes()
 }
 
-// prometheusBin returns the paths of prometheus and promtool, or skips
-// (fails in CI, where scripts/install-deps.sh installs Debian's package).
-func prometheusBin(t testing.TB) (string, string) {
-	p, err1 := exec.LookPath("prometheus")
-	pt, err2 := exec.LookPath("promtool")
-	if err1 != nil || err2 != nil {
+// promtool returns the path of promtool (Debian's prometheus package),
+// or skips (fails in CI).
+func promtool(t testing.TB) string {
+	promtest.Binary(t)
+	p, err := exec.LookPath("promtool")
+	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("prometheus not installed: run scripts/install-deps.sh")
+			t.Fatal("promtool not installed: run scripts/install-deps.sh")
 		}
-		t.Skip("prometheus not installed (scripts/install-deps.sh installs Debian's package)")
+		t.Skip("promtool not installed (scripts/install-deps.sh installs Debian's prometheus package)")
 	}
-	return p, pt
+	return p
 }
 
 // startPrometheus runs a Prometheus server over the blocks promtool
@@ -144,10 +145,11 @@ func prometheusBin(t testing.TB) (string, string) {
 // configuration and flags, and returns its URL once ready.
 func startPrometheus(t testing.TB, series []promSeries, config string, flags ...string) string {
 	t.Helper()
-	bin, tool := prometheusBin(t)
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
+	tool := promtool(t)
+	var data string
 	if series != nil {
+		dir := t.TempDir()
+		data = filepath.Join(dir, "data")
 		om := filepath.Join(dir, "input.om")
 		if err := os.WriteFile(om, openMetrics(series), 0o644); err != nil {
 			t.Fatal(err)
@@ -156,42 +158,8 @@ func startPrometheus(t testing.TB, series []promSeries, config string, flags ...
 			t.Fatalf("promtool: %v\n%s", err, out)
 		}
 	}
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1m\n"+config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := servertest.FreeAddr(t)
-	logf, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + data, "--web.listen-address=" + addr,
-		"--storage.tsdb.retention.time=100y", "--log.level=warn"}, flags...)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		logf.Close()
-	})
-	u := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(u + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return u
-			}
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("prometheus not ready after 30s:\n%s", b)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return promtest.StartWith(t, promtest.Options{Config: "global:\n  scrape_interval: 1m\n" + config, DataDir: data,
+		Flags: append([]string{"--storage.tsdb.retention.time=100y"}, flags...)})
 }
 
 // apiResponse is the Prometheus API's JSON envelope.

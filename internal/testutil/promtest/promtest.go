@@ -38,19 +38,39 @@ func Binary(t testing.TB) string {
 // base URL once /-/ready answers.
 func Start(t testing.TB, config string) string {
 	t.Helper()
+	return StartWith(t, Options{Config: config})
+}
+
+// Options configure StartWith.
+type Options struct {
+	Config string // prometheus.yml
+	// DataDir is the TSDB directory to open (blocks promtool made);
+	// empty: a fresh one in a temporary directory.
+	DataDir string
+	Flags   []string // more command-line flags
+}
+
+// StartWith runs Prometheus as o says and returns its base URL once
+// /-/ready answers.
+func StartWith(t testing.TB, o Options) string {
+	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(o.Config), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	data := o.DataDir
+	if data == "" {
+		data = filepath.Join(dir, "data")
 	}
 	addr := servertest.FreeAddr(t)
 	logf, err := os.Create(filepath.Join(dir, "prometheus.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
+	cmd := exec.Command(bin, append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + data,
+		"--web.listen-address=" + addr, "--log.level=warn"}, o.Flags...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
