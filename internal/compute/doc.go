@@ -6,9 +6,10 @@
 // recovery tore down, and routes DML to table actors (Write, and WriteAll
 // for a transaction block's writes to several tables in one epoch, I7).
 //
-// The meta node drives it (internal/server in-process) through Node's
-// exported methods — SpawnTable, BuildTable, BuildView, RebuildView,
-// Start, RelationActors, StopActors, ForgetStopped, TearDown, Rebuilt —
+// The meta node (internal/metasrv) drives it through the metasrv.Compute
+// interface, which Node implements — SpawnTable, BuildTable, BuildView,
+// RebuildView, Start, RelationActors, StopActors, ForgetStopped,
+// TearDown, Rebuilt —
 // and its barrier loop (internal/meta) injects and collects barriers
 // through Barriers (meta.Actors). The frontend writes through Node as a
 // frontend.DML.

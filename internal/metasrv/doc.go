@@ -16,8 +16,9 @@
 //     catalog writes that start no job go to internal/catalog directly).
 //     Arguments are catalog structs and stream plans.
 //   - meta → compute: Service builds, connects and stops actors through
-//     compute.Node's methods (catalog structs, plans, actor ids), and the
-//     barrier loop injects barriers and collects them through meta.Actors.
+//     the Compute interface (catalog structs, plans, actor ids; compute.Node
+//     in-process), and the barrier loop injects barriers and collects them
+//     through meta.Actors.
 //     Not plain data yet: a new job's input channels travel in the
 //     AddOutputs mutation of the barrier that connects it, and a creation
 //     waits on a compute.ViewJob handle (see internal/compute's doc).

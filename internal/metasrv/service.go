@@ -23,6 +23,33 @@ type Planner interface {
 	PlanSink(rel *catalog.Relation, spec *sink.Spec) (*streamplan.Node, error)
 }
 
+// Compute is the meta → compute seam for actors (the barrier loop's is
+// meta.Actors): build a job's actors from its plan at an epoch, connect
+// and start them, stop and join them, forget the jobs a recovery tore
+// down. compute.Node implements it in-process. Arguments are catalog
+// structs, plans, actor ids and epochs; BuildView's outputs (channels)
+// and the ViewJob handle are in-process shortcuts (internal/compute's
+// doc says why).
+type Compute interface {
+	SpawnTable(ctx context.Context, rel *catalog.Relation, curr uint64) error
+	BuildTable(ctx context.Context, rel *catalog.Relation, curr uint64) (compute.Pending, error)
+	BuildView(rel *catalog.Relation, root *streamplan.Node, spec compute.JobSpec, curr uint64) (compute.ViewJob, map[stream.ActorID][]stream.Output, error)
+	RebuildView(rel *catalog.Relation, root *streamplan.Node, spec compute.JobSpec, curr uint64) ([]compute.Pending, error)
+	Start(ps []compute.Pending)
+	Rebuilt()
+	IsCurrentView(job compute.ViewJob, id catalog.ObjectID) bool
+	PublishView(job compute.ViewJob, rel *catalog.Relation)
+	HasView(id catalog.ObjectID) bool
+	RelationActors(id catalog.ObjectID) []stream.ActorID
+	StopActors(ctx context.Context, ids []stream.ActorID) error
+	ForgetStopped(id catalog.ObjectID, ids []stream.ActorID)
+	TearDown(in func(*catalog.Relation) bool)
+	Actors() []stream.ActorInfo
+	ActorDatabases() map[stream.ActorID]catalog.ObjectID
+}
+
+var _ Compute = (*compute.Node)(nil)
+
 // Config configures a meta service.
 type Config struct {
 	Log     *slog.Logger
@@ -37,7 +64,7 @@ type Service struct {
 	store   *storage.Engine
 	// Attached by Attach, before the first rebuild.
 	epochs  *meta.BarrierLoop
-	compute *compute.Node
+	compute Compute
 	fe      Planner
 
 	jobs   jobs
@@ -62,7 +89,7 @@ func New(cfg Config) *Service {
 // Attach gives the service the barrier loop it injects mutations into,
 // the compute node whose actors it builds and stops, and the planner it
 // re-plans stored definitions with.
-func (s *Service) Attach(epochs *meta.BarrierLoop, c *compute.Node, p Planner) {
+func (s *Service) Attach(epochs *meta.BarrierLoop, c Compute, p Planner) {
 	s.epochs, s.compute, s.fe = epochs, c, p
 }
 

@@ -20,11 +20,12 @@ import (
 //
 //	frontend --frontend.Meta--> metaRole --> metasrv.Service
 //	frontend --frontend.DML---> compute.Node
-//	metasrv.Service --methods--> compute.Node; meta.BarrierLoop --meta.Actors--> compute.Node's barrier manager
+//	metasrv.Service --metasrv.Compute--> compute.Node; meta.BarrierLoop --meta.Actors--> compute.Node's barrier manager
 //	metasrv.Service --metasrv.Planner--> frontend.Frontend (re-plans at rebuild)
 var (
 	_ frontend.DML    = (*compute.Node)(nil)
 	_ metasrv.Planner = (*frontend.Frontend)(nil)
+	_ metasrv.Compute = (*compute.Node)(nil)
 	_ frontend.Meta   = metaRole{}
 )
 
