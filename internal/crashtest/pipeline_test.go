@@ -4,17 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runneldb/runnel/internal/testutil/pgtest"
 )
@@ -49,12 +45,6 @@ func TestKafkaViewSinksSIGKILL(t *testing.T) {
 	}
 	defer broker.Close()
 	addr := broker.ListenAddrs()[0]
-	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("ev"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-
 	ctx := context.Background()
 	targetURL := pgtest.NewDatabase(t)
 	pg, err := pgx.Connect(ctx, targetURL)
@@ -72,23 +62,10 @@ func TestKafkaViewSinksSIGKILL(t *testing.T) {
 	jdbc := fmt.Sprintf("jdbc:postgresql://%s:%d/%s?user=%s", pc.Host, pc.Port, pc.Database, pc.User)
 
 	const groups = 13
-	var produced atomic.Int64 // ids 1..produced are in the topic
-	produce := func(n int) error {
-		recs := make([]*kgo.Record, n)
-		next := produced.Load()
-		for i := range recs {
-			id := next + int64(i) + 1
-			recs[i] = &kgo.Record{Partition: int32(id % 3), Value: fmt.Appendf(nil, `{"id": %d, "g": %d, "v": %d}`, id, id%groups, id%101)}
-		}
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		if err := prod.ProduceSync(pctx, recs...).FirstErr(); err != nil {
-			return err
-		}
-		produced.Add(int64(n))
-		return nil
-	}
-	if err := produce(300); err != nil {
+	prod := newIDProducer(t, addr, "ev", 3, func(id int64) []byte {
+		return fmt.Appendf(nil, `{"id": %d, "g": %d, "v": %d}`, id, id%groups, id%101)
+	})
+	if err := prod.produce(300); err != nil {
 		t.Fatal(err)
 	}
 	conn := c.connect()
@@ -104,28 +81,7 @@ func TestKafkaViewSinksSIGKILL(t *testing.T) {
 		}
 	}
 
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	var perr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rng := rand.New(rand.NewSource(c.seed))
-		for !stop.Load() {
-			if err := produce(1 + rng.Intn(40)); err != nil {
-				perr = err
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	c.killLoop(kills)
-	stop.Store(true)
-	wg.Wait()
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	n := produced.Load()
+	n := prod.during(c.seed, func() { c.killLoop(kills) })
 	t.Logf("%d records produced across %d kills", n, kills)
 
 	// What PostgreSQL computes over the input.

@@ -143,29 +143,8 @@ func TestKafkaSourceSIGKILL(t *testing.T) {
 	}
 	defer broker.Close()
 	addr := broker.ListenAddrs()[0]
-	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("ev"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-
-	var produced atomic.Int64 // ids 1..produced are in the topic
-	produce := func(n int) error {
-		recs := make([]*kgo.Record, n)
-		next := produced.Load()
-		for i := range recs {
-			id := next + int64(i) + 1
-			recs[i] = &kgo.Record{Partition: int32(id % 3), Value: []byte(fmt.Sprintf(`{"id": %d, "v": %d}`, id, id%7))}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			return err
-		}
-		produced.Add(int64(n))
-		return nil
-	}
-	if err := produce(500); err != nil {
+	prod := newIDProducer(t, addr, "ev", 3, func(id int64) []byte { return fmt.Appendf(nil, `{"id": %d, "v": %d}`, id, id%7) })
+	if err := prod.produce(500); err != nil {
 		t.Fatal(err)
 	}
 
@@ -182,29 +161,7 @@ func TestKafkaSourceSIGKILL(t *testing.T) {
 		}
 	}
 
-	// The producer: a batch of 1–40 records every 5 ms until stopped.
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	var perr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rng := rand.New(rand.NewSource(c.seed))
-		for !stop.Load() {
-			if err := produce(1 + rng.Intn(40)); err != nil {
-				perr = err
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	c.killLoop(kills)
-	stop.Store(true)
-	wg.Wait()
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	n := produced.Load()
+	n := prod.during(c.seed, func() { c.killLoop(kills) })
 	t.Logf("%d records produced across %d kills", n, kills)
 
 	conn = c.connect()
@@ -344,4 +301,69 @@ func TestPostgresCDCSIGKILL(t *testing.T) {
 	}
 	waitEqual(t, conn, `SELECT id, k, v FROM t ORDER BY id`, upstream(`SELECT id, k, v FROM t ORDER BY id`), 2*time.Minute)
 	waitEqual(t, conn, `SELECT k, n, s FROM mv ORDER BY k`, upstream(`SELECT k, count(*), sum(id) FROM t GROUP BY k ORDER BY k`), time.Minute)
+}
+
+// idProducer writes records for ids 1, 2, 3, ... (value(id)) into a
+// topic, id % partitions being the partition: the upstream of the Kafka
+// crash tests.
+type idProducer struct {
+	t          *testing.T
+	client     *kgo.Client
+	partitions int64
+	value      func(id int64) []byte
+	produced   atomic.Int64 // ids 1..produced are in the topic
+}
+
+func newIDProducer(t *testing.T, addr, topic string, partitions int64, value func(id int64) []byte) *idProducer {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return &idProducer{t: t, client: cl, partitions: partitions, value: value}
+}
+
+// produce writes the next n ids.
+func (p *idProducer) produce(n int) error {
+	recs := make([]*kgo.Record, n)
+	next := p.produced.Load()
+	for i := range recs {
+		id := next + int64(i) + 1
+		recs[i] = &kgo.Record{Partition: int32(id % p.partitions), Value: p.value(id)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return err
+	}
+	p.produced.Add(int64(n))
+	return nil
+}
+
+// during produces a batch of 1–40 records (seeded) every 5 ms while fn
+// runs, and returns the number of ids produced in all.
+func (p *idProducer) during(seed int64, fn func()) int64 {
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var perr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewSource(seed))
+		for !stop.Load() {
+			if err := p.produce(1 + rng.Intn(40)); err != nil {
+				perr = err
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	fn()
+	stop.Store(true)
+	wg.Wait()
+	if perr != nil {
+		p.t.Fatal(perr)
+	}
+	return p.produced.Load()
 }
