@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runneldb/runnel/internal/objstore"
 	"github.com/runneldb/runnel/internal/sink"
@@ -263,4 +266,88 @@ func TestS3SinkRedeliveryOverwrites(t *testing.T) {
 	if !slices.Contains(keys, before[0]) {
 		t.Fatalf("the redelivered epoch's file %s is gone: %v", before[0], keys)
 	}
+}
+
+// TestFileSinkMaxRowCount: fs sinks with max_row_count = '1000' (ENCODE
+// JSON and ENCODE PARQUET) from a table; one INSERT of 4,500 rows (one
+// epoch) and one of 300 become parts of at most 1,000 rows each, named
+// <epoch>_<id>.ext then <epoch>_<id>_<part>.ext, that together hold every
+// row once. A bad max_row_count fails CREATE SINK with 22023.
+func TestFileSinkMaxRowCount(t *testing.T) {
+	srv := servertest.Start(t)
+	rw := srv.Connect(t)
+	mustExec(t, rw, "CREATE TABLE ev (id int, v text) APPEND ONLY")
+	dirs := map[string]string{"JSON": t.TempDir(), "PARQUET": t.TempDir()}
+	for enc, dir := range dirs {
+		mustExec(t, rw, fmt.Sprintf(`CREATE SINK ev_%s FROM ev WITH (connector = 'fs', fs.path = '%s', type = 'append-only',
+			max_row_count = '1000') FORMAT PLAIN ENCODE %s`, strings.ToLower(enc), dir, enc))
+	}
+	if _, err := rw.Exec(context.Background(), fmt.Sprintf(`CREATE SINK bad FROM ev WITH (connector = 'fs', fs.path = '%s',
+		type = 'append-only', max_row_count = '0') FORMAT PLAIN ENCODE JSON`, dirs["JSON"])); !isCode(err, "22023") {
+		t.Fatalf("max_row_count = '0': %v, want 22023", err)
+	}
+	mustExec(t, rw, "INSERT INTO ev SELECT i, 'v' || i FROM generate_series(1, 4500) g(i)")
+	mustExec(t, rw, "FLUSH")
+	mustExec(t, rw, "INSERT INTO ev SELECT i, 'v' || i FROM generate_series(4501, 4800) g(i)")
+	mustExec(t, rw, "FLUSH")
+	want := rowsOf(t, rw, "SELECT id, v FROM ev")
+	name := regexp.MustCompile(`^([0-9]{20})_[0-9]+(_([0-9]+))?\.(json|parquet)$`)
+	for enc, dir := range dirs {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var got []string
+			parts := map[string]int{} // epoch -> files
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				m := name.FindStringSubmatch(e.Name())
+				if m == nil {
+					t.Fatalf("%s: unexpected file %s", enc, e.Name())
+				}
+				data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var rows []string
+				if enc == "PARQUET" {
+					rows = parquetRows(t, data)
+				} else {
+					for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+						var r struct {
+							ID int
+							V  string
+						}
+						if err := json.Unmarshal([]byte(line), &r); err != nil {
+							t.Fatalf("%s: %q: %v", e.Name(), line, err)
+						}
+						rows = append(rows, fmt.Sprintf("%d|%s", r.ID, r.V))
+					}
+				}
+				if len(rows) > 1000 {
+					t.Fatalf("%s: %s holds %d rows, more than max_row_count", enc, e.Name(), len(rows))
+				}
+				parts[m[1]]++
+				got = append(got, rows...)
+			}
+			slices.Sort(got)
+			if slices.Equal(got, want) {
+				counts := slices.Sorted(maps.Values(parts))
+				if !slices.Equal(counts, []int{1, 5}) {
+					t.Fatalf("%s: files per epoch %v, want 1 (300 rows) and 5 (4,500 rows)", enc, counts)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the files hold %d rows, want %d once each", enc, len(got), len(want))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+func isCode(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
 }

@@ -29,6 +29,15 @@
 // file, fsync, rename, directory fsync), so no partial file is ever
 // visible.
 //
+// max_row_count = 'N' (RisingWave's option name) splits an epoch of more
+// than N rows into files of N rows, named <epoch>_<sink id>_<part>.ext for
+// the parts after the first (part 0 keeps the plain name). Each part is
+// written when it fills, so a reader may see the first parts of a large
+// epoch before the rest; what the parts hold is still a function of the
+// epoch alone (below). RisingWave's rollover_seconds (files spanning
+// epochs) is not supported: a file never outlives its epoch's delivery,
+// which is what lets the worker truncate the log per epoch.
+//
 // Exactly once (I8, and I7 for what a reader of the files sees): the name
 // is a function of the epoch alone, and the rows of an epoch in the sink's
 // log store never change once committed. An epoch delivered and not yet
@@ -57,6 +66,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -95,6 +105,8 @@ type target struct {
 	partition string             // none, month, day, hour
 	schema    *arrow.Schema
 	all       []int // every column (ENCODE JSON)
+	// maxRows is max_row_count: the most rows in one file (0: no bound).
+	maxRows int
 
 	store objstore.Store // set by Open
 }
@@ -123,6 +135,13 @@ func New(cfg *sink.Config) (sink.Target, error) {
 	case "none", "month", "day", "hour":
 	default:
 		return nil, bad("path_partition_prefix must be 'none', 'month', 'day' or 'hour', not %q", o["path_partition_prefix"])
+	}
+	if v, ok := o["max_row_count"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, bad("max_row_count must be a positive integer, not %q", v)
+		}
+		t.maxRows = n
 	}
 	if strings.ToLower(o["connector"]) == "s3" {
 		c := &objstore.S3Config{Bucket: o["s3.bucket_name"], Region: o["s3.region_name"],
@@ -276,7 +295,15 @@ func (t *target) ext() string {
 // Key returns the object key (relative to s3.path or fs.path) of an
 // epoch's file for the sink with the given id: see the package comment.
 func Key(partition string, epoch, sinkID uint64, ext string) string {
+	return PartKey(partition, epoch, sinkID, 0, ext)
+}
+
+// PartKey is Key for part n of an epoch split by max_row_count.
+func PartKey(partition string, epoch, sinkID uint64, part int, ext string) string {
 	name := fmt.Sprintf("%020d_%d.%s", epoch, sinkID, ext)
+	if part > 0 {
+		name = fmt.Sprintf("%020d_%d_%d.%s", epoch, sinkID, part, ext)
+	}
 	at := time.UnixMilli(int64(epoch >> 16)).UTC()
 	switch partition {
 	case "month":
@@ -301,7 +328,9 @@ func (t *target) Begin(ctx context.Context, epoch uint64) (sink.Txn, error) {
 type txn struct {
 	t     *target
 	epoch uint64
-	rows  int
+	// rows counts the rows of the current file, part numbers it.
+	rows int
+	part int
 
 	// ENCODE PARQUET: rec collects up to rowGroupRows rows, w encodes
 	// them into buf.
@@ -322,6 +351,9 @@ func (x *txn) Write(ctx context.Context, changes []sink.Change) error {
 		if t.encode == "JSON" {
 			x.json = sink.AppendJSONObject(x.json, t.cfg.Columns, c.Row, t.all)
 			x.json = append(x.json, '\n')
+			if err := x.full(ctx); err != nil {
+				return err
+			}
 			continue
 		}
 		if x.rec == nil {
@@ -335,8 +367,19 @@ func (x *txn) Write(ctx context.Context, changes []sink.Change) error {
 				return err
 			}
 		}
+		if err := x.full(ctx); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// full writes the current file when it holds max_row_count rows.
+func (x *txn) full(ctx context.Context) error {
+	if x.t.maxRows == 0 || x.rows < x.t.maxRows {
+		return nil
+	}
+	return x.put(ctx)
 }
 
 // flushGroup encodes the rows collected so far as a row group.
@@ -361,10 +404,16 @@ func (x *txn) flushGroup() error {
 	return nil
 }
 
-// Commit writes the epoch's file with one atomic Put (nothing when the
-// epoch inserted no rows).
+// Commit writes the epoch's (last) file with one atomic Put (nothing when
+// it holds no rows).
 func (x *txn) Commit(ctx context.Context) error {
 	defer x.Rollback()
+	return x.put(ctx)
+}
+
+// put writes the current file (part x.part of the epoch) with one atomic
+// Put and starts the next.
+func (x *txn) put(ctx context.Context) error {
 	if x.rows == 0 {
 		return nil
 	}
@@ -379,10 +428,13 @@ func (x *txn) Commit(ctx context.Context) error {
 		x.w = nil
 		data = x.buf.Bytes()
 	}
-	key := Key(x.t.partition, x.epoch, x.t.cfg.ID, x.t.ext())
+	key := PartKey(x.t.partition, x.epoch, x.t.cfg.ID, x.part, x.t.ext())
 	if err := x.t.store.Put(ctx, key, data); err != nil {
 		return fmt.Errorf("sink %s: write %s: %w", x.t.cfg.Name, key, err)
 	}
+	x.Rollback()
+	x.rows = 0
+	x.part++
 	return nil
 }
 
