@@ -183,7 +183,13 @@ func (g *gen) aggCall(s scope, orderedAgg bool) item {
 			}
 			e := g.expr(s, tText, 1)
 			if orderedAgg && g.chance(0.5) {
+				if g.chance(0.3) {
+					return item{sql: "array_agg(" + e + " ORDER BY " + e + ")" + filter + "::text", typ: tText}
+				}
 				return item{sql: "string_agg(" + e + ", ',' ORDER BY " + e + ")" + filter, typ: tText}
+			}
+			if g.chance(0.2) {
+				return item{sql: "array_agg(DISTINCT " + e + ")" + filter + "::text", typ: tText}
 			}
 			return item{sql: "string_agg(" + e + ", ',')" + filter, typ: tText, sortList: true}
 		default:

@@ -384,8 +384,21 @@ func (c *viewCase) aggregate(s scope, o *out) {
 				if sc := pick(g, s); sc.typ != tBool && g.chance(0.6) {
 					order = sc.ref + pick(g, []string{"", " DESC"}) + ", " + order
 				}
+				if g.chance(0.3) {
+					// array_agg keeps NULLs; its text form is compared.
+					o.add("array_agg("+x+" ORDER BY "+order+")"+filter+"::text", tText, true, false)
+					return
+				}
 				o.add("string_agg("+x+", ',' ORDER BY "+order+")"+filter, tText, true, false)
 				return
+			}
+			if g.chance(0.25) {
+				// array_agg(DISTINCT x) lists the values sorted.
+				t := pick(g, []typ{tText, tInt})
+				if len(s.of(t)) > 0 {
+					o.add("array_agg(DISTINCT "+g.expr(s, t, 1)+")"+filter+"::text", tText, true, false)
+					return
+				}
 			}
 			o.add("string_agg("+x+", ',')"+filter, tText, true, true)
 			return

@@ -267,7 +267,11 @@ func LookupAggregate(name string, args []types.Type, distinct bool) (*Aggregate,
 		if args[0].Kind == types.KindArray {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "array_agg of arrays (multidimensional arrays) is not supported")
 		}
-		if t := args[0]; !isUnknown(t) && !t.CanBeArrayElem() {
+		if isUnknown(args[0]) {
+			// anynonarray or anyarray: PostgreSQL cannot choose.
+			return nil, ambiguousFunction(lname, args)
+		}
+		if !args[0].CanBeArrayElem() {
 			return nil, undefinedFunction(lname, args)
 		}
 	}
