@@ -854,13 +854,44 @@ func (s *minMaxAgg) encode(buf []byte) []byte {
 		buf = append(buf, 1)
 		return types.AppendKey(buf, s.best, s.typ, false, false)
 	}
-	buf = append(buf, 2)
-	buf = binary.AppendUvarint(buf, uint64(len(s.multi)))
-	for _, k := range sortedKeys(s.multi) {
+	return appendMultiset(append(buf, 2), s.multi)
+}
+
+// appendMultiset encodes a multiset of values keyed by their
+// memcomparable encoding (min/max, the ordered-set aggregates).
+func appendMultiset(buf []byte, multi map[string]*msEntry) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(multi)))
+	for _, k := range sortedKeys(multi) {
 		buf = append(buf, k...)
-		buf = binary.AppendVarint(buf, s.multi[k].n)
+		buf = binary.AppendVarint(buf, multi[k].n)
 	}
 	return buf
+}
+
+// decodeMultiset fills multi from appendMultiset's encoding at the start
+// of b; it returns the rest of b and the number of values.
+func decodeMultiset(b []byte, typ types.Type, multi map[string]*msEntry) ([]byte, int64, error) {
+	n, sz := binary.Uvarint(b)
+	if sz <= 0 {
+		return nil, 0, errBadState
+	}
+	b = b[sz:]
+	var total int64
+	for i := uint64(0); i < n; i++ {
+		d, rest, err := types.DecodeKey(b, typ, false, false)
+		if err != nil {
+			return nil, 0, errBadState
+		}
+		key := string(b[:len(b)-len(rest)])
+		c, sz := binary.Varint(rest)
+		if sz <= 0 {
+			return nil, 0, errBadState
+		}
+		b = rest[sz:]
+		multi[key] = &msEntry{d: d, n: c}
+		total += c
+	}
+	return b, total, nil
 }
 
 func (s *minMaxAgg) decode(b []byte) ([]byte, error) {
@@ -880,26 +911,12 @@ func (s *minMaxAgg) decode(b []byte) ([]byte, error) {
 		s.best, s.have = d, true
 		return rest, nil
 	}
-	n, sz := binary.Uvarint(b)
-	if sz <= 0 {
-		return nil, errBadState
-	}
-	b = b[sz:]
 	if s.multi == nil {
 		s.multi = map[string]*msEntry{}
 	}
-	for i := uint64(0); i < n; i++ {
-		d, rest, err := types.DecodeKey(b, s.typ, false, false)
-		if err != nil {
-			return nil, errBadState
-		}
-		key := string(b[:len(b)-len(rest)])
-		c, sz := binary.Varint(rest)
-		if sz <= 0 {
-			return nil, errBadState
-		}
-		b = rest[sz:]
-		s.multi[key] = &msEntry{d: d, n: c}
+	b, _, err := decodeMultiset(b, s.typ, s.multi)
+	if err != nil {
+		return nil, err
 	}
 	s.dirty = true
 	return b, nil

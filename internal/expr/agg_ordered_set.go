@@ -132,12 +132,7 @@ func (s *orderedSetAgg) encode(buf []byte) []byte {
 	} else {
 		buf = append(buf, 0)
 	}
-	buf = binary.AppendUvarint(buf, uint64(len(s.multi)))
-	for _, k := range sortedKeys(s.multi) {
-		buf = append(buf, k...)
-		buf = binary.AppendVarint(buf, s.multi[k].n)
-	}
-	return buf
+	return appendMultiset(buf, s.multi)
 }
 
 func (s *orderedSetAgg) decode(b []byte) ([]byte, error) {
@@ -147,28 +142,10 @@ func (s *orderedSetAgg) decode(b []byte) ([]byte, error) {
 	}
 	s.frac, s.desc = math.Float64frombits(f), b[sz] == 1
 	b = b[sz+1:]
-	n, sz := binary.Uvarint(b)
-	if sz <= 0 {
-		return nil, errBadState
-	}
-	b = b[sz:]
 	clear(s.multi)
-	s.total = 0
-	for i := uint64(0); i < n; i++ {
-		d, rest, err := types.DecodeKey(b, s.typ, false, false)
-		if err != nil {
-			return nil, errBadState
-		}
-		key := string(b[:len(b)-len(rest)])
-		c, sz := binary.Varint(rest)
-		if sz <= 0 {
-			return nil, errBadState
-		}
-		b = rest[sz:]
-		s.multi[key] = &msEntry{d: d, n: c}
-		s.total += c
-	}
-	return b, nil
+	rest, total, err := decodeMultiset(b, s.typ, s.multi)
+	s.total = total
+	return rest, err
 }
 
 // IsOrderedSetAggregate reports whether name is written WITHIN GROUP.
