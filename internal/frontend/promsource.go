@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/promql"
@@ -71,8 +70,7 @@ func (r *promReader) Tables() []*promql.Table { return r.tables }
 // [minMicros, maxMicros] (storage.ReadOptions.Time), and within them
 // seeks past each series' keys outside it (tsdb.SeriesScan: every
 // iterator from the query's one snapshot); rows past the TTL are hidden
-// by the storage read itself. The row handed out is reused by the next
-// (promql's scan keeps no row).
+// by the storage read itself.
 func (r *promReader) Scan(ctx context.Context, t *promql.Table, minMicros, maxMicros int64) (promql.Rows, error) {
 	rel := t.Ref.(*catalog.Relation)
 	table := storage.TableID(rel.StateTable)
@@ -88,39 +86,7 @@ func (r *promReader) Scan(ctx context.Context, t *promql.Table, minMicros, maxMi
 	for i, c := range rel.Columns {
 		colTypes[i] = c.Type
 	}
-	return &promRows{it: sc, types: colTypes, rel: rel}, nil
+	return &storageRows{it: sc, types: colTypes, rel: rel}, nil
 }
-
-// promRows decodes a scan's rows into one reused row.
-type promRows struct {
-	it    storage.Iterator
-	types []types.Type
-	rel   *catalog.Relation
-	row   types.Row
-	n     int
-}
-
-func (r *promRows) Next(ctx context.Context) (types.Row, error) {
-	// I5: a long scan notices cancellation.
-	if r.n++; r.n%256 == 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-	}
-	if !r.it.Next() {
-		if err := r.it.Err(); err != nil {
-			return nil, fmt.Errorf("scan table %s: %w", r.rel.Name, err)
-		}
-		return nil, nil
-	}
-	row, err := types.DecodeValueRow(r.it.Value(), r.types, r.row)
-	if err != nil {
-		return nil, fmt.Errorf("scan table %s: corrupt row: %w", r.rel.Name, err)
-	}
-	r.row = row
-	return row, nil
-}
-
-func (r *promRows) Close() { r.it.Close() }
 
 func (r *promReader) Close() { r.snap.Close() }

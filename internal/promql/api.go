@@ -377,19 +377,26 @@ func limitParam(r *http.Request) (int, error) {
 	return n, nil
 }
 
-func (a *API) series(r *http.Request) (any, annotations.Annotations, error) {
+// metaRequest reads the parameters of the series and label APIs
+// (match[], limit, start, end) and opens their querier.
+func (a *API) metaRequest(r *http.Request) ([][]*labels.Matcher, int, Reader, *querier, error) {
 	sets, err := matchers(r)
 	if err != nil {
-		return nil, nil, err
-	}
-	if len(sets) == 0 {
-		return nil, nil, badData("no match[] parameter provided")
+		return nil, 0, nil, nil, err
 	}
 	lim, err := limitParam(r)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, nil, err
 	}
 	rd, q, err := a.selectRange(r)
+	return sets, lim, rd, q, err
+}
+
+func (a *API) series(r *http.Request) (any, annotations.Annotations, error) {
+	if len(r.Form["match[]"]) == 0 {
+		return nil, nil, badData("no match[] parameter provided")
+	}
+	sets, lim, rd, q, err := a.metaRequest(r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -434,15 +441,7 @@ func (a *API) labelValues(r *http.Request) (any, annotations.Annotations, error)
 // labels lists label names (name == "") or one label's values, over the
 // union of the match[] selectors.
 func (a *API) labels(r *http.Request, name string) (any, annotations.Annotations, error) {
-	sets, err := matchers(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	lim, err := limitParam(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	rd, q, err := a.selectRange(r)
+	sets, lim, rd, q, err := a.metaRequest(r)
 	if err != nil {
 		return nil, nil, err
 	}
