@@ -30,6 +30,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	splits := fs.Int("splits", 0, "source splits (default: GOMAXPROCS)")
 	noWatermark := fs.Bool("no-watermark", false, "declare the sources without WATERMARK FOR date_time (no state cleanup)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile to this file at the end of each query (.QUERY appended when several run)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -44,7 +45,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		qs = strings.Split(*queries, ",")
 	}
 	results, err := bench.RunNexmark(context.Background(), bench.NexmarkOptions{Queries: qs, Events: *events, JSON: *asJSON, Splits: *splits,
-		NoWatermark: *noWatermark, Out: stdout, Progress: progressWriter(*asJSON, stdout, stderr)})
+		NoWatermark: *noWatermark, MemProfile: *memProfile, Out: stdout, Progress: progressWriter(*asJSON, stdout, stderr)})
 	if err != nil {
 		fmt.Fprintln(stderr, "runnel: bench:", err)
 		return 1

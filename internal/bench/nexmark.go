@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -89,7 +91,11 @@ type NexmarkOptions struct {
 	// NoWatermark declares the sources without RisingWave's WATERMARK FOR
 	// date_time (NexmarkWatermark), so that no state is cleaned.
 	NoWatermark bool
-	Out         io.Writer
+	// MemProfile, when set, is a file to write a heap profile to after
+	// each query (before its server stops; the query's name is appended
+	// when several run).
+	MemProfile string
+	Out        io.Writer
 	// Progress, when set, receives a progress bar per query (redrawn in
 	// place on a terminal, a line every few seconds elsewhere).
 	Progress io.Writer
@@ -106,9 +112,18 @@ type NexmarkResult struct {
 	Cores               int     `json:"cores"`
 	// StateRows and StateBytes measure the view's internal state (every
 	// state table but its own rows) after the run (Server.StateSize).
-	StateRows  int64  `json:"state_rows"`
-	StateBytes int64  `json:"state_bytes"`
-	Error      string `json:"error,omitempty"`
+	StateRows  int64 `json:"state_rows"`
+	StateBytes int64 `json:"state_bytes"`
+	// CPUSeconds is the process's CPU time (user + system) over the
+	// measured interval and EventsPerCPUSecond events per CPU-second: on a
+	// shared machine the wall clock mostly measures the queue for a core,
+	// CPU time does not.
+	CPUSeconds         float64 `json:"cpu_seconds"`
+	EventsPerCPUSecond float64 `json:"events_per_cpu_second"`
+	// PeakRSS is the process's VmHWM in bytes, reset before the query
+	// where the kernel allows (0: unknown).
+	PeakRSS int64  `json:"peak_rss"`
+	Error   string `json:"error,omitempty"`
 }
 
 // RunNexmark runs each query as a materialized view over N generated
@@ -140,8 +155,9 @@ func RunNexmark(ctx context.Context, opts NexmarkOptions) ([]NexmarkResult, erro
 		} else if r.Error != "" {
 			fmt.Fprintf(opts.Out, "%-4s  error: %s\n", r.Query, r.Error)
 		} else {
-			fmt.Fprintf(opts.Out, "%-4s  %d events in %.2fs: %.0f events/s, %.0f events/s per core (%d cores); state %d rows, %.1f MiB\n",
-				r.Query, r.Events, r.Seconds, r.EventsPerSec, r.EventsPerSecPerCore, r.Cores, r.StateRows, float64(r.StateBytes)/(1<<20))
+			fmt.Fprintf(opts.Out, "%-4s  %d events in %.2fs: %.0f events/s, %.0f events/s per core (%d cores); %.1f CPU s, %.0f events per CPU s; state %d rows, %.1f MiB; peak RSS %d MiB\n",
+				r.Query, r.Events, r.Seconds, r.EventsPerSec, r.EventsPerSecPerCore, r.Cores, r.CPUSeconds, r.EventsPerCPUSecond,
+				r.StateRows, float64(r.StateBytes)/(1<<20), r.PeakRSS>>20)
 		}
 	}
 	return results, nil
@@ -170,7 +186,8 @@ func runOne(ctx context.Context, q NexmarkQuery, opts NexmarkOptions) NexmarkRes
 			return res
 		}
 	}
-	start := time.Now()
+	resetPeakRSS()
+	start, cpu0 := time.Now(), processCPU()
 	stopProgress := watchNexmark(e, q, opts)
 	err = func() error {
 		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS %s", q.Name, q.SQL)); err != nil {
@@ -188,6 +205,15 @@ func runOne(ctx context.Context, q NexmarkQuery, opts NexmarkOptions) NexmarkRes
 		return res
 	}
 	res.Seconds = time.Since(start).Seconds()
+	res.CPUSeconds = (processCPU() - cpu0).Seconds()
+	res.EventsPerCPUSecond = float64(opts.Events) / res.CPUSeconds
+	res.PeakRSS = peakRSS()
+	if opts.MemProfile != "" {
+		if err := writeHeapProfile(opts.MemProfile, q.Name, len(opts.Queries) != 1); err != nil {
+			res.Error = err.Error()
+			return res
+		}
+	}
 	res.EventsPerSec = float64(opts.Events) / res.Seconds
 	res.EventsPerSecPerCore = res.EventsPerSec / float64(cores)
 	if res.StateRows, res.StateBytes, err = e.srv.StateSize(ctx, q.Name); err != nil {
@@ -260,4 +286,22 @@ func watchNexmark(e *embedded, q NexmarkQuery, opts NexmarkOptions) (stop func()
 		<-finished
 		p.clear()
 	}
+}
+
+// writeHeapProfile writes a heap profile (after a GC, so in-use figures
+// are current) to path, with "."+query appended when perQuery is set.
+func writeHeapProfile(path, query string, perQuery bool) error {
+	if perQuery {
+		path += "." + query
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -38,7 +38,8 @@ import (
 //     condition bounds one side's time by the other's (A >= B, both
 //     monotone in a watermark column: Nexmark q7's BETWEEN), it deletes
 //     the rows no later row of the other side can match
-//     (exec.JoinIntervalBound).
+//     (exec.JoinIntervalBound); A's column needs no watermark where its
+//     side is append-only (Nexmark q4's A.expires >= B.date_time).
 //
 // Every other operator (the global top-N, UNION, Materialize) drops
 // watermarks: its input is wrapped in exec.NoWatermarks, so its output
@@ -219,16 +220,24 @@ func joinIntervalBounds(n *Node) []exec.JoinIntervalBound {
 	return out
 }
 
-// activeIntervalBounds are the bounds whose two columns carry watermarks.
+// activeIntervalBounds are the bounds whose B column carries a watermark
+// and whose A column does too, or whose side is append-only (its rows
+// never change, so they need no watermark of their own to be deleted:
+// JoinIntervalBound.AppendOnly).
 func activeIntervalBounds(n *Node) []exec.JoinIntervalBound {
 	bs := joinIntervalBounds(n)
 	if len(bs) == 0 {
 		return nil
 	}
 	wm := [2][]int{WatermarkColumns(n.Inputs[0]), WatermarkColumns(n.Inputs[1])}
+	ao := [2]bool{appendOnly(n.Inputs[0]), appendOnly(n.Inputs[1])}
 	var out []exec.JoinIntervalBound
 	for _, b := range bs {
-		if slices.Contains(wm[b.Side], b.ACol) && slices.Contains(wm[1-b.Side], b.BCol) {
+		if !slices.Contains(wm[1-b.Side], b.BCol) {
+			continue
+		}
+		b.AppendOnly = ao[b.Side]
+		if b.AppendOnly || slices.Contains(wm[b.Side], b.ACol) {
 			out = append(out, b)
 		}
 	}

@@ -78,6 +78,7 @@ type HashJoin struct {
 	stopped  bool
 	keyBuf   []byte
 	skeyBuf  []byte
+	fresh    bool           // SetFresh: the state tables started empty
 	wm       joinWatermarks // join_watermark.go
 	consistency
 }
@@ -189,9 +190,11 @@ func NewHashJoin(actor stream.ActorID, kind JoinType, left, right JoinSide, null
 // first probe of a key never written (each key's, during a backfill)
 // answers "no matches" without a storage read.
 func (j *HashJoin) SetFresh() {
+	j.fresh = true
 	for i := range j.sides {
 		j.sides[i].known = newKeyFilter()
 	}
+	j.setupCleanIndexes()
 }
 
 func (j *HashJoin) Schema() []types.Type { return j.schema }
@@ -502,6 +505,9 @@ func (j *HashJoin) insert(ctx context.Context, side int, row types.Row, tk *tick
 		stored = append(row[:s.width:s.width], types.DInt64(degree))
 	}
 	j.writeKey(side, ck, hasCK, stored)
+	if ix := j.wm.index[side]; ix != nil && ix.ready {
+		j.indexRow(side, stored)
+	}
 	return nil
 }
 

@@ -27,6 +27,9 @@ type joinWatermarks struct {
 	// ivApplied their limits at the last cleanup.
 	intervals []JoinIntervalBound
 	ivApplied []intervalLimit
+	// index[side], when set, orders the side's stored rows by the value
+	// its one interval bound closes them by (cleanindex.go).
+	index [2]*cleanIndex
 }
 
 // SetVnodeOwner restricts watermark cleanup to the rows of the vnodes
@@ -76,7 +79,8 @@ func (j *HashJoin) bounds() ([]types.Datum, bool) {
 }
 
 // cleanup deletes the stored rows whose key is below a closed bound or
-// that an interval bound has closed.
+// that an interval bound has closed: from a side's clean index where it
+// has a ready one (cleanindex.go), otherwise by scanning the side's rows.
 func (j *HashJoin) cleanup(ctx context.Context) error {
 	bounds, advanced := j.bounds()
 	ec := newEvalContext(ctx, j.loc)
@@ -86,6 +90,17 @@ func (j *HashJoin) cleanup(ctx context.Context) error {
 	}
 	for side := range j.sides {
 		s := &j.sides[side]
+		ix := j.wm.index[side]
+		if ix != nil && ix.keyBoundActive(bounds) {
+			// The index orders rows by one interval bound's value only.
+			j.wm.index[side], ix = nil, nil
+		}
+		if ix != nil && ix.ready {
+			if err := j.cleanFromIndex(ctx, side, ix, limits); err != nil {
+				return err
+			}
+			continue
+		}
 		var scratch types.Row
 		closed := func(row types.Row) bool {
 			for i, b := range bounds {
@@ -99,27 +114,11 @@ func (j *HashJoin) cleanup(ctx context.Context) error {
 					continue
 				}
 				d := row[iv.ACol]
-				if d.IsNull() || types.Compare(d, l.self) >= 0 {
+				if d.IsNull() || (!iv.AppendOnly && types.Compare(d, l.self) >= 0) {
 					continue
 				}
-				a := d
-				if _, plain := iv.A.(*expr.ColumnRef); !plain {
-					// A references only its column: a scratch row of NULLs
-					// holding it will do.
-					if scratch == nil {
-						scratch = make(types.Row, iv.Width)
-						for k := range scratch {
-							scratch[k] = types.NullDatum
-						}
-					}
-					scratch[iv.AIdx] = d
-					v, err := iv.A.Eval(ec, scratch)
-					if err != nil || v.IsNull() {
-						continue
-					}
-					a = v
-				}
-				if types.Compare(a, l.limit) < 0 {
+				a, ok := intervalValue(ec, iv, d, &scratch)
+				if ok && types.Compare(a, l.limit) < 0 {
 					return true
 				}
 			}
@@ -129,11 +128,18 @@ func (j *HashJoin) cleanup(ctx context.Context) error {
 		err := scanOwned(ctx, s.State, j.wm.owns, func(row types.Row) bool {
 			if closed(row) {
 				doomed = append(doomed, row)
+			} else if ix != nil {
+				// Building the index: every row the cleanup keeps enters
+				// it; later inserts add theirs (HashJoin.insert).
+				j.indexRow(side, row)
 			}
 			return true
 		})
 		if err != nil {
 			return fmt.Errorf("%s: watermark cleanup: %w", j.Identity(), err)
+		}
+		if ix != nil && j.wm.index[side] == ix {
+			ix.ready = true
 		}
 		for _, row := range doomed {
 			s.State.Delete(row)
@@ -156,6 +162,29 @@ func (j *HashJoin) cleanup(ctx context.Context) error {
 	return nil
 }
 
+// intervalValue is A(r) of bound iv for the row's value d in column
+// ACol (false when it is NULL or fails to evaluate). *scratch is reused
+// across calls.
+func intervalValue(ec *expr.EvalContext, iv *JoinIntervalBound, d types.Datum, scratch *types.Row) (types.Datum, bool) {
+	if _, plain := iv.A.(*expr.ColumnRef); plain {
+		return d, true
+	}
+	// A references only its column: a scratch row of NULLs holding it
+	// will do.
+	if *scratch == nil {
+		*scratch = make(types.Row, iv.Width)
+		for k := range *scratch {
+			(*scratch)[k] = types.NullDatum
+		}
+	}
+	(*scratch)[iv.AIdx] = d
+	v, err := iv.A.Eval(ec, *scratch)
+	if err != nil || v.IsNull() {
+		return types.NullDatum, false
+	}
+	return v, true
+}
+
 // JoinIntervalBound is a conjunct A >= B (or A > B) of a join's residual
 // condition where A is monotone in one column of side Side's rows and B
 // in one column of the other side's (expr.MonotoneIn): Nexmark q7's
@@ -175,11 +204,20 @@ type JoinIntervalBound struct {
 	A, B       expr.Expr
 	AIdx, BIdx int
 	Width      int
+	// AppendOnly: side Side only ever inserts rows with fresh keys (a
+	// source, seen through filters and projections), so a stored row
+	// never changes and needs no watermark of its own to be deleted:
+	// the other side's watermark on BCol alone closes it (Nexmark q4's
+	// auctions, A.expires >= B.date_time).
+	AppendOnly bool
 }
 
 // SetIntervalBounds makes watermark cleanup use the residual condition's
 // interval bounds.
-func (j *HashJoin) SetIntervalBounds(bs []JoinIntervalBound) { j.wm.intervals = bs }
+func (j *HashJoin) SetIntervalBounds(bs []JoinIntervalBound) {
+	j.wm.intervals = bs
+	j.setupCleanIndexes()
+}
 
 // intervalLimit is one bound's cleanup limits at a barrier.
 type intervalLimit struct {
@@ -206,6 +244,9 @@ func (j *HashJoin) intervalLimits(ec *expr.EvalContext) ([]intervalLimit, bool) 
 	for i, b := range w.intervals {
 		other, ok1 := w.latest[1-b.Side][b.BCol]
 		self, ok2 := w.latest[b.Side][b.ACol]
+		if b.AppendOnly {
+			self, ok2 = types.NullDatum, true
+		}
 		if !ok1 || !ok2 {
 			continue
 		}
@@ -215,7 +256,7 @@ func (j *HashJoin) intervalLimits(ec *expr.EvalContext) ([]intervalLimit, bool) 
 		}
 		out[i] = intervalLimit{ok: true, limit: limit, self: self}
 		prev := w.ivApplied[i]
-		if !prev.ok || types.Compare(limit, prev.limit) > 0 || types.Compare(self, prev.self) > 0 {
+		if !prev.ok || types.Compare(limit, prev.limit) > 0 || (!b.AppendOnly && types.Compare(self, prev.self) > 0) {
 			advanced = true
 		}
 	}

@@ -111,3 +111,34 @@ func (c *joinCache) remove(key, skey string) {
 		c.lru.resize(key, -size)
 	}
 }
+
+// removeKeys deletes the rows with the given state keys under key, if
+// cached, in one pass over the entry (removing them one by one would
+// shift the entry's slices once per row: quadratic in a hot key's rows).
+// skeys is sorted in place.
+func (c *joinCache) removeKeys(key string, skeys []string) {
+	e, ok := c.lru.peek(key)
+	if !ok {
+		return
+	}
+	sort.Strings(skeys)
+	var size int64
+	w, k := 0, 0
+	for i, sk := range e.keys {
+		for k < len(skeys) && skeys[k] < sk {
+			k++
+		}
+		if k < len(skeys) && skeys[k] == sk {
+			size += joinRowBytes(sk, e.rows[i])
+			continue
+		}
+		e.keys[w], e.rows[w] = sk, e.rows[i]
+		w++
+	}
+	clear(e.keys[w:])
+	clear(e.rows[w:])
+	e.keys, e.rows = e.keys[:w], e.rows[:w]
+	if size != 0 {
+		c.lru.resize(key, -size)
+	}
+}
