@@ -581,6 +581,9 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 				return nil, err
 			}
 			agg.SetStrict(env.Strict, env.Log) // I6
+			if appendOnly(n.Inputs[0]) {
+				agg.SetAppendOnly()
+			}
 			return agg, nil
 		}
 		agg, err := exec.NewHashAgg(in, n.GroupKey, calls, n.InputKey, result, tables)
@@ -588,6 +591,9 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 			return nil, err
 		}
 		agg.SetStrict(env.Strict, env.Log) // I6
+		if appendOnly(n.Inputs[0]) {
+			agg.SetAppendOnly() // min/max keep no inputs
+		}
 		// Watermark cleanup deletes only this actor's groups.
 		owners := f.owners
 		agg.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
@@ -846,11 +852,15 @@ func (c *channelSource) Next(ctx context.Context) (stream.Message, error) {
 
 // appendOnly reports whether n only ever emits inserts of rows with fresh
 // stream keys: connector sources (keyed by their unique positions) seen
-// through filters, projections, exchanges and UNION ALL (keyed by branch).
+// through filters, projections, exchanges and UNION ALL (keyed by branch),
+// and inner joins of such inputs (a pair is emitted once, when its later
+// row arrives, keyed by both rows' keys; watermark cleanup emits nothing).
 func appendOnly(n *Node) bool {
 	switch n.Op {
 	case OpSource, OpValues, OpWindowClose:
 		return true
+	case OpHashJoin:
+		return n.JoinKind == plan.InnerJoin && appendOnly(n.Inputs[0]) && appendOnly(n.Inputs[1])
 	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow, OpProjectSet:
 		// (A hop window turns an insert into inserts keyed by the input's
 		// key and window_start: fresh keys too.)

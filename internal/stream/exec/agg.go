@@ -49,6 +49,11 @@ import (
 // an evicted group is reloaded from there. Dirty groups leave the cache
 // while they are being changed (they are bounded by maxDirtyGroups).
 //
+// Over append-only input (SetAppendOnly: a source, an inner join of
+// sources) min/max keep no inputs: nothing is ever retracted, so the
+// current result stored in the result row is all the state they need, and
+// the input table stays empty (Nexmark q4 stored every bid in it).
+//
 // min/max keep their current result per cached group: an insert that
 // beats it (in the input table's key order, the order the scan would use)
 // replaces it, a retraction of a value that sorts after it leaves it
@@ -112,6 +117,10 @@ type aggCallRT struct {
 	table *state.Table    // input or distinct table
 	sort  sortKey         // aggInputs: key order of the kept inputs
 	first bool            // the result is the first row of the group's prefix (min/max)
+	// extOnly: a min/max over append-only input (SetAppendOnly) whose
+	// argument type compares equal only for identical values: the known
+	// extreme is the whole state, and the input table stays empty.
+	extOnly bool
 }
 
 // aggGroup is one group: touched in the current epoch (dirty) or cached.
@@ -268,6 +277,31 @@ func classify(c AggCall) (aggCallRT, error) {
 // column per call.
 func NewHashAgg(input stream.Executor, groupKey []int, calls []AggCall, inputPK []int, result *state.Table, tables []*state.Table) (*HashAgg, error) {
 	return newAgg(input, groupKey, calls, inputPK, result, tables, false)
+}
+
+// SetAppendOnly tells the aggregation that its input only ever inserts
+// (rows with fresh stream keys): min/max calls over arguments whose equal
+// values are identical keep no inputs (aggCallRT.extOnly). Call it before
+// the first message.
+func (h *HashAgg) SetAppendOnly() {
+	for i := range h.calls {
+		c := &h.calls[i]
+		if c.kind == aggInputs && c.first && exactCompare(c.Agg.ArgTypes[0]) {
+			c.extOnly = true
+		}
+	}
+}
+
+// exactCompare reports whether values of t that compare equal are
+// identical (so a tie between a known extreme and a new value never needs
+// the kept inputs to pick between 1.5 and 1.50, or 0 and -0).
+func exactCompare(t types.Type) bool {
+	switch t.Kind {
+	case types.KindBool, types.KindInt16, types.KindInt32, types.KindInt64, types.KindVarchar, types.KindBytea,
+		types.KindDate, types.KindTime, types.KindTimestamp, types.KindTimestamptz, types.KindUUID:
+		return true
+	}
+	return false
 }
 
 // NewSimpleAgg returns the executor for an aggregation without GROUP BY:
@@ -520,6 +554,16 @@ func (h *HashAgg) applyCall(ctx context.Context, ci int, g *aggGroup, row types.
 			return h.violation(ctx, h.Identity(), inconsistent(h.Identity(), h.result, g.key, "aggregate %s of row %s: %v", c.Agg.Name, row, err))
 		}
 	case aggInputs:
+		if c.extOnly {
+			if sign < 0 {
+				// I6. Non-strict: the retraction is ignored (the extreme
+				// it may have been stays).
+				return h.violation(ctx, h.Identity(), inconsistent(h.Identity(), h.result, g.key,
+					"aggregate %s over append-only input: retraction of row %s", c.Agg.Name, row))
+			}
+			h.trackExt(g, ci, args[0], sign)
+			return nil
+		}
 		// The table encodes the row at Insert/Delete: a scratch row will do.
 		r := append(h.rowBuf[:0], g.key...)
 		r = c.sort.appendValues(r, row)

@@ -90,30 +90,7 @@ func (ij *intervalJoin) stored(t *testing.T) [2][]string {
 // cache would be matched by nothing, so outputs alone cannot tell).
 func (ij *intervalJoin) checkCache(t *testing.T, what string) {
 	t.Helper()
-	for i, s := range ij.j.sides {
-		for ck, it := range s.cache.lru.items {
-			var want []string
-			k, _, err := types.DecodeKey([]byte(ck), types.Int64, false, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			iter, err := s.State.Iter(context.Background(), types.Row{k})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for iter.Next() {
-				want = append(want, iter.Row().String())
-			}
-			iter.Close()
-			var got []string
-			for _, r := range it.val.rows {
-				got = append(got, r.String())
-			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("%s: side %d caches for key %s\n%s", what, i, k, diffRows(got, want))
-			}
-		}
-	}
+	checkJoinCache(t, ij.j, what)
 }
 
 // TestHashJoinIntervalCleanIndex: a join whose append-only sides are

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand"
 	"slices"
 	"testing"
@@ -142,10 +143,42 @@ func joinFromScratch(left, right []types.Row, kind JoinType, cond func(l, r type
 	return out
 }
 
+// checkJoinCache fails unless every cached join key of each side of j
+// holds exactly the side's stored rows with that key (int64 join keys).
+func checkJoinCache(t *testing.T, j *HashJoin, what string) {
+	t.Helper()
+	for i, s := range j.sides {
+		for ck, it := range s.cache.lru.items {
+			var want []string
+			k, _, err := types.DecodeKey([]byte(ck), types.Int64, false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			iter, err := s.State.Iter(context.Background(), types.Row{k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for iter.Next() {
+				want = append(want, iter.Row().String())
+			}
+			iter.Close()
+			var got []string
+			for _, r := range it.val.rows {
+				got = append(got, r.String())
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: side %d caches for key %s\n%s", what, i, k, diffRows(got, want))
+			}
+		}
+	}
+}
+
 func TestHashJoinRandomized(t *testing.T) {
 	for _, kind := range []JoinType{JoinInner, JoinLeftOuter, JoinRightOuter, JoinFullOuter, JoinLeftSemi, JoinLeftAnti} {
-		for _, variant := range []string{"", "cond", "fresh"} {
-			withCond, fresh := variant == "cond", variant == "fresh"
+		// fresh-cached: SetFresh with the default budget, so the caches
+		// the join fills from its own writes (writeKey) are kept.
+		for _, variant := range []string{"", "cond", "fresh", "fresh-cached"} {
+			withCond, fresh := variant == "cond", variant == "fresh" || variant == "fresh-cached"
 			name := kind.String()
 			if variant != "" {
 				name += "/" + variant
@@ -155,7 +188,7 @@ func TestHashJoinRandomized(t *testing.T) {
 			// its tables started empty and skips reads of keys it never
 			// wrote (SetFresh); with the tiny bound most probes ask it.
 			var budget *CacheBudget
-			if withCond || fresh {
+			if withCond || variant == "fresh" {
 				budget = NewCacheBudget(4096)
 			}
 			t.Run(name, func(t *testing.T) {
@@ -211,6 +244,7 @@ func TestHashJoinRandomized(t *testing.T) {
 					if got := v.sorted(); !slices.Equal(got, want) {
 						t.Fatalf("seed %d step %d: %s", seed, step, diffRows(got, want))
 					}
+					checkJoinCache(t, j, fmt.Sprintf("seed %d step %d", seed, step))
 				}
 			})
 		}
