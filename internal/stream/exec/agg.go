@@ -156,8 +156,12 @@ func aggGroupBytes(g *aggGroup) int64 {
 var aggCacheBudget *CacheBudget
 
 // maxDirtyGroups bounds the groups buffered in an epoch: past it the
-// executor emits early (still exact, just less coalesced).
-var maxDirtyGroups = 4096 // a var so tests can force early flushes
+// executor emits early (still exact, just less coalesced). An early flush
+// writes and emits every dirty group, and downstream rewrites each: with
+// 4,096 a backfill of 1 M rows into 100,000 groups flushed about once per
+// input row; 65,536 groups (~20 MiB of dirty state at ~300 bytes a group)
+// coalesce a backfill's rows per barrier.
+var maxDirtyGroups = 1 << 16 // a var so tests can force early flushes
 
 // HashAggStateSchemas returns the schemas of the state tables a HashAgg
 // (or SimpleAgg, with groupKey empty) needs: the result table, and per
