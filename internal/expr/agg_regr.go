@@ -17,7 +17,7 @@ import (
 // drift in the last bits from a recomputation (InexactRetract), and
 // retracting from an empty state is an error (I6).
 type regrAgg struct {
-	fn                      string
+	fn                       string
 	n, sx, sy, sxx, syy, sxy float64
 }
 

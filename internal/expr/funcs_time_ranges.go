@@ -1,7 +1,7 @@
 package expr
 
 import (
-		"time"
+	"time"
 
 	"github.com/runneldb/runnel/internal/types"
 )

@@ -29,7 +29,7 @@ type overload struct {
 	// parameter Runnel takes as text, or parameter defaults Runnel
 	// implements as shorter overloads.
 	uncataloged bool
-	fn       func(ctx *EvalContext, args []types.Datum) (types.Datum, error)
+	fn          func(ctx *EvalContext, args []types.Datum) (types.Datum, error)
 	// fn2 is a fast path for binary operators (no argument slice).
 	fn2 func(a, b types.Datum) (types.Datum, error)
 	// fn1 is a fast path for unary operators and one-argument functions.

@@ -240,14 +240,9 @@ func init() {
 // into one that uses backslash (PostgreSQL's like_escape, which the parser
 // inserts for "x LIKE p ESCAPE e"). An empty esc disables escaping.
 func likeEscape(p, esc string) (string, error) {
-	var er rune
-	switch utf8.RuneCountInString(esc) {
-	case 0:
-	case 1:
-		er, _ = utf8.DecodeRuneInString(esc)
-	default:
-		return "", sqlError(codeInvalidEscapeCharacter, "invalid escape string").(*sqlerr.Error).
-			WithHint("Escape string must be empty or one character.")
+	er, err := escapeRune(esc, codeInvalidEscapeCharacter)
+	if err != nil {
+		return "", err
 	}
 	var b strings.Builder
 	afterEsc := false
@@ -340,18 +335,28 @@ func similarToRegex(p string, esc rune, hasEsc bool) (string, error) {
 }
 
 // similarEscape is similar_to_escape(pattern, escape): an empty escape
-// disables escaping; more than one character is 22019.
+// disables escaping; more than one character is 22025, as PostgreSQL.
 func similarEscape(pat, e string) (string, error) {
-	var er rune
-	switch utf8.RuneCountInString(e) {
-	case 0:
-	case 1:
-		er, _ = utf8.DecodeRuneInString(e)
-	default:
-		return "", sqlError(sqlerr.InvalidEscapeSequence, "invalid escape string").(*sqlerr.Error).
-			WithHint("Escape string must be empty or one character.")
+	er, err := escapeRune(e, sqlerr.InvalidEscapeSequence)
+	if err != nil {
+		return "", err
 	}
 	return similarToRegex(pat, er, e != "")
+}
+
+// escapeRune reads an ESCAPE string: empty (no escaping, 0) or one
+// character; anything longer is an error with the caller's SQLSTATE
+// (LIKE: 22019, SIMILAR TO: 22025).
+func escapeRune(e, code string) (rune, error) {
+	switch utf8.RuneCountInString(e) {
+	case 0:
+		return 0, nil
+	case 1:
+		r, _ := utf8.DecodeRuneInString(e)
+		return r, nil
+	}
+	return 0, sqlError(code, "invalid escape string").(*sqlerr.Error).
+		WithHint("Escape string must be empty or one character.")
 }
 
 func init() {
