@@ -32,6 +32,16 @@ type arrayFunc struct {
 	fn  func(ctx *EvalContext, arr types.Type, a []types.Datum) (types.Datum, error)
 }
 
+// paramTypes is the types of the first n parameters, the array and
+// element ones being arr and elem.
+func (f *arrayFunc) paramTypes(n int, arr, elem types.Type) []types.Type {
+	out := make([]types.Type, n)
+	for i, a := range f.args[:n] {
+		out[i] = map[arrayArg]types.Type{argArray: arr, argElem: elem, argInt: types.Int32, argText: types.Text}[a]
+	}
+	return out
+}
+
 func retArray(t types.Type) types.Type { return t }
 func retInt(types.Type) types.Type     { return types.Int32 }
 func retText(types.Type) types.Type    { return types.Text }
@@ -218,18 +228,7 @@ func arrayBuiltins() []Builtin {
 		}
 		for n := len(f.args) - f.optional; n <= len(f.args); n++ {
 			b := Builtin{Name: name, Kind: BuiltinFunction, Strict: !f.nonStrict}
-			for _, a := range f.args[:n] {
-				switch a {
-				case argArray:
-					b.Args = append(b.Args, arr)
-				case argElem:
-					b.Args = append(b.Args, PseudoAnyCompatible)
-				case argInt:
-					b.Args = append(b.Args, types.Int32)
-				case argText:
-					b.Args = append(b.Args, types.Text)
-				}
-			}
+			b.Args = f.paramTypes(n, arr, PseudoAnyCompatible)
 			switch r := f.ret(types.ArrayOf(types.Int32)); {
 			case r == types.ArrayOf(types.Int32) && name != "array_positions":
 				b.Result = arr
@@ -256,7 +255,7 @@ func notDistinct(a, b types.Datum) bool { return types.Compare(a, b) == 0 }
 
 func mkArray(t types.Type, elems []types.Datum) (types.Datum, error) {
 	if len(elems) > types.MaxArrayElems {
-		return types.NullDatum, sqlerr.Errorf(sqlerr.ProgramLimitExceeded, "array size exceeds the maximum allowed (%d)", types.MaxArrayElems)
+		return types.NullDatum, types.ErrArrayTooLarge()
 	}
 	return types.DArray(t.Elem, elems), nil
 }
@@ -300,19 +299,7 @@ func newArrayFunc(name string, args []Expr, infix bool) (Expr, error) {
 		return nil, undefinedFunction(name, ts)
 	}
 	at := types.ArrayOf(et)
-	o := &overload{nonStrict: f.nonStrict, ret: f.ret(at)}
-	for i := range args {
-		switch f.args[i] {
-		case argArray:
-			o.args = append(o.args, at)
-		case argElem:
-			o.args = append(o.args, et)
-		case argInt:
-			o.args = append(o.args, types.Int32)
-		case argText:
-			o.args = append(o.args, types.Text)
-		}
-	}
+	o := &overload{nonStrict: f.nonStrict, ret: f.ret(at), args: f.paramTypes(len(args), at, et)}
 	for i, a := range args {
 		if !CanCoerce(a.Type(), o.args[i], CastImplicit) {
 			return nil, undefinedFunction(name, ts)
@@ -357,7 +344,7 @@ func newStringToArray(args []Expr) (Expr, error) {
 			parts = strings.Split(s, a[1].Str())
 		}
 		if len(parts) > types.MaxArrayElems {
-			return types.NullDatum, sqlerr.Errorf(sqlerr.ProgramLimitExceeded, "array size exceeds the maximum allowed (%d)", types.MaxArrayElems)
+			return types.NullDatum, types.ErrArrayTooLarge()
 		}
 		elems := make([]types.Datum, len(parts))
 		for i, p := range parts {

@@ -358,7 +358,7 @@ func parseArrayText(s string, t Type, opt *FormatOptions) (Datum, error) {
 				elems = append(elems, e)
 			}
 			if len(elems) > MaxArrayElems {
-				return NullDatum, errArrayTooLarge()
+				return NullDatum, ErrArrayTooLarge()
 			}
 			c := s[i]
 			i++
@@ -379,7 +379,8 @@ func parseArrayText(s string, t Type, opt *FormatOptions) (Datum, error) {
 // earlier, I9).
 const MaxArrayElems = 1 << 20
 
-func errArrayTooLarge() *sqlerr.Error {
+// ErrArrayTooLarge is 54000 for an array longer than MaxArrayElems.
+func ErrArrayTooLarge() *sqlerr.Error {
 	return sqlerr.Errorf(sqlerr.ProgramLimitExceeded, "array size exceeds the maximum allowed (%d)", MaxArrayElems)
 }
 
@@ -462,7 +463,7 @@ func parseArrayBinary(b []byte, t Type) (Datum, error) {
 		return short()
 	}
 	if int32(n) < 0 || n > MaxArrayElems {
-		return NullDatum, errArrayTooLarge()
+		return NullDatum, ErrArrayTooLarge()
 	}
 	if lb != 1 {
 		return NullDatum, sqlerr.New(sqlerr.FeatureNotSupported, "arrays with a lower bound other than 1 are not supported")
