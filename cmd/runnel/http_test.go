@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,5 +32,15 @@ func TestServeHTTPListen(t *testing.T) {
 	conn := servertest.Connect(t, p.URL())
 	if got := fmt.Sprint(servertest.QueryStrings(t, conn, "SELECT host, usage FROM cpu ORDER BY host")); got != "[a|0.5 b|0.25]" {
 		t.Fatalf("cpu = %s", got)
+	}
+	// The PromQL API is on the same listener.
+	resp, err = http.Get("http://" + httpAddr + "/v1/prometheus/api/v1/query?query=sum(cpu)&time=1700000030")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000030,"0.75"]}]}}`; strings.TrimSpace(string(b)) != want {
+		t.Fatalf("sum(cpu) = %s, want %s", b, want)
 	}
 }

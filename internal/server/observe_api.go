@@ -41,7 +41,10 @@ func (s *Server) startHTTP() error {
 	reg.MustRegister(&metricsCollector{s: s})
 	s.httpAPI = &observer{s: s, started: time.Now(), rates: map[fragKey]rateSample{}}
 	s.http = httpapi.New(httpapi.Config{Gatherer: prometheus.Gatherers{obs.Default, reg}, Backend: s.httpAPI, Logger: s.log, Pprof: s.cfg.Pprof,
-		Mount: func(mux *http.ServeMux) { ingest.Register(mux, s.fe.IngestWriter()) }})
+		Mount: func(mux *http.ServeMux) {
+			ingest.Register(mux, s.fe.IngestWriter())
+			promql.New(s.fe.PromSource(), promql.Options{Logger: s.log}).Register(mux)
+		}})
 	s.httpAddr = ln.Addr().String()
 	go func() {
 		if err := s.http.Serve(ln); err != nil {
