@@ -49,7 +49,7 @@ func (ss *session) createView(ctx context.Context, cv *binder.CreateView) (pgwir
 		seen[c.Name] = true
 	}
 	rel := &catalog.Relation{DatabaseID: ss.db.ID, SchemaID: sc.ID, Name: cv.Name, Owner: ss.user.Name,
-		Definition: cv.Query, DependsOn: cv.DependsOn, EmitOnWindowClose: cv.EmitOnWindowClose}
+		Definition: cv.Query, DependsOn: cv.DependsOn, Functions: cv.Functions, EmitOnWindowClose: cv.EmitOnWindowClose}
 	if !cv.Materialized {
 		rel.Kind = catalog.KindView
 		for _, c := range cv.Columns {

@@ -253,7 +253,8 @@ func (ss *session) dropSchema(ctx context.Context, d *binder.Drop, name string) 
 		return sqlerr.Errorf(sqlerr.InvalidSchemaName, "schema %q does not exist", name)
 	}
 	rels := ss.s.catalog.Relations(func(r *catalog.Relation) bool { return r.SchemaID == sc.ID })
-	if len(rels) > 0 && !d.Cascade {
+	funcs := ss.s.catalog.Functions(func(f *catalog.Function) bool { return f.SchemaID == sc.ID })
+	if len(rels)+len(funcs) > 0 && !d.Cascade {
 		return sqlerr.Errorf(sqlerr.DependentObjectsStillExist, "cannot drop schema %s because other objects depend on it", name).
 			WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
 	}
@@ -263,6 +264,13 @@ func (ss *session) dropSchema(ctx context.Context, d *binder.Drop, name string) 
 			continue // dropped with a dependency
 		}
 		if err := ss.s.meta.DropRelation(ctx, r); err != nil {
+			return err
+		}
+	}
+	for _, f := range funcs {
+		// Views in other schemas that inlined it go with it (CASCADE).
+		if _, err := ss.dropFunction(ctx, &binder.DropFunction{Cascade: true,
+			Funcs: []binder.FuncRef{{Schema: name, Name: f.Name, ArgTypes: f.ArgTypes, ArgsGiven: true}}}); err != nil {
 			return err
 		}
 	}

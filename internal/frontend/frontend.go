@@ -31,6 +31,7 @@ type CatalogReader interface {
 	Relations(filter func(*catalog.Relation) bool) []*catalog.Relation
 	Users() []*catalog.User
 	Dependents(id catalog.ObjectID) []*catalog.Relation
+	Functions(filter func(*catalog.Function) bool) []*catalog.Function
 }
 
 // Meta is what the frontend asks of the meta node: catalog changes (DDL),
@@ -45,8 +46,12 @@ type Meta interface {
 	CreateSchema(ctx context.Context, db catalog.ObjectID, name, owner string) (*catalog.Schema, error)
 	CreateUser(ctx context.Context, u catalog.User) (*catalog.User, error)
 	UpdateUser(ctx context.Context, u catalog.User) error
-	// DropObject drops a database, schema or user (no state of its own).
+	// DropObject drops a database, schema, user or function (no state of
+	// its own).
 	DropObject(ctx context.Context, id catalog.ObjectID) error
+	// CreateFunction stores a SQL function (replacing the one of the same
+	// signature when replace).
+	CreateFunction(ctx context.Context, fn *catalog.Function, replace bool) error
 	// CreateRelation stores a view or a source (no state tables).
 	CreateRelation(ctx context.Context, rel *catalog.Relation) error
 	// UpdateRelation replaces a view's definition (CREATE OR REPLACE VIEW).

@@ -113,7 +113,7 @@ func (ss *session) createSink(ctx context.Context, cs *parser.CreateSink) (pgwir
 			WithHint("Add force_append_only = 'true' to the WITH options to force it: the sink then drops deletes and turns updates into inserts; or use type = 'upsert' with a primary_key.")
 	}
 	rel := &catalog.Relation{DatabaseID: ss.db.ID, SchemaID: sc.ID, Name: cs.Name, Owner: ss.user.Name, Kind: catalog.KindSink,
-		Definition: query, DependsOn: cv.DependsOn, Options: opts, AppendOnly: spec.Type == sink.TypeAppendOnly}
+		Definition: query, DependsOn: cv.DependsOn, Functions: cv.Functions, Options: opts, AppendOnly: spec.Type == sink.TypeAppendOnly}
 	if err := s.meta.CreateSink(ctx, rel, root, cv.Columns, spec); err != nil {
 		return pgwire.Result{}, err
 	}

@@ -253,6 +253,12 @@ func (st *statement) executeBound(ctx context.Context, p *sql.Prepared, params [
 		return ss.explainCreateView(b)
 	case *binder.Drop:
 		return ss.drop(ctx, b)
+	case *binder.CreateFunction:
+		return ss.createFunction(ctx, b) // see udf.go
+	case *binder.DropFunction:
+		return ss.dropFunction(ctx, b)
+	case *binder.CreateTableAs:
+		return st.createTableAs(ctx, b)
 	case *binder.CreateDatabase:
 		return ss.createDatabase(ctx, b)
 	case *binder.CreateSchema:

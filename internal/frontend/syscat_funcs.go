@@ -206,6 +206,15 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 		// PostgreSQL returns NULL for an unknown function oid.
 		return mk(types.Text, 1, 1, true, func(a []types.Datum) (types.Datum, error) {
 			n, _ := datumInt(a[0])
+			if f, ok := udfByOID(ss.s.catalog, n); ok {
+				switch name {
+				case "pg_get_function_result":
+					return textDatum(formatType(uint32(typeOID(f.Return)), -1, false)), nil
+				case "pg_get_functiondef":
+					return textDatum(f.Definition), nil
+				}
+				return textDatum(udfArguments(f)), nil
+			}
 			b, ok := procByOID(n)
 			if !ok {
 				return types.Datum{}, nil

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -99,7 +100,48 @@ func prokind(b *expr.Builtin) string {
 	return "f"
 }
 
-func procRows(*sysCtx) [][]any {
+// oidSQLLang is pg_language "sql", the language of SQL functions.
+const oidSQLLang = 14
+
+// udfRows are pg_proc's rows of the database's SQL functions (oid: the
+// function's object id, as relations'), in pg_proc's column order.
+func udfRows(sc *sysCtx) [][]any {
+	schemas := map[catalog.ObjectID]bool{}
+	for _, s := range sc.cat.Schemas(sc.db.ID) {
+		schemas[s.ID] = true
+	}
+	var out [][]any
+	for _, f := range sc.cat.Functions(func(f *catalog.Function) bool { return schemas[f.SchemaID] }) {
+		out = append(out, []any{userOID(f.ID), f.Name, sc.schemaOIDByID(f.SchemaID), sc.ownerOID(f.Owner), int64(oidSQLLang),
+			float64(100), float64(0), int64(0), "-", "f", false, false, f.Strict, false, "v", "u",
+			len(f.ArgTypes), 0, typeOID(f.Return), oidVector(f.ArgTypes), nil, nil, nil, nil, nil, f.Body, nil, nil,
+			nil, nil})
+	}
+	return out
+}
+
+// udfByOID finds a SQL function by its pg_proc oid.
+func udfByOID(cat CatalogReader, oid int64) (*catalog.Function, bool) {
+	fs := cat.Functions(func(f *catalog.Function) bool { return userOID(f.ID) == oid })
+	if len(fs) == 0 {
+		return nil, false
+	}
+	return fs[0], true
+}
+
+// udfArguments is pg_get_function_arguments of a SQL function.
+func udfArguments(f *catalog.Function) string {
+	parts := make([]string, len(f.ArgTypes))
+	for i, t := range f.ArgTypes {
+		parts[i] = formatType(uint32(typeOID(t)), -1, false)
+		if f.ArgNames[i] != "" {
+			parts[i] = f.ArgNames[i] + " " + parts[i]
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func procRows(sc *sysCtx) [][]any {
 	out := make([][]any, 0, len(sysProcs))
 	for i := range sysProcs {
 		b := &sysProcs[i]
@@ -116,7 +158,7 @@ func procRows(*sysCtx) [][]any {
 			len(b.Args), 0, typeOID(b.Result), oidVector(b.Args), nil, nil, nil, nil, nil, b.Name, nil, nil,
 			nil, nil})
 	}
-	return out
+	return append(out, udfRows(sc)...)
 }
 
 func operatorRows(*sysCtx) [][]any {

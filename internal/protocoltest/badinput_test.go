@@ -135,7 +135,7 @@ var unsupportedStatements = []struct{ sql, feature, code string }{
 	{sql: "SELECT * FROM bi FOR UPDATE", feature: "FOR UPDATE"},
 	{sql: "CREATE TRIGGER tr AFTER INSERT ON bi FOR EACH ROW EXECUTE FUNCTION f()", feature: "CREATE TRIGGER"},
 	{sql: "LISTEN chan", feature: "LISTEN"},
-	{sql: "CREATE FUNCTION f() RETURNS int AS 'SELECT 1' LANGUAGE sql", feature: "CREATE FUNCTION"},
+	{sql: "CREATE FUNCTION f() RETURNS int AS 'begin return 1; end' LANGUAGE plpgsql", feature: "language plpgsql"},
 	{sql: "SELECT * FROM bi TABLESAMPLE SYSTEM (5)", feature: "TABLESAMPLE"},
 	{sql: "CREATE TABLE part (a int) PARTITION BY RANGE (a)", feature: "partitioning"},
 	{sql: "DECLARE cur CURSOR FOR SELECT 1", feature: "CURSOR"},

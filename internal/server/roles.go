@@ -56,6 +56,10 @@ func (m metaRole) DropObject(ctx context.Context, id catalog.ObjectID) error {
 	return m.s.catalog.DropObject(ctx, id)
 }
 
+func (m metaRole) CreateFunction(ctx context.Context, fn *catalog.Function, replace bool) error {
+	return m.s.catalog.CreateFunction(ctx, fn, replace)
+}
+
 func (m metaRole) CreateRelation(ctx context.Context, rel *catalog.Relation) error {
 	_, err := m.s.catalog.CreateRelation(ctx, rel, 0)
 	return err
