@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/runneldb/runnel/internal/testutil/pgtest"
 )
 
 // `runnel bench backfill` measures CREATE MATERIALIZED VIEW over tables
@@ -109,37 +107,12 @@ func RunBackfill(ctx context.Context, opts BackfillOptions) ([]BackfillResult, e
 		return nil, fmt.Errorf("bench backfill: no view among %v", opts.Views)
 	}
 
-	pgURL := opts.PostgresURL
-	if pgURL == "" {
-		pg, err := pgtest.StartCluster("")
-		if err != nil {
-			return nil, fmt.Errorf("bench backfill: start PostgreSQL: %w", err)
-		}
-		defer pg.Stop()
-		pgURL = pg.URL("postgres")
-	}
-	pgConn, err := pgx.Connect(ctx, pgURL)
-	if err != nil {
-		return nil, fmt.Errorf("bench backfill: connect to PostgreSQL: %w", err)
-	}
-	defer pgConn.Close(context.Background())
-	var pgVersion string
-	if err := pgConn.QueryRow(ctx, "SHOW server_version").Scan(&pgVersion); err != nil {
-		return nil, fmt.Errorf("bench backfill: PostgreSQL version: %w", err)
-	}
-	if _, err := pgConn.Exec(ctx, "SET work_mem = '"+ivmWorkMem+"'"); err != nil {
-		return nil, fmt.Errorf("bench backfill: PostgreSQL work_mem: %w", err)
-	}
-	e, err := startEmbedded(ctx, opts.Log)
+	peers, err := startPeers(ctx, "backfill", opts.PostgresURL, opts.Log)
 	if err != nil {
 		return nil, err
 	}
-	defer e.close()
-	rwConn, err := e.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer rwConn.Close(context.Background())
+	defer peers.close()
+	pgConn, rwConn, pgVersion, e := peers.pg, peers.rw, peers.pgVersion, peers.e
 
 	say("runnel bench backfill: %d orders, %d customers, %d rounds", opts.Rows, opts.Customers, opts.Rounds)
 	say("PostgreSQL %s (work_mem %s); %d cores (GOMAXPROCS %d); load average %s", pgVersion, ivmWorkMem, runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage())

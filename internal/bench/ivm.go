@@ -227,6 +227,61 @@ func (d *ivmData) load(ctx context.Context, conn *pgx.Conn, system string, progr
 	})
 }
 
+// benchPeers are the two systems of a side-by-side benchmark: an embedded
+// Runnel server and a PostgreSQL database (a throwaway cluster unless a
+// URL names one), each with a connection; PostgreSQL's has work_mem set to
+// ivmWorkMem.
+type benchPeers struct {
+	e         *embedded
+	rw, pg    *pgx.Conn
+	pgVersion string
+	stops     []func()
+}
+
+func startPeers(ctx context.Context, bench, pgURL string, log *slog.Logger) (_ *benchPeers, err error) {
+	p := &benchPeers{}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	if pgURL == "" {
+		pg, err := pgtest.StartCluster("")
+		if err != nil {
+			return nil, fmt.Errorf("bench %s: start PostgreSQL: %w", bench, err)
+		}
+		p.stops = append(p.stops, func() { pg.Stop() })
+		pgURL = pg.URL("postgres")
+	}
+	if p.pg, err = pgx.Connect(ctx, pgURL); err != nil {
+		return nil, fmt.Errorf("bench %s: connect to PostgreSQL: %w", bench, err)
+	}
+	p.stops = append(p.stops, func() { p.pg.Close(context.Background()) })
+	if err := p.pg.QueryRow(ctx, "SHOW server_version").Scan(&p.pgVersion); err != nil {
+		return nil, fmt.Errorf("bench %s: PostgreSQL version: %w", bench, err)
+	}
+	if _, err := p.pg.Exec(ctx, "SET work_mem = '"+ivmWorkMem+"'"); err != nil {
+		return nil, fmt.Errorf("bench %s: PostgreSQL work_mem: %w", bench, err)
+	}
+	if p.e, err = startEmbedded(ctx, log); err != nil {
+		return nil, err
+	}
+	p.stops = append(p.stops, p.e.close)
+	if p.rw, err = p.e.connect(ctx); err != nil {
+		return nil, err
+	}
+	p.stops = append(p.stops, func() { p.rw.Close(context.Background()) })
+	return p, nil
+}
+
+// close stops what startPeers started, in reverse order.
+func (p *benchPeers) close() {
+	for i := len(p.stops) - 1; i >= 0; i-- {
+		p.stops[i]()
+	}
+	p.stops = nil
+}
+
 // ivmSystem is one side of the comparison.
 type ivmSystem struct {
 	name string
@@ -258,38 +313,13 @@ func RunIVM(ctx context.Context, opts IVMOptions) ([]IVMResult, error) {
 		}
 	}
 
-	pgURL := opts.PostgresURL
-	if pgURL == "" {
-		pg, err := pgtest.StartCluster("")
-		if err != nil {
-			return nil, fmt.Errorf("bench ivm: start PostgreSQL: %w", err)
-		}
-		defer pg.Stop()
-		pgURL = pg.URL("postgres")
-	}
-	pgConn, err := pgx.Connect(ctx, pgURL)
-	if err != nil {
-		return nil, fmt.Errorf("bench ivm: connect to PostgreSQL: %w", err)
-	}
-	defer pgConn.Close(context.Background())
-	var pgVersion string
-	if err := pgConn.QueryRow(ctx, "SHOW server_version").Scan(&pgVersion); err != nil {
-		return nil, fmt.Errorf("bench ivm: PostgreSQL version: %w", err)
-	}
-	if _, err := pgConn.Exec(ctx, "SET work_mem = '"+ivmWorkMem+"'"); err != nil {
-		return nil, fmt.Errorf("bench ivm: PostgreSQL work_mem: %w", err)
-	}
-
-	e, err := startEmbedded(ctx, opts.Log)
+	peers, err := startPeers(ctx, "ivm", opts.PostgresURL, opts.Log)
 	if err != nil {
 		return nil, err
 	}
-	defer e.close()
-	rwConn, err := e.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer rwConn.Close(context.Background())
+	defer peers.close()
+	pgConn, rwConn, pgVersion := peers.pg, peers.rw, peers.pgVersion
+	e := peers.e
 
 	cores := runtime.NumCPU()
 	say("runnel bench ivm: %d orders, %d customers, %d single-row updates per view", opts.Rows, opts.Customers, opts.Updates)
