@@ -160,14 +160,14 @@ func TestMetricsMoveWithWork(t *testing.T) {
 	if got := value(after, "runnel_storage_ssts", nil); got < 1 {
 		t.Errorf("runnel_storage_ssts = %v after committed writes", got)
 	}
-	if got := value(after, "runnel_fragment_actors", map[string]string{"job": "materialized view mv"}); got < 1 {
-		t.Errorf("runnel_fragment_actors{job=materialized view mv} = %v", got)
+	if got := value(after, "runnel_fragment_actors", map[string]string{"streaming_job": "materialized view mv"}); got < 1 {
+		t.Errorf("runnel_fragment_actors{streaming_job=materialized view mv} = %v", got)
 	}
 
 	// The view's rows flow after the recovery too: its fragment counters
 	// (reset with the rebuilt actors) move with new DML.
 	rowsOut := func(fams map[string]*dto.MetricFamily) float64 {
-		return value(fams, "runnel_fragment_rows_out_total", map[string]string{"job": "materialized view mv"})
+		return value(fams, "runnel_fragment_rows_out_total", map[string]string{"streaming_job": "materialized view mv"})
 	}
 	mid := rowsOut(after)
 	servertest.Exec(t, conn, "INSERT INTO t SELECT i, i % 7 FROM generate_series(1001, 1100) g(i)")
@@ -175,7 +175,7 @@ func TestMetricsMoveWithWork(t *testing.T) {
 	// FLUSH returned: every actor passed the barrier after the rows, so
 	// it counted them (before dispatching them).
 	if got := rowsOut(scrape(t, base)); got <= mid {
-		t.Fatalf("runnel_fragment_rows_out_total{job=materialized view mv} stayed at %v after an INSERT and FLUSH (was %v)", got, mid)
+		t.Fatalf("runnel_fragment_rows_out_total{streaming_job=materialized view mv} stayed at %v after an INSERT and FLUSH (was %v)", got, mid)
 	}
 }
 

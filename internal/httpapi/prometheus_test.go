@@ -69,6 +69,13 @@ scrape_configs:
 			t.Fatalf("%s statements through PromQL: %v; /metrics says %v", k, kinds[k], want)
 		}
 	}
+	// The fragment series keep their job label: a label named "job"
+	// collides with the scrape job's and Prometheus renames it to
+	// exported_job, merging every streaming job's series under
+	// the dashboard's sum by (streaming_job, fragment).
+	if got := poll(`sum by (streaming_job) (runnel_fragment_actors{job="runnel", streaming_job="materialized view mv"})`); len(got) != 1 || !(got[0].Float() >= 1) {
+		t.Fatalf("runnel_fragment_actors of materialized view mv through PromQL: %+v; want one series of at least 1 actor", got)
+	}
 	if got := poll(`histogram_quantile(0.99, sum by (le) (runnel_barrier_duration_seconds_bucket{phase="total"}))`); len(got) != 1 || !(got[0].Float() > 0) {
 		t.Fatalf("p99 barrier latency through PromQL: %+v; want one positive value", got)
 	}
