@@ -136,6 +136,9 @@ func New(cfg *sink.Config) (sink.Target, error) {
 	default:
 		return nil, bad("path_partition_prefix must be 'none', 'month', 'day' or 'hour', not %q", o["path_partition_prefix"])
 	}
+	if _, ok := o["rollover_seconds"]; ok {
+		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "sink %q: rollover_seconds is not supported: a file never spans epochs (use max_row_count to bound file size)", cfg.Name)
+	}
 	if v, ok := o["max_row_count"]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
