@@ -224,7 +224,7 @@ func (st *statement) Describe(ctx context.Context) (pgwire.StatementDescription,
 			return pgwire.StatementDescription{}, err
 		}
 		return pgwire.StatementDescription{Columns: r.Columns}, nil
-	case *pg_query.Node_VariableSetStmt, *pg_query.Node_TransactionStmt, *pg_query.Node_AlterSystemStmt:
+	case *pg_query.Node_VariableSetStmt, *pg_query.Node_TransactionStmt, *pg_query.Node_AlterSystemStmt, *pg_query.Node_RenameStmt:
 		return pgwire.StatementDescription{}, nil
 	}
 	return st.describeSQL(ctx)
@@ -254,6 +254,8 @@ func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.
 		return st.sess.transaction(ctx, n.TransactionStmt)
 	case *pg_query.Node_AlterSystemStmt:
 		return st.sess.alterSystem(ctx, n.AlterSystemStmt)
+	case *pg_query.Node_RenameStmt:
+		return st.sess.rename(ctx, n.RenameStmt)
 	}
 	return st.executeSQL(ctx, params)
 }
@@ -263,7 +265,7 @@ func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.
 func handledDirectly(r parser.RunnelStmt) bool {
 	switch r.(type) {
 	case *parser.Flush, *parser.Recover, *parser.ShowObjects, *parser.Describe, *parser.ShowColumns,
-		*parser.ShowCreate, *parser.CancelJobs, *parser.CreateSink, *parser.DropSink, *parser.TQL:
+		*parser.ShowCreate, *parser.CancelJobs, *parser.CreateSink, *parser.DropSink, *parser.TQL, *parser.AlterRename:
 		return true
 	}
 	return false
@@ -298,6 +300,12 @@ func (st *statement) executeRunnel(ctx context.Context, r parser.RunnelStmt) (pg
 		return st.describe(r.Schema, r.Name, false)
 	case *parser.ShowCreate:
 		return st.showCreate(r)
+	case *parser.AlterRename:
+		kind := catalog.KindSource
+		if r.Sink {
+			kind = catalog.KindSink
+		}
+		return pgwire.Result{Tag: "ALTER " + strings.ToUpper(kind.String())}, ss.renameRelation(ctx, kind, r.Schema, r.Name, r.NewName, r.IfExists)
 	case *parser.CancelJobs:
 		return st.cancelJobs(ctx, r.IDs)
 	case *parser.CreateSink:

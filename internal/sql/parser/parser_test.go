@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -188,5 +189,22 @@ func TestDropSource(t *testing.T) {
 	d := sts[0].AST.GetDropStmt()
 	if d == nil || d.RemoveType.String() != "OBJECT_FOREIGN_TABLE" || !d.MissingOk {
 		t.Fatalf("got %v", sts[0].AST)
+	}
+}
+
+func TestParseAlterRename(t *testing.T) {
+	st, err := ParseOne(`ALTER SINK IF EXISTS s."K" RENAME TO k2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := st.Runnel.(*AlterRename)
+	if !ok || !a.Sink || !a.IfExists || a.Schema != "s" || a.Name != "K" || a.NewName != "k2" {
+		t.Fatalf("got %#v", st.Runnel)
+	}
+	if _, err := ParseOne("ALTER SOURCE src SET PARALLELISM = 2"); err == nil || !strings.Contains(err.Error(), "only RENAME TO") {
+		t.Fatalf("ALTER SOURCE ... SET: %v", err)
+	}
+	if st, err := ParseOne("ALTER TABLE t RENAME TO u"); err != nil || st.AST == nil {
+		t.Fatalf("ALTER TABLE goes to pg_query: %v %v", st, err)
 	}
 }

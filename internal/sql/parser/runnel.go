@@ -143,7 +143,7 @@ func parseRunnel(text string) (RunnelStmt, bool, error) {
 	} else if ok {
 		return t, true, nil
 	}
-	if len(text) > 5 && (strings.EqualFold(text[:6], "create") || strings.EqualFold(text[:4], "drop")) {
+	if len(text) > 5 && (strings.EqualFold(text[:6], "create") || strings.EqualFold(text[:4], "drop") || strings.EqualFold(text[:5], "alter")) {
 		if s, ok, err := parseSinkStatement(text); ok || err != nil {
 			return s, ok, err
 		}

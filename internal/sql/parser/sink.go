@@ -36,8 +36,18 @@ type DropSink struct {
 	IfExists     bool
 }
 
-func (*CreateSink) runnelStmt() {}
-func (*DropSink) runnelStmt()   {}
+// AlterRename is ALTER SOURCE | SINK [IF EXISTS] [schema.]name RENAME TO
+// new (PostgreSQL's grammar has neither object).
+type AlterRename struct {
+	Sink         bool // else a source
+	Schema, Name string
+	NewName      string
+	IfExists     bool
+}
+
+func (*AlterRename) runnelStmt() {}
+func (*CreateSink) runnelStmt()  {}
+func (*DropSink) runnelStmt()    {}
 
 // parseSinkStatement recognises CREATE SINK and DROP SINK; ok is false for
 // anything else.
@@ -55,6 +65,9 @@ func parseSinkStatement(text string) (RunnelStmt, bool, error) {
 	}
 	if n := len(toks); n > 0 && toks[n-1].text == ";" {
 		toks = toks[:n-1]
+	}
+	if len(toks) >= 3 && toks[0].text == "alter" && (toks[1].text == "sink" || toks[1].text == "source") {
+		return parseAlterRename(text, toks)
 	}
 	if len(toks) < 3 || toks[1].text != "sink" {
 		return nil, false, nil
@@ -98,6 +111,29 @@ func sinkName(text string, toks []tok, i int) (schema, name string, n int, ok bo
 		i += 2
 	}
 	return schema, name, i, true
+}
+
+func parseAlterRename(text string, toks []tok) (RunnelStmt, bool, error) {
+	a := &AlterRename{Sink: toks[1].text == "sink"}
+	shape := "expected ALTER " + strings.ToUpper(toks[1].text) + " [IF EXISTS] [schema.]name RENAME TO new_name"
+	i := 2
+	if i+1 < len(toks) && toks[i].text == "if" && toks[i+1].text == "exists" {
+		a.IfExists = true
+		i += 2
+	}
+	schema, name, n, ok := sinkName(text, toks, i)
+	if !ok {
+		return nil, true, syntaxErrorf("syntax error: %s", shape)
+	}
+	if n+3 != len(toks) || toks[n].text != "rename" || toks[n+1].text != "to" {
+		return nil, true, sqlerr.Errorf(sqlerr.FeatureNotSupported, "this form of ALTER %s is not supported (only RENAME TO)", strings.ToUpper(toks[1].text))
+	}
+	_, newName, m, ok := sinkName(text, toks, n+2)
+	if !ok || m != len(toks) {
+		return nil, true, syntaxErrorf("syntax error: %s", shape)
+	}
+	a.Schema, a.Name, a.NewName = schema, name, newName
+	return a, true, nil
 }
 
 func parseDropSink(text string, toks []tok) (RunnelStmt, bool, error) {
