@@ -35,22 +35,7 @@ func significant(text string) []*pg_query.ScanToken {
 // AS.
 func ViewQueryText(text string) (query string, ok bool) {
 	toks := significant(text)
-	depth, start := 0, -1
-	for i, t := range toks {
-		switch t.Token {
-		case pg_query.Token_ASCII_40:
-			depth++
-		case pg_query.Token_ASCII_41:
-			depth--
-		case pg_query.Token_AS:
-			if depth == 0 && i+1 < len(toks) {
-				start = i + 1
-			}
-		}
-		if start >= 0 {
-			break
-		}
-	}
+	start := afterKeyword(toks, pg_query.Token_AS, false)
 	if start < 0 {
 		return "", false
 	}
@@ -147,6 +132,17 @@ func clearLocations(m protoreflect.Message) {
 // parentheses. ok is false when there is none.
 func FunctionReturnText(text string) (expr string, ok bool) {
 	toks := significant(text)
+	start := afterKeyword(toks, pg_query.Token_RETURN, true)
+	if start < 0 {
+		return "", false
+	}
+	return text[toks[start].Start:toks[len(toks)-1].End], true
+}
+
+// afterKeyword returns the index of the token after the first (or, with
+// last, the last) keyword kw outside parentheses that some token follows;
+// -1 when there is none.
+func afterKeyword(toks []*pg_query.ScanToken, kw pg_query.Token, last bool) int {
 	depth, start := 0, -1
 	for i, t := range toks {
 		switch t.Token {
@@ -154,14 +150,14 @@ func FunctionReturnText(text string) (expr string, ok bool) {
 			depth++
 		case pg_query.Token_ASCII_41:
 			depth--
-		case pg_query.Token_RETURN:
+		case kw:
 			if depth == 0 && i+1 < len(toks) {
 				start = i + 1
+				if !last {
+					return start
+				}
 			}
 		}
 	}
-	if start < 0 {
-		return "", false
-	}
-	return text[toks[start].Start:toks[len(toks)-1].End], true
+	return start
 }
