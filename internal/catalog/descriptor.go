@@ -55,6 +55,8 @@ type Column struct {
 	// Hidden columns (the generated _row_id of a table without a primary
 	// key) are not returned by SELECT * and not listed by \d.
 	Hidden bool
+	// Comment is COMMENT ON COLUMN's text ("" when none).
+	Comment string `json:",omitempty"`
 }
 
 // Relation describes a table, view, materialized view or source.
@@ -106,6 +108,8 @@ type Relation struct {
 	// lays the state out differently refuses the job instead of binding
 	// the stored tables by position (issue 13 item 7).
 	StateLayout *StateLayout `json:",omitempty"`
+	// Comment is COMMENT ON's text ("" when none).
+	Comment string `json:",omitempty"`
 }
 
 // StateLayout is how a streaming job's state is laid out: each state

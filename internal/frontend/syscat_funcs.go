@@ -104,8 +104,27 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 		"has_any_column_privilege", "has_function_privilege", "has_sequence_privilege":
 		// Runnel has no privilege system: every user may use every object.
 		return mk(types.Bool, 2, 4, true, func([]types.Datum) (types.Datum, error) { return types.DBool(true), nil })
-	case "obj_description", "col_description", "shobj_description", "pg_get_statisticsobjdef_columns":
-		// Runnel stores no comments and no extended statistics.
+	case "obj_description":
+		// obj_description(oid [, catalog]): COMMENT ON a relation.
+		return mk(types.Text, 1, 2, true, func(a []types.Datum) (types.Datum, error) {
+			n, _ := datumInt(a[0])
+			if r := c.relByOID(n); r != nil && r.Comment != "" && (len(a) < 2 || a[1].Str() == "pg_class") {
+				return textDatum(r.Comment), nil
+			}
+			return types.Datum{}, nil
+		})
+	case "col_description":
+		return mk(types.Text, 2, 2, true, func(a []types.Datum) (types.Datum, error) {
+			n, _ := datumInt(a[0])
+			num, _ := datumInt(a[1])
+			if r := c.relByOID(n); r != nil && num >= 1 && int(num) <= len(r.Columns) && r.Columns[num-1].Comment != "" {
+				return textDatum(r.Columns[num-1].Comment), nil
+			}
+			return types.Datum{}, nil
+		})
+	case "shobj_description", "pg_get_statisticsobjdef_columns":
+		// Runnel stores no comments on shared objects and no extended
+		// statistics.
 		return mk(types.Text, 1, 2, false, func([]types.Datum) (types.Datum, error) { return types.Datum{}, nil })
 	case "pg_encoding_to_char":
 		return mk(types.Text, 1, 1, true, func(a []types.Datum) (types.Datum, error) {

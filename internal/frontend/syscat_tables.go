@@ -92,7 +92,7 @@ func buildSysTables() []*sysTable {
 		pg("pg_am", "oid oid, amname name, amhandler text, amtype char", func(*sysCtx) [][]any {
 			return [][]any{{2, "heap", "heap_tableam_handler", "t"}, {403, "btree", "bthandler", "i"}}
 		}),
-		pg("pg_description", "objoid oid, classoid oid, objsubid int4, description text", emptyRows),
+		pg("pg_description", "objoid oid, classoid oid, objsubid int4, description text", descriptionRows),
 		pg("pg_shdescription", "objoid oid, classoid oid, description text", emptyRows),
 		pg("pg_inherits", "inhrelid oid, inhparent oid, inhseqno int4, inhdetachpending bool", emptyRows),
 		pg("pg_policy", `oid oid, polname name, polrelid oid, polcmd char, polpermissive bool, polroles arr,
@@ -480,4 +480,22 @@ func toInt64(v any) int64 {
 		return x
 	}
 	return 0
+}
+
+// descriptionRows is pg_description: COMMENT ON relations (objsubid 0) and
+// their columns (objsubid = attnum); classoid is pg_class's.
+func descriptionRows(sc *sysCtx) [][]any {
+	var out [][]any
+	for _, r := range sc.rels {
+		oid := userOID(r.ID)
+		if r.Comment != "" {
+			out = append(out, []any{oid, 1259, 0, r.Comment})
+		}
+		for _, a := range columnsOf(r) {
+			if a.col.Comment != "" {
+				out = append(out, []any{oid, 1259, a.num, a.col.Comment})
+			}
+		}
+	}
+	return out
 }
