@@ -224,7 +224,7 @@ func (st *statement) Describe(ctx context.Context) (pgwire.StatementDescription,
 			return pgwire.StatementDescription{}, err
 		}
 		return pgwire.StatementDescription{Columns: r.Columns}, nil
-	case *pg_query.Node_VariableSetStmt, *pg_query.Node_TransactionStmt, *pg_query.Node_AlterSystemStmt, *pg_query.Node_RenameStmt, *pg_query.Node_CommentStmt:
+	case *pg_query.Node_VariableSetStmt, *pg_query.Node_TransactionStmt, *pg_query.Node_AlterSystemStmt, *pg_query.Node_RenameStmt, *pg_query.Node_CommentStmt, *pg_query.Node_AlterTableStmt:
 		return pgwire.StatementDescription{}, nil
 	}
 	return st.describeSQL(ctx)
@@ -258,6 +258,8 @@ func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.
 		return st.sess.rename(ctx, n.RenameStmt)
 	case *pg_query.Node_CommentStmt:
 		return st.sess.comment(ctx, n.CommentStmt)
+	case *pg_query.Node_AlterTableStmt:
+		return st.sess.alterTable(ctx, n.AlterTableStmt)
 	}
 	return st.executeSQL(ctx, params)
 }
