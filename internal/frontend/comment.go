@@ -76,15 +76,9 @@ func splitQualified(names []string) (schema, name string, err error) {
 
 // lookupAnyRelation finds a table, view or materialized view of any kind.
 func (ss *session) lookupAnyRelation(schema, name string) (*catalog.Relation, error) {
-	var rel *catalog.Relation
-	if schema != "" {
-		sc, err := ss.resolveSchema(schema)
-		if err != nil {
-			return nil, err
-		}
-		rel, _ = ss.s.catalog.RelationByName(sc.ID, name)
-	} else {
-		rel, _ = (&sessionCatalog{ss: ss}).ResolveRelation("", name)
+	rel, err := ss.findRelation(schema, name)
+	if err != nil {
+		return nil, err
 	}
 	if rel == nil || rel.Creating || rel.Kind == catalog.KindSink {
 		return nil, sqlerr.Errorf(sqlerr.UndefinedTable, "relation %q does not exist", name)

@@ -56,15 +56,9 @@ func objectTypeName(t pg_query.ObjectType) string {
 // lookupForAlter finds relation [schema.]name of kind want; nil without
 // error when it does not exist and missingOK (a notice is sent).
 func (ss *session) lookupForAlter(want catalog.RelationKind, schema, name string, missingOK bool) (*catalog.Relation, error) {
-	var rel *catalog.Relation
-	if schema != "" {
-		sc, err := ss.resolveSchema(schema)
-		if err != nil {
-			return nil, err
-		}
-		rel, _ = ss.s.catalog.RelationByName(sc.ID, name)
-	} else {
-		rel, _ = (&sessionCatalog{ss: ss}).ResolveRelation("", name)
+	rel, err := ss.findRelation(schema, name)
+	if err != nil {
+		return nil, err
 	}
 	if rel == nil || rel.Creating || rel.Kind == catalog.KindSystem && want != catalog.KindSystem {
 		if rel != nil && rel.Kind == catalog.KindSystem {
@@ -80,6 +74,20 @@ func (ss *session) lookupForAlter(want catalog.RelationKind, schema, name string
 		return nil, sqlerr.Errorf(sqlerr.WrongObjectType, "%q is not a %s", name, want).
 			WithHint("Use ALTER %s instead.", strings.ToUpper(rel.Kind.String()))
 	}
+	return rel, nil
+}
+
+// findRelation finds [schema.]name along search_path (nil when absent).
+func (ss *session) findRelation(schema, name string) (*catalog.Relation, error) {
+	if schema == "" {
+		rel, _ := (&sessionCatalog{ss: ss}).ResolveRelation("", name)
+		return rel, nil
+	}
+	sc, err := ss.resolveSchema(schema)
+	if err != nil {
+		return nil, err
+	}
+	rel, _ := ss.s.catalog.RelationByName(sc.ID, name)
 	return rel, nil
 }
 

@@ -48,6 +48,15 @@ func TestAlterTableAddColumn(t *testing.T) {
 	if got := queryStrings(t, conn, "SELECT id, a, b FROM t ORDER BY id"); fmt.Sprint(got) != want {
 		t.Fatalf("after restart = %v, want %v", got, want)
 	}
+	// A table without a primary key (its hidden _row_id stays hidden).
+	mustExec(t, conn, "CREATE TABLE nk (a INT)")
+	mustExec(t, conn, "INSERT INTO nk VALUES (1)")
+	mustExec(t, conn, "ALTER TABLE nk ADD COLUMN b INT")
+	mustExec(t, conn, "INSERT INTO nk VALUES (2, 3)")
+	mustExec(t, conn, "FLUSH")
+	if got := queryStrings(t, conn, "SELECT * FROM nk ORDER BY a"); fmt.Sprint(got) != "[1|<nil> 2|3]" {
+		t.Fatalf("table without a key after ADD COLUMN = %v", got)
+	}
 	mustExec(t, conn, "CREATE MATERIALIZED VIEW mb AS SELECT count(b) AS n FROM t")
 	if got := queryStrings(t, conn, "SELECT n FROM mb"); fmt.Sprint(got) != "[2]" {
 		t.Fatalf("view over the added column = %v", got)
