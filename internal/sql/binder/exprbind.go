@@ -614,7 +614,15 @@ func (b *Binder) bindAggCall(fc *pg.FuncCall, name string, ec *exprCtx) (*plan.A
 		if !fc.AggWithinGroup || !expr.IsOrderedSetAggregate(name) || len(fc.AggOrder) != 1 || distinct {
 			return nil, b.errorf(fc.Location, sqlerr.UndefinedFunction, "WITHIN GROUP is supported for percentile_cont, percentile_disc and mode with one ORDER BY expression")
 		}
-		k, err := b.bindSortKey(fc.AggOrder[0].GetSortBy(), in)
+		sb := fc.AggOrder[0].GetSortBy()
+		if name != "percentile_cont" {
+			// mode and percentile_disc take anyelement: an untyped
+			// literal has no type to give it (PostgreSQL's 42804).
+			if e, err := b.bindExpr(sb.Node, in); err == nil && e.Type().Kind == types.KindUnknown {
+				return nil, b.errorf(fc.Location, sqlerr.DatatypeMismatch, "could not determine polymorphic type because input has type unknown")
+			}
+		}
+		k, err := b.bindSortKey(sb, in)
 		if err != nil {
 			return nil, err
 		}
