@@ -111,6 +111,17 @@ func pickUDF(cands []*catalog.Function, args []types.Type) (*catalog.Function, e
 // tryUDF binds fc as a call of the candidate its bound arguments fit;
 // ok is false when none fits.
 func (b *Binder) tryUDF(cands []*catalog.Function, fc *pg.FuncCall, args []expr.Expr, ec *exprCtx) (e expr.Expr, ok bool, err error) {
+	if fc.AggStar || fc.AggDistinct || len(fc.AggOrder) > 0 || fc.AggFilter != nil || fc.AggWithinGroup {
+		return nil, true, b.errAt(sqlerr.Errorf(sqlerr.WrongObjectType, "%s is not an aggregate function", cands[0].Name), fc.Location)
+	}
+	if fc.FuncVariadic {
+		return nil, true, b.errAt(sqlerr.Errorf(sqlerr.UndefinedFunction, "function %s with a VARIADIC argument does not exist", cands[0].Name), fc.Location)
+	}
+	for _, a := range fc.Args {
+		if a.GetNamedArgExpr() != nil {
+			return nil, true, b.errAt(unsupported("named arguments in calls of SQL functions are not supported"), fc.Location)
+		}
+	}
 	ts := make([]types.Type, len(args))
 	for i, a := range args {
 		ts[i] = a.Type()
@@ -151,9 +162,14 @@ func (b *Binder) inlineUDF(f *catalog.Function, fc *pg.FuncCall, ec *exprCtx, ca
 	// Each argument is bound where it is used in the body, but in the
 	// caller's scope (see bindUDFArg): a column name in it never resolves
 	// to a column of the body's FROM.
+	if len(fc.Args) != len(f.ArgTypes) {
+		return nil, sqlerr.Errorf(sqlerr.UndefinedFunction, "function %s takes %d arguments, not %d", f.Name, len(f.ArgTypes), len(fc.Args))
+	}
 	args := make([]*pg.Node, len(fc.Args))
 	for i, a := range fc.Args {
-		args[i] = castNode(b.udfArgMarker(a, ec), f.ArgTypes[i])
+		if args[i], err = castNode(b.udfArgMarker(a, ec), f.ArgTypes[i]); err != nil {
+			return nil, err
+		}
 	}
 	shadowed := b.columnNamesOf(body)
 	sub := func(n *pg.Node) *pg.Node {
@@ -201,7 +217,9 @@ func (b *Binder) inlineUDF(f *catalog.Function, fc *pg.FuncCall, ec *exprCtx, ca
 		e = &pg.Node{Node: &pg.Node_SubLink{SubLink: &pg.SubLink{SubLinkType: pg.SubLinkType_EXPR_SUBLINK, Subselect: body, Location: -1}}}
 	}
 	if castResult {
-		e = castNode(e, f.Return)
+		if e, err = castNode(e, f.Return); err != nil {
+			return nil, err
+		}
 	}
 	if f.Strict && len(args) > 0 {
 		// STRICT: NULL when any argument is NULL, the body unevaluated.
@@ -216,7 +234,9 @@ func (b *Binder) inlineUDF(f *catalog.Function, fc *pg.FuncCall, ec *exprCtx, ca
 		}
 		null := &pg.Node{Node: &pg.Node_AConst{AConst: &pg.A_Const{Isnull: true, Location: -1}}}
 		if castResult {
-			null = castNode(null, f.Return)
+			if null, err = castNode(null, f.Return); err != nil {
+				return nil, err
+			}
 		}
 		e = &pg.Node{Node: &pg.Node_CaseExpr{CaseExpr: &pg.CaseExpr{
 			Args:      []*pg.Node{{Node: &pg.Node_CaseWhen{CaseWhen: &pg.CaseWhen{Expr: cond, Result: null, Location: -1}}}},
@@ -368,21 +388,31 @@ func (b *Binder) columnNamesOf(body *pg.Node) map[string]bool {
 }
 
 // castNode wraps n in CAST(n AS t).
-func castNode(n *pg.Node, t types.Type) *pg.Node {
-	return &pg.Node{Node: &pg.Node_TypeCast{TypeCast: &pg.TypeCast{Arg: n, TypeName: typeNameNode(t), Location: -1}}}
+func castNode(n *pg.Node, t types.Type) (*pg.Node, error) {
+	tn, err := typeNameNode(t)
+	if err != nil {
+		return nil, err
+	}
+	return &pg.Node{Node: &pg.Node_TypeCast{TypeCast: &pg.TypeCast{Arg: n, TypeName: tn, Location: -1}}}, nil
 }
 
-// typeNameNode is the parse tree of t's name.
-func typeNameNode(t types.Type) *pg.TypeName {
+// typeNameNode is the parse tree of t's name. Every type a user can name
+// prints as a name PostgreSQL's grammar reads back as the same type; one
+// that does not (a type added later without a SQL name) is refused with
+// 0A000 rather than inlined wrong (I9: never a panic on user input).
+func typeNameNode(t types.Type) (*pg.TypeName, error) {
 	st, err := parser.ParseOne("SELECT NULL::" + t.Name())
-	if err == nil {
-		if tc := st.AST.GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal().GetTypeCast(); tc != nil {
-			clearLocations(tc.TypeName.ProtoReflect())
-			return tc.TypeName
+	if err == nil && st.AST != nil {
+		if tl := st.AST.GetSelectStmt().GetTargetList(); len(tl) == 1 {
+			if tc := tl[0].GetResTarget().GetVal().GetTypeCast(); tc != nil && tc.TypeName != nil {
+				if back, err := ResolveTypeName(tc.TypeName); err == nil && back.Kind == t.Kind {
+					clearLocations(tc.TypeName.ProtoReflect())
+					return tc.TypeName, nil
+				}
+			}
 		}
 	}
-	// Every type Runnel has prints as a name PostgreSQL's grammar reads.
-	panic("binder: type name " + t.Name() + " does not parse")
+	return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "type %s cannot be a SQL function's parameter or result type", t.Name())
 }
 
 var nodeDesc = (&pg.Node{}).ProtoReflect().Descriptor()
@@ -598,7 +628,11 @@ func (b *Binder) checkUDF(f *catalog.Function) error {
 	}
 	fc := &pg.FuncCall{Location: -1}
 	for _, t := range f.ArgTypes {
-		fc.Args = append(fc.Args, castNode(&pg.Node{Node: &pg.Node_AConst{AConst: &pg.A_Const{Isnull: true, Location: -1}}}, t))
+		a, err := castNode(&pg.Node{Node: &pg.Node_AConst{AConst: &pg.A_Const{Isnull: true, Location: -1}}}, t)
+		if err != nil {
+			return err
+		}
+		fc.Args = append(fc.Args, a)
 	}
 	e, err := b.inlineUDF(f, fc, &exprCtx{sc: &scope{}, clause: "SQL function body"}, false)
 	if err != nil {
