@@ -19,6 +19,7 @@ import (
 //	object_store = "s3://bucket/prefix?endpoint=127.0.0.1:9000"
 //	meta_store = "postgres://runnel@db:5432/runnel_meta"
 //	barrier_interval = "1s"
+//	actor_stop_timeout = "10s"
 //	tls_cert = "server.crt"
 //	tls_key = "server.key"
 //	log_format = "json"
@@ -32,10 +33,12 @@ type fileConfig struct {
 	ObjectStore     string `toml:"object_store"`
 	MetaStore       string `toml:"meta_store"`
 	BarrierInterval string `toml:"barrier_interval"`
-	TLSCert         string `toml:"tls_cert"`
-	TLSKey          string `toml:"tls_key"`
-	LogFormat       string `toml:"log_format"`
-	LogLevel        string `toml:"log_level"`
+	// ActorStopTimeout bounds the wait for aborted actors (--actor-stop-timeout).
+	ActorStopTimeout string `toml:"actor_stop_timeout"`
+	TLSCert          string `toml:"tls_cert"`
+	TLSKey           string `toml:"tls_key"`
+	LogFormat        string `toml:"log_format"`
+	LogLevel         string `toml:"log_level"`
 	// StreamingCacheMB is the streaming operator cache budget in MiB.
 	StreamingCacheMB int64 `toml:"streaming_cache_mb"`
 	// HTTPListen is the HTTP listener's address (metrics, dashboard).
@@ -55,9 +58,12 @@ func applyConfigFile(fs *flag.FlagSet, path string, envNames map[string]string) 
 	if undec := md.Undecoded(); len(undec) > 0 {
 		return fmt.Errorf("config file %s: unknown setting %q", path, undec[0].String())
 	}
-	if fc.BarrierInterval != "" {
-		if _, err := time.ParseDuration(fc.BarrierInterval); err != nil {
-			return fmt.Errorf("config file %s: barrier_interval: %w", path, err)
+	for key, v := range map[string]string{"barrier_interval": fc.BarrierInterval, "actor_stop_timeout": fc.ActorStopTimeout} {
+		if v == "" {
+			continue
+		}
+		if _, err := time.ParseDuration(v); err != nil {
+			return fmt.Errorf("config file %s: %s: %w", path, key, err)
 		}
 	}
 	set := map[string]bool{}
@@ -66,6 +72,7 @@ func applyConfigFile(fs *flag.FlagSet, path string, envNames map[string]string) 
 		"listen": fc.Listen, "data-dir": fc.DataDir, "object-store": fc.ObjectStore, "meta-store": fc.MetaStore,
 		"barrier-interval": fc.BarrierInterval, "tls-cert": fc.TLSCert, "tls-key": fc.TLSKey,
 		"log-format": fc.LogFormat, "log-level": fc.LogLevel, "http-listen": fc.HTTPListen,
+		"actor-stop-timeout": fc.ActorStopTimeout,
 	}
 	if fc.Pprof {
 		values["pprof"] = "true"

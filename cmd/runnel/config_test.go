@@ -97,3 +97,36 @@ func TestConfigFileHTTPListen(t *testing.T) {
 		t.Fatalf("http-listen = %s; want the file's 127.0.0.1:7777", *httpListen)
 	}
 }
+
+// --actor-stop-timeout (issue 13: the bound on recovery's wait for aborted
+// actors) is set like every other flag: RUNNEL_ACTOR_STOP_TIMEOUT, the
+// file's actor_stop_timeout, and a bad value in either fails serve with
+// exit 2 naming it.
+func TestActorStopTimeoutSettings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runnel.toml")
+	if err := os.WriteFile(path, []byte("actor_stop_timeout = \"3s\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	stop := fs.Duration("actor-stop-timeout", 0, "")
+	if err := applyConfigFile(fs, path, map[string]string{"actor-stop-timeout": "RUNNEL_ACTOR_STOP_TIMEOUT"}); err != nil {
+		t.Fatal(err)
+	}
+	if *stop != 3*time.Second {
+		t.Fatalf("actor-stop-timeout = %v; want the file's 3s", *stop)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(bad, []byte("actor_stop_timeout = \"soon\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	if code := serveMain([]string{"--config", bad}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "actor_stop_timeout") {
+		t.Fatalf("serve with actor_stop_timeout = soon: exit %d, %q; want 2 naming the setting", code, stderr.String())
+	}
+	t.Setenv("RUNNEL_ACTOR_STOP_TIMEOUT", "soon")
+	stderr.Reset()
+	if code := serveMain(nil, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "RUNNEL_ACTOR_STOP_TIMEOUT") || strings.Contains(stderr.String(), "no such flag") {
+		t.Fatalf("serve with RUNNEL_ACTOR_STOP_TIMEOUT=soon: exit %d, %q; want 2 naming the variable", code, stderr.String())
+	}
+}

@@ -56,6 +56,11 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "runnel:", err)
 		return 2
 	}
+	stopTimeout := fs.Duration("actor-stop-timeout", 0, "how long a recovery or DROP waits for aborted actors to exit before it reports them as stuck and abandons them (default 10s; env RUNNEL_ACTOR_STOP_TIMEOUT)")
+	if err := flagFromEnv(fs, "actor-stop-timeout", "RUNNEL_ACTOR_STOP_TIMEOUT"); err != nil {
+		fmt.Fprintln(stderr, "runnel:", err)
+		return 2
+	}
 	tlsCert := fs.String("tls-cert", os.Getenv("RUNNEL_TLS_CERT"), "TLS certificate file (enables TLS with --tls-key)")
 	tlsKey := fs.String("tls-key", os.Getenv("RUNNEL_TLS_KEY"), "TLS key file")
 	logFormat := fs.String("log-format", envOr("RUNNEL_LOG_FORMAT", "text"), "log format: text or json")
@@ -74,6 +79,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			"log-format": "RUNNEL_LOG_FORMAT", "log-level": "RUNNEL_LOG_LEVEL",
 			"streaming-cache-mb": "RUNNEL_STREAMING_CACHE_MB", "barrier-interval": "RUNNEL_BARRIER_INTERVAL",
 			"http-listen": "RUNNEL_HTTP_LISTEN", "pprof": "RUNNEL_PPROF",
+			"actor-stop-timeout": "RUNNEL_ACTOR_STOP_TIMEOUT",
 		}
 		if err := applyConfigFile(fs, *configFile, envNames); err != nil {
 			fmt.Fprintln(stderr, "runnel:", err)
@@ -95,16 +101,17 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 
 	ctx := context.Background()
 	srv, err := server.Open(ctx, server.Config{
-		Listen:          *listen,
-		DataDir:         *dataDir,
-		ObjectStoreURL:  *objURL,
-		MetaStoreURL:    *metaURL,
-		BarrierInterval: *interval,
-		TLSCertFile:     *tlsCert,
-		TLSKeyFile:      *tlsKey,
-		HTTPListen:      *httpListen,
-		Pprof:           *pprofOn,
-		Logger:          log,
+		Listen:           *listen,
+		DataDir:          *dataDir,
+		ObjectStoreURL:   *objURL,
+		MetaStoreURL:     *metaURL,
+		BarrierInterval:  *interval,
+		ActorStopTimeout: *stopTimeout,
+		TLSCertFile:      *tlsCert,
+		TLSKeyFile:       *tlsKey,
+		HTTPListen:       *httpListen,
+		Pprof:            *pprofOn,
+		Logger:           log,
 
 		StreamingCacheBytes: *cacheMB << 20,
 	})

@@ -21,7 +21,7 @@ func rwSysTables() []*sysTable {
 	return []*sysTable{
 		rw("rw_actors", "actor_id int4, database text, job text, fragment int4, root text, state text, since timestamptz, duration interval", actorRows),
 		rw("rw_recovery_history", `started_at timestamptz, database text, reason text, reset_ms float8, rebuild_ms float8,
-			epoch int8, error text`, recoveryRows),
+			epoch int8, error text, abandoned text`, recoveryRows),
 		rw("rw_tables", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindTable)),
 		rw("rw_materialized_views", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindMaterializedView)),
 		rw("rw_views", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindView)),
@@ -98,7 +98,11 @@ func recoveryRows(sc *sysCtx) [][]any {
 		if r.Database != 0 {
 			db = sc.databaseName(catalog.ObjectID(r.Database))
 		}
-		out = append(out, []any{r.Start, db, r.Reason, ms(r.Reset), ms(r.Rebuild), int64(r.Epoch), errText})
+		var abandoned any // actors the recovery had to abandon (stuck), or NULL
+		if r.Abandoned != "" {
+			abandoned = r.Abandoned
+		}
+		out = append(out, []any{r.Start, db, r.Reason, ms(r.Reset), ms(r.Rebuild), int64(r.Epoch), errText, abandoned})
 	}
 	return out
 }

@@ -164,6 +164,9 @@ type Recovery struct {
 	RebuildMS float64   `json:"rebuild_ms"`
 	Epoch     uint64    `json:"epoch"`
 	Error     string    `json:"error"`
+	// Abandoned names the actors the recovery abandoned because they did
+	// not exit when aborted, and what each was doing.
+	Abandoned string `json:"abandoned,omitempty"`
 }
 
 // Session is one pgwire connection.

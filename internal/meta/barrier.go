@@ -526,12 +526,12 @@ func (l *BarrierLoop) step(ticker *time.Ticker, backoff *time.Duration) (stop bo
 // arriving later fails with err, which names both versions.
 func (l *BarrierLoop) stopDiverged(err error) {
 	l.log.Error("barrier loop stopped: the metastore diverged; restart Runnel once the metastore is checked", "err", err)
-	ctx, cancel := context.WithTimeout(context.Background(), stream.DefaultStopTimeout)
-	defer cancel()
 	func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if rerr := l.local.Reset(ctx); rerr != nil {
+		// Reset's wait is bounded by the actors' StopTimeout
+		// (--actor-stop-timeout).
+		if rerr := l.local.Reset(context.Background()); rerr != nil {
 			l.log.Error("stopping the actors after the metastore diverged", "err", rerr)
 		}
 	}()

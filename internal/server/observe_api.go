@@ -332,7 +332,7 @@ func (o *observer) Recoveries(ctx context.Context) ([]httpapi.Recovery, error) {
 	out := make([]httpapi.Recovery, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, httpapi.Recovery{Started: r.Start, Database: nm.dbs[catalog.ObjectID(r.Database)], Reason: r.Reason,
-			ResetMS: ms(r.Reset), RebuildMS: ms(r.Rebuild), Epoch: r.Epoch, Error: r.Err})
+			ResetMS: ms(r.Reset), RebuildMS: ms(r.Rebuild), Epoch: r.Epoch, Error: r.Err, Abandoned: r.Abandoned})
 	}
 	return out, nil
 }

@@ -39,6 +39,11 @@ type Config struct {
 	MetaStoreURL string
 	// BarrierInterval is the time between epochs (default 1 s).
 	BarrierInterval time.Duration
+	// ActorStopTimeout bounds how long a recovery, a database's reset or a
+	// DROP waits for aborted actors to exit before it reports them as
+	// stuck (which actor, doing what) and abandons them, fencing their
+	// epochs (I3, I7). Default stream.DefaultStopTimeout (10 s).
+	ActorStopTimeout time.Duration
 	// TLSCertFile and TLSKeyFile enable TLS when both are set.
 	TLSCertFile, TLSKeyFile string
 	// BlockCacheBytes and WriteBufferBytes bound the storage engine's
@@ -176,6 +181,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.compute = compute.New(compute.Config{Store: s.store, Log: s.log, Parallelism: cfg.Parallelism,
 		TxHorizon: func() uint64 { return s.fe.TxHorizon() }, Dropping: s.meta.IsDropping})
 	s.actors = s.compute.Barriers()
+	s.actors.StopTimeout = cfg.ActorStopTimeout
 	s.fe = frontend.New(frontend.Config{Meta: metaRole{s}, DML: s.compute, Store: s.store, Log: s.log})
 	s.epochs = meta.NewBarrierLoop(s.log, cfg.BarrierInterval, s.actors, s.store)
 	s.epochs.SetRebuilder(s.meta)

@@ -212,6 +212,7 @@ const pages = {
       ["rebuild ms", r => ms(r.rebuild_ms), "num"],
       ["epoch", r => esc(r.epoch), "num"],
       ["error", r => `<span class="bad">${esc(r.error)}</span>`],
+      ["abandoned actors", r => `<span class="bad">${esc(r.abandoned || "")}</span>`, "", "abandoned"],
     ], rs);
   },
 
