@@ -232,6 +232,16 @@ func (st *statement) Describe(ctx context.Context) (pgwire.StatementDescription,
 
 // Execute implements pgwire.Statement.
 func (st *statement) Execute(ctx context.Context, params []types.Datum) (pgwire.Result, error) {
+	if kind, objects, ok := ddlStatement(st.p); ok {
+		start := time.Now()
+		res, err := st.execute(ctx, params)
+		st.sess.logDDL(kind, objects, time.Since(start), err) // ddllog.go
+		return res, err
+	}
+	return st.execute(ctx, params)
+}
+
+func (st *statement) execute(ctx context.Context, params []types.Datum) (pgwire.Result, error) {
 	if st.sess.txFailed {
 		if ts := st.p.AST.GetTransactionStmt(); st.p.AST == nil || ts == nil ||
 			(ts.Kind != pg_query.TransactionStmtKind_TRANS_STMT_COMMIT && ts.Kind != pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK &&

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,5 +152,132 @@ func TestDivergedMetastoreStopsTheLoop(t *testing.T) {
 	}
 	if a := actors.Actors(); len(a) != 0 {
 		t.Fatalf("%d actors still running; want them stopped", len(a))
+	}
+}
+
+// groupFencingStore is a fencingStore that can discard one group's
+// uncommitted writes (GroupCommitter), so the loop recovers groups alone.
+type groupFencingStore struct {
+	fencingStore
+	tableDiscards atomic.Int32
+}
+
+func (g *groupFencingStore) DiscardUncommittedTables([]storage.TableID) error {
+	g.tableDiscards.Add(1)
+	return nil
+}
+
+// groupRebuilder rebuilds group 1 through rebuildGroup and everything
+// through rebuild.
+type groupRebuilder struct {
+	rebuild      func(curr uint64) error
+	rebuildGroup func(g, curr uint64) error
+}
+
+func (r *groupRebuilder) Rebuild(_ context.Context, curr uint64) error { return r.rebuild(curr) }
+func (r *groupRebuilder) RebuildGroup(_ context.Context, g, curr uint64) error {
+	return r.rebuildGroup(g, curr)
+}
+func (r *groupRebuilder) GroupTables(uint64) []storage.TableID { return nil }
+func (r *groupRebuilder) TearDownGroup(uint64)                 {}
+
+func spawnGroupSource(m *stream.BarrierManager, group uint64) *sourceExec {
+	src := &sourceExec{barriers: make(chan *stream.Barrier, 16), panicAt: make(chan struct{}), id: m.NewActorID()}
+	m.Spawn(&stream.Actor{ID: src.id, Job: fmt.Sprintf("source of group %d", group), Group: group, Root: src, Dispatch: nopDispatch{}}, src.barriers)
+	return src
+}
+
+// Issue 13 item 8, the group path: one database's job fails, and the
+// rebuild of that database alone fails half-way with an actor that does
+// not stop when the half-built group is torn down (stuck in I/O that
+// ignores cancellation). Tearing the group down cannot fence that actor's
+// epochs, so the loop escalates to a full recovery: the stuck actor is
+// abandoned and reported, every epoch the old generation could write is
+// fenced before the discard, a fresh generation of every database is
+// built, and epochs commit again. Without the escalation the stuck actor
+// stays unfenced (a late write could reach state the next rebuild builds
+// on) and the group retries on its backoff forever.
+func TestGroupRebuildEscalatesOnStuckActor(t *testing.T) {
+	store := &groupFencingStore{}
+	actors := stream.NewBarrierManager(nil)
+	actors.StopTimeout = 100 * time.Millisecond
+	loop := NewBarrierLoop(nil, 20*time.Millisecond, actors, store)
+	spawnGroupSource(actors, 2) // another database, which keeps committing
+	failing := spawnGroupSource(actors, 1)
+	stuck := &stuckExec{entered: make(chan struct{}), release: make(chan struct{})}
+	defer close(stuck.release)
+	var groupRebuilds, fullRebuilds atomic.Int32
+	loop.SetRebuilder(&groupRebuilder{
+		rebuild: func(curr uint64) error {
+			fullRebuilds.Add(1)
+			spawnGroupSource(actors, 1)
+			spawnGroupSource(actors, 2)
+			return nil
+		},
+		rebuildGroup: func(g, curr uint64) error {
+			if groupRebuilds.Add(1) > 1 {
+				spawnGroupSource(actors, g)
+				return nil
+			}
+			// The first rebuild starts an actor that gets stuck, then
+			// fails before the group is complete.
+			actors.Spawn(&stream.Actor{ID: actors.NewActorID(), Job: "mv_stuck", Group: g, Fragment: 3, Root: stuck, Dispatch: nopDispatch{}}, nil)
+			<-stuck.entered
+			return errors.New("test: the rebuild failed half-way")
+		},
+	})
+	loop.Start()
+	defer loop.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := loop.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := loop.CurrentEpoch()
+	close(failing.panicAt)
+
+	// Wait for the escalated full recovery (Database 0) to be recorded.
+	var recs []RecoveryRecord
+	for full := false; !full; {
+		if ctx.Err() != nil {
+			t.Fatalf("no full recovery after the group's rebuild left a stuck actor; recoveries: %+v", recs)
+		}
+		recs = loop.Recoveries()
+		for _, r := range recs {
+			full = full || r.Database == 0
+		}
+		if !full {
+			if err := loop.Flush(ctx); err != nil && ctx.Err() != nil {
+				t.Fatalf("no full recovery after the group's rebuild left a stuck actor (%v); recoveries: %+v", err, recs)
+			}
+		}
+	}
+	if len(recs) != 2 || recs[0].Database != 1 || !strings.Contains(recs[0].Err, "half-way") || !strings.Contains(recs[0].Err, "did not exit") {
+		t.Fatalf("recoveries %+v; want first the failed rebuild of database 1 naming the stuck actor", recs)
+	}
+	full := recs[1]
+	if !strings.Contains(full.Reason, "a database's rebuild left actors that did not stop") || !strings.Contains(full.Reason, "mv_stuck (fragment 3, StuckExec) "+stuckIO) || full.Err != "" {
+		t.Fatalf("full recovery %+v; want one escalated from the group's rebuild, naming the stuck actor and what it was doing", full)
+	}
+	if ab := actors.Abandoned(); len(ab) != 1 || ab[0].Job != "mv_stuck" || ab[0].State != stuckIO {
+		t.Fatalf("abandoned %+v; want the stuck actor of the half-built group", ab)
+	}
+	if n := fullRebuilds.Load(); n != 1 {
+		t.Fatalf("%d full rebuilds; want 1", n)
+	}
+	store.mu.Lock()
+	fence, events := store.fence, strings.Join(store.events, ",")
+	store.mu.Unlock()
+	if fence <= before || !strings.HasPrefix(events, "fence,discard") {
+		t.Fatalf("fence %d (epoch before the failure %d), events %s; want the full recovery to fence above the old generation's epochs before it discards", fence, before, events)
+	}
+	// Both databases commit again.
+	for i := 0; i < 3; i++ {
+		if err := loop.Flush(ctx); err != nil {
+			t.Fatalf("FLUSH %d after the escalation: %v", i, err)
+		}
+	}
+	if a := actors.Actors(); len(a) != 2 {
+		t.Fatalf("%d actors running; want the fresh generation's 2", len(a))
 	}
 }
