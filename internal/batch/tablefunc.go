@@ -65,6 +65,7 @@ type projectSetExec struct {
 	node *plan.ProjectSet
 	cur  types.Row
 	gens []func() (types.Datum, bool, error)
+	ord  int64 // rows of cur's expansion emitted
 	c    canceler
 }
 
@@ -90,7 +91,21 @@ func (p *projectSetExec) Next(ctx context.Context) (types.Row, error) {
 				}
 				out = append(out, d)
 			}
-			if any {
+			if any || p.node.Outer && p.ord == 0 {
+				p.ord++
+				if p.node.Ordinality {
+					if any {
+						out = append(out, types.DInt64(p.ord))
+					} else {
+						out = append(out, types.NullDatum)
+					}
+				}
+				if any {
+					return out, nil
+				}
+				// Outer: a row with an empty expansion is kept once,
+				// padded with NULL.
+				p.cur = nil
 				return out, nil
 			}
 			p.cur = nil
@@ -110,7 +125,7 @@ func (p *projectSetExec) Next(ctx context.Context) (types.Row, error) {
 				return nil, err
 			}
 		}
-		p.cur = row
+		p.cur, p.ord = row, 0
 	}
 }
 

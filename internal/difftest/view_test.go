@@ -224,9 +224,11 @@ func (c *viewCase) sources() []*relation {
 func (c *viewCase) drawView(name string) (string, string, *relation) {
 	g := c.g
 	src := c.sources()
-	switch g.intn(9) {
+	switch g.intn(10) {
 	case 0:
 		return c.projectView(name, pick(g, src))
+	case 9:
+		return c.lateralView(name, src)
 	case 8:
 		return c.subqueryView(name, pick(g, src))
 	case 1, 2:
@@ -888,6 +890,60 @@ func (c *viewCase) distinctOnView(name string, src []*relation) (string, string,
 		rel.unique = append(rel.unique, o.cols[len(on)+i].name)
 	}
 	return "distinct on", body, rel
+}
+
+// lateralView expands each row of a relation by a series over one of its
+// integer columns, in the FROM forms RisingWave users write (a comma, CROSS
+// JOIN LATERAL, LEFT JOIN LATERAL ... ON true, WITH ORDINALITY): a
+// ProjectSet in the view.
+func (c *viewCase) lateralView(name string, src []*relation) (string, string, *relation) {
+	g := c.g
+	r := pickUnique(g, src)
+	if r == nil {
+		return "", "", nil
+	}
+	s := scopeFor("a", r)
+	ints := s.of(tInt)
+	if len(ints) == 0 {
+		return "", "", nil
+	}
+	var o out
+	for _, u := range r.unique {
+		o.add("a."+u, typOf(r, u), false, false)
+	}
+	for range g.intn(2) {
+		t := g.someType(s)
+		o.add(g.expr(s, t, 1), t, false, false)
+	}
+	x := o.add("g.x", tInt, false, false)
+	ord := g.chance(0.4)
+	alias := "g(x)"
+	if ord {
+		alias = "g(x, o)"
+		o.add("g.o", tBig, false, false)
+	}
+	series := fmt.Sprintf("generate_series(%d, %s %% 4)", g.intn(2), pick(g, ints).ref)
+	if ord {
+		series += " WITH ORDINALITY"
+	}
+	var from string
+	switch g.intn(3) {
+	case 0:
+		from = fmt.Sprintf("%s a, %s AS %s", r.name, series, alias)
+	case 1:
+		from = fmt.Sprintf("%s a CROSS JOIN LATERAL %s AS %s", r.name, series, alias)
+	default:
+		// A row whose series is empty is kept once with NULLs: x is NULL
+		// there, so (unique, x) stays unique.
+		from = fmt.Sprintf("%s a LEFT JOIN LATERAL %s AS %s ON true", r.name, series, alias)
+	}
+	body := fmt.Sprintf("SELECT %s FROM %s%s", strings.Join(o.items, ", "), from, c.where(s))
+	rel := o.rel(name, r.depth+1)
+	for i := range r.unique {
+		rel.unique = append(rel.unique, o.cols[i].name)
+	}
+	rel.unique = append(rel.unique, x)
+	return "lateral", body, rel
 }
 
 // pickUnique picks a relation with unique columns (nil when none has).

@@ -190,6 +190,12 @@ func attributes(n *Node) []string {
 			parts[i] = c.Name + "(" + strings.Join(args, ", ") + ")"
 		}
 		add("set-returning functions: [%s]", strings.Join(parts, ", "))
+		if n.SRFOrdinality {
+			add("with ordinality")
+		}
+		if n.SRFOuter {
+			add("outer: a row whose expansion is empty is kept once, padded with NULL")
+		}
 	case OpDynamicFilter:
 		add("predicate: %s", n.Cond)
 		add("rows kept ordered by: %s; a new bound emits only the rows between the old and the new one", n.Dynamic.Key)

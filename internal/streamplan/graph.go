@@ -660,7 +660,12 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		for i, c := range n.SRFs {
 			calls[i] = exec.SRF{Name: c.Name, Args: c.Args, Type: c.Type}
 		}
-		return exec.NewProjectSet(in, calls, n.SRFAt, env.Location)
+		ps, err := exec.NewProjectSet(in, calls, n.SRFAt, env.Location)
+		if err != nil {
+			return nil, err
+		}
+		ps.SetLateral(n.SRFOrdinality, n.SRFOuter)
+		return ps, nil
 	case OpWindowClose:
 		in, err := input(0)
 		if err != nil {

@@ -122,6 +122,10 @@ type Node struct {
 	// first SRFAt columns.
 	SRFs  []*plan.SRFCall
 	SRFAt int
+	// SRFOrdinality adds the ordinal after the calls (WITH ORDINALITY);
+	// SRFOuter keeps a row with an empty expansion as one row of NULLs
+	// (LEFT JOIN LATERAL ... ON true).
+	SRFOrdinality, SRFOuter bool
 	// CloseCol is OpWindowClose's watermark column: a row is emitted once
 	// the watermark passes its value there.
 	CloseCol int

@@ -26,7 +26,7 @@ func (b *builder) projectSet(n *plan.ProjectSet) (*Node, error) {
 		}
 	}
 	at := len(n.Input.Schema())
-	m := len(n.Calls)
+	m := len(n.Out) - at // the calls and the ordinality column
 	shift := func(cols []int) []int {
 		out := slices.Clone(cols)
 		for i, c := range out {
@@ -44,5 +44,5 @@ func (b *builder) projectSet(n *plan.ProjectSet) (*Node, error) {
 	dist := in.Dist
 	dist.Keys = shift(dist.Keys)
 	return &Node{Op: OpProjectSet, Inputs: []*Node{in}, Schema: schema, Key: append(shift(in.Key), ord), Dist: dist,
-		SRFs: n.Calls, SRFAt: at}, nil
+		SRFs: n.Calls, SRFAt: at, SRFOrdinality: n.Ordinality, SRFOuter: n.Outer}, nil
 }

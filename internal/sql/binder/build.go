@@ -95,6 +95,17 @@ func (b *Binder) pushDown(r *rel, n *pg.Node, tabs map[string]bool) {
 			r.filters = append(r.filters, n)
 			return
 		}
+		if r.lateral != nil {
+			// A filter on the left side's columns commutes with the
+			// ProjectSet (each left row keeps its values in every row of its
+			// expansion, the padded one of an outer one included).
+			if len(tabs) > 0 && subset(tabs, r.left.tables) {
+				r = r.left
+				continue
+			}
+			r.filters = append(r.filters, n)
+			return
+		}
 		goLeft := subset(tabs, r.left.tables) && (r.kind == plan.InnerJoin || r.kind == plan.LeftJoin)
 		goRight := subset(tabs, r.right.tables) && (r.kind == plan.InnerJoin || r.kind == plan.RightJoin)
 		switch {
@@ -115,9 +126,22 @@ func (b *Binder) pushDown(r *rel, n *pg.Node, tabs map[string]bool) {
 // build turns a rel tree into plan nodes.
 func (b *Binder) build(r *rel) (plan.Node, error) {
 	var node plan.Node
-	if r.left == nil {
+	switch {
+	case r.left == nil:
 		node = r.node
-	} else {
+	case r.lateral != nil:
+		l, err := b.build(r.left)
+		if err != nil {
+			return nil, err
+		}
+		ps := *r.lateral
+		ps.Input = l
+		ps.Out = append(append(plan.Schema{}, l.Schema()...), r.lateral.Out...)
+		node = &ps
+		// An inner join's ON conditions filter the expansion.
+		r.filters = append(r.filters, r.on...)
+		r.on = nil
+	default:
 		l, err := b.build(r.left)
 		if err != nil {
 			return nil, err

@@ -29,6 +29,11 @@ type rel struct {
 	// filters are conjuncts to apply on top of this rel (for a leaf: in its
 	// scan).
 	filters []*pg.Node
+	// lateral, when set, makes a join rel a function in FROM over the
+	// columns of the items before it (left): a ProjectSet over left, its
+	// Input and the input's part of Out filled in by build; right is the
+	// function's leaf, for its names only.
+	lateral *plan.ProjectSet
 	// sc lists the rel's output columns (offsets relative to its own row).
 	sc     *scope
 	tables map[string]bool
@@ -43,9 +48,21 @@ func (b *Binder) bindFrom(items []*pg.Node, outer *scope) (*rel, error) {
 	}
 	var cur *rel
 	for _, it := range items {
-		r, err := b.bindFromItem(it, outer)
+		var r *rel
+		var err error
+		if rf := it.GetRangeFunction(); rf != nil && cur != nil {
+			// A function may read the columns of the items before it
+			// (implicitly LATERAL, as in PostgreSQL).
+			r, err = b.bindRangeFunction(rf, outer, cur, plan.InnerJoin)
+		} else {
+			r, err = b.bindFromItem(it, outer)
+		}
 		if err != nil {
 			return nil, err
+		}
+		if r.lateral != nil {
+			cur = r
+			continue
 		}
 		if cur == nil {
 			cur = r
@@ -93,7 +110,7 @@ func (b *Binder) bindFromItem(n *pg.Node, outer *scope) (*rel, error) {
 		}
 		return b.leaf(q, alias.Aliasname, outer), nil
 	case n.GetRangeFunction() != nil:
-		return b.bindRangeFunction(n.GetRangeFunction(), outer)
+		return b.bindRangeFunction(n.GetRangeFunction(), outer, nil, plan.InnerJoin)
 	case n.GetJoinExpr() != nil:
 		return b.bindJoinExpr(n.GetJoinExpr(), outer)
 	}
@@ -245,10 +262,70 @@ func (b *Binder) lookupCTE(name string) *cteDef {
 	return nil
 }
 
-func (b *Binder) bindRangeFunction(rf *pg.RangeFunction, outer *scope) (*rel, error) {
-	if rf.Lateral || rf.IsRowsfrom || len(rf.Functions) != 1 {
+// bindRangeFunction binds a function in FROM. With left (the FROM items
+// before it, joined to it by kind) its arguments may read left's columns;
+// if they do, the result is a lateral rel (see rel.lateral and lateralRel).
+func (b *Binder) bindRangeFunction(rf *pg.RangeFunction, outer *scope, left *rel, kind plan.JoinKind) (*rel, error) {
+	if rf.IsRowsfrom || len(rf.Functions) != 1 {
 		return nil, unsupported("this form of function in FROM is not supported")
 	}
+	argScope := &scope{parent: outer}
+	if left != nil {
+		argScope = left.sc
+	}
+	r, err := b.bindRangeFunctionArgs(rf, outer, argScope)
+	if err != nil || left == nil {
+		return r, err
+	}
+	return b.lateralRel(left, r, kind, outer)
+}
+
+// lateralRel joins left and r, a function in FROM bound over left's
+// columns. If its arguments read none of them it is an ordinary FROM item
+// (returned alone, for the caller to join); else the join is a ProjectSet
+// over left: each left row followed by its function's rows.
+func (b *Binder) lateralRel(left, r *rel, kind plan.JoinKind, outer *scope) (*rel, error) {
+	readsLeft := false
+	tf, isFunc := r.node.(*plan.TableFunc)
+	var args []expr.Expr
+	if isFunc {
+		args = tf.Args
+	} else if f, ok := r.node.(*plan.Filter); ok {
+		args = []expr.Expr{f.Cond}
+	}
+	for _, a := range args {
+		if !plan.WalkBound(a, func(x any) bool {
+			if _, ok := x.(*expr.ColumnRef); ok {
+				readsLeft = true
+			}
+			return !readsLeft
+		}) {
+			return nil, parser.StackDepthError()
+		}
+	}
+	if !readsLeft {
+		return r, nil
+	}
+	if !isFunc {
+		return nil, unsupported("this function in FROM cannot read the columns of the FROM items before it")
+	}
+	if kind != plan.InnerJoin && kind != plan.LeftJoin {
+		return nil, sqlerr.New(sqlerr.InvalidColumnReference, "invalid reference to the FROM-clause entries on the left: the combining JOIN type must be INNER or LEFT for a LATERAL reference")
+	}
+	j, err := b.makeJoin(plan.InnerJoin, left, r, nil, outer)
+	if err != nil {
+		return nil, err
+	}
+	j.lateral = &plan.ProjectSet{
+		Calls:      []*plan.SRFCall{{Name: tf.Name, Args: tf.Args, Type: tf.Out[0].Type}},
+		Ordinality: tf.WithOrdinality,
+		Outer:      kind == plan.LeftJoin,
+		Out:        tf.Out,
+	}
+	return j, nil
+}
+
+func (b *Binder) bindRangeFunctionArgs(rf *pg.RangeFunction, outer, argScope *scope) (*rel, error) {
 	items := rf.Functions[0].GetList().GetItems()
 	fc := items[0].GetFuncCall()
 	if fc == nil {
@@ -256,7 +333,7 @@ func (b *Binder) bindRangeFunction(rf *pg.RangeFunction, outer *scope) (*rel, er
 	}
 	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
 	if name == "unnest" {
-		return b.bindUnnest(rf, fc, outer) // see nullarray.go
+		return b.bindUnnest(rf, fc, outer, argScope) // see nullarray.go
 	}
 	if isTimeWindowFunc(name) {
 		return b.bindTimeWindow(rf, fc, name, outer) // see timewindow.go
@@ -264,9 +341,9 @@ func (b *Binder) bindRangeFunction(rf *pg.RangeFunction, outer *scope) (*rel, er
 	if name != "generate_series" {
 		return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "function %s in FROM is not supported", name)
 	}
-	// Arguments see no columns of this FROM list (no LATERAL), but may
-	// refer to enclosing queries.
-	ec := &exprCtx{sc: &scope{parent: outer}, clause: "FROM"}
+	// Arguments see the columns of the FROM items before this one
+	// (argScope) and those of enclosing queries.
+	ec := &exprCtx{sc: argScope, clause: "FROM"}
 	var args []expr.Expr
 	for _, a := range fc.Args {
 		e, err := b.bindExpr(a, ec)
@@ -353,10 +430,6 @@ func (b *Binder) bindJoinExpr(j *pg.JoinExpr, outer *scope) (*rel, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := b.bindFromItem(j.Rarg, outer)
-	if err != nil {
-		return nil, err
-	}
 	var kind plan.JoinKind
 	switch j.Jointype {
 	case pg.JoinType_JOIN_INNER:
@@ -369,6 +442,18 @@ func (b *Binder) bindJoinExpr(j *pg.JoinExpr, outer *scope) (*rel, error) {
 		kind = plan.FullJoin
 	default:
 		return nil, unsupported("join type %s is not supported", j.Jointype)
+	}
+	var r *rel
+	if rf := j.Rarg.GetRangeFunction(); rf != nil {
+		r, err = b.bindRangeFunction(rf, outer, l, kind)
+	} else {
+		r, err = b.bindFromItem(j.Rarg, outer)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.lateral != nil {
+		return b.lateralJoin(j, r)
 	}
 	var using []string
 	if j.IsNatural {
@@ -409,6 +494,30 @@ func (b *Binder) bindJoinExpr(j *pg.JoinExpr, outer *scope) (*rel, error) {
 		jr.tables[name] = true
 	}
 	return jr, nil
+}
+
+// lateralJoin finishes l [LEFT] JOIN LATERAL f(l...) ON quals, r being
+// the lateral rel: an inner join's quals filter its rows; a LEFT join
+// keeps every left row, which only ON true leaves the same as the
+// ProjectSet's padding (other conditions are refused).
+func (b *Binder) lateralJoin(j *pg.JoinExpr, r *rel) (*rel, error) {
+	if j.IsNatural || len(j.UsingClause) > 0 {
+		return nil, unsupported("NATURAL and USING joins with a function reading the other side's columns are not supported")
+	}
+	if j.Quals != nil {
+		if r.lateral.Outer {
+			if c := j.Quals.GetAConst(); c == nil || !c.GetBoolval().GetBoolval() {
+				return nil, unsupported("LEFT JOIN LATERAL with a function is supported only with ON true")
+			}
+		} else {
+			r.on = append(r.on, conjuncts(j.Quals)...)
+		}
+	}
+	if j.Alias != nil && j.Alias.Aliasname != "" {
+		r.sc = requalify(r.sc, j.Alias.Aliasname, strs(j.Alias.Colnames))
+		r.tables[j.Alias.Aliasname] = true
+	}
+	return r, nil
 }
 
 // requalify gives every visible column of s the table name and hides the

@@ -100,11 +100,11 @@ func (n *isNullArray) Eval(ctx *expr.EvalContext, row types.Row) (types.Datum, e
 }
 
 // bindUnnest binds unnest(arr) in FROM: one text column, no rows.
-func (b *Binder) bindUnnest(rf *pg.RangeFunction, fc *pg.FuncCall, outer *scope) (*rel, error) {
+func (b *Binder) bindUnnest(rf *pg.RangeFunction, fc *pg.FuncCall, outer, argScope *scope) (*rel, error) {
 	if len(fc.Args) != 1 {
 		return nil, unsupported("this form of unnest is not supported")
 	}
-	ec := &exprCtx{sc: &scope{parent: outer}, clause: "FROM"}
+	ec := &exprCtx{sc: argScope, clause: "FROM"}
 	arg, err := b.bindExpr(fc.Args[0], ec)
 	if err != nil {
 		return nil, err

@@ -504,10 +504,19 @@ type SRFCall struct {
 // generate_series(1, n) ...): each input row is followed by one output row
 // per value of the longest SRF, the others padded with NULL (PostgreSQL 10+
 // semantics). Its output is the input row followed by one column per call.
+//
+// A function in FROM that reads the columns of the items before it (FROM t,
+// unnest(t.arr) WITH ORDINALITY, t LEFT JOIN LATERAL generate_series(1,
+// t.n) ON true) is a ProjectSet over those items too: Ordinality appends
+// the row's 1-based position in its expansion (int8) after the calls, and
+// Outer makes a row whose expansion is empty produce one row with NULL
+// calls (and ordinality) instead of none.
 type ProjectSet struct {
-	Input Node
-	Calls []*SRFCall
-	Out   Schema
+	Input      Node
+	Calls      []*SRFCall
+	Ordinality bool
+	Outer      bool
+	Out        Schema
 }
 
 func (n *ProjectSet) Schema() Schema   { return n.Out }
@@ -517,5 +526,12 @@ func (n *ProjectSet) Describe() string {
 	for i, c := range n.Calls {
 		parts[i] = c.Name + "(" + exprList(c.Args) + ")"
 	}
-	return "ProjectSet " + strings.Join(parts, ", ")
+	d := "ProjectSet " + strings.Join(parts, ", ")
+	if n.Ordinality {
+		d += " WITH ORDINALITY"
+	}
+	if n.Outer {
+		d += " (outer)"
+	}
+	return d
 }

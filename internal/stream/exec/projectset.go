@@ -35,11 +35,20 @@ type SRF struct {
 // the row expands to nothing — the same for its retraction. Long series
 // are emitted a chunk at a time. Watermarks on input columns pass through
 // (each output row keeps its input row's values there).
+//
+// A function in FROM over the columns of the items before it (FROM t,
+// unnest(t.arr) WITH ORDINALITY; LEFT JOIN LATERAL ... ON true) is a
+// ProjectSet too (see SetLateral): ordinality adds the ordinal as a visible
+// column after the calls, and outer expands a row whose series is empty
+// to one row of NULLs — again a function of the row alone, so its
+// retraction is exact.
 type ProjectSet struct {
-	input stream.Executor
-	calls []SRF
-	at    int
-	loc   *time.Location
+	input      stream.Executor
+	calls      []SRF
+	at         int
+	loc        *time.Location
+	ordinality bool
+	outer      bool
 
 	// The expansion in progress: chunk in, row i, its generators.
 	in    *types.Chunk
@@ -61,11 +70,20 @@ func NewProjectSet(input stream.Executor, calls []SRF, at int, loc *time.Locatio
 	return &ProjectSet{input: input, calls: calls, at: at, loc: loc}, nil
 }
 
+// SetLateral sets the FROM-clause forms: an ordinality column after the
+// calls, and a NULL row for an empty expansion (outer).
+func (p *ProjectSet) SetLateral(ordinality, outer bool) {
+	p.ordinality, p.outer = ordinality, outer
+}
+
 func (p *ProjectSet) Schema() []types.Type {
 	in := p.input.Schema()
 	out := append([]types.Type(nil), in[:p.at]...)
 	for _, c := range p.calls {
 		out = append(out, c.Type)
+	}
+	if p.ordinality {
+		out = append(out, types.Int64)
 	}
 	out = append(out, in[p.at:]...)
 	return append(out, types.Int64)
@@ -122,15 +140,31 @@ func (p *ProjectSet) expand(ctx context.Context) (*types.Chunk, error) {
 		if err != nil {
 			return nil, err
 		}
+		padded := false
 		if !ok {
-			p.i++
-			p.moved = false
-			continue
+			if !p.outer || p.ord > 0 {
+				p.i++
+				p.moved = false
+				continue
+			}
+			// outer: the row's expansion is empty; it is kept once with
+			// NULLs, and the next step ends it (p.ord > 0).
+			padded = true
+			for k := range vals {
+				vals[k] = types.NullDatum
+			}
 		}
 		p.ord++
-		r := make(types.Row, 0, len(row)+len(vals)+1)
+		r := make(types.Row, 0, len(row)+len(vals)+2)
 		r = append(r, row[:p.at]...)
 		r = append(r, vals...)
+		if p.ordinality {
+			if padded {
+				r = append(r, types.NullDatum)
+			} else {
+				r = append(r, types.DInt64(p.ord))
+			}
+		}
 		r = append(r, row[p.at:]...)
 		r = append(r, types.DInt64(p.ord))
 		op := types.OpDelete
