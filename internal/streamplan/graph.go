@@ -83,6 +83,8 @@ type Job struct {
 	Outputs    []UpstreamActor
 	Dispatcher map[stream.ActorID]*stream.BroadcastDispatcher
 	Backfills  []*exec.Backfill
+	// Gate is open once every backfill is done (nil for a rebuilt job).
+	Gate *exec.BackfillGate
 	// SourceBarriers are the barrier channels of the job's source actors
 	// (they are spawned as sources: meta injects barriers into them).
 	SourceBarriers map[stream.ActorID]chan *stream.Barrier
@@ -262,6 +264,9 @@ type fragment struct {
 func Instantiate(root *Node, env *Env) (*Job, error) {
 	g := &graphBuilder{env: env, job: &Job{Connect: map[stream.ActorID][]stream.Output{}, Dispatcher: map[stream.ActorID]*stream.BroadcastDispatcher{},
 		SourceBarriers: map[stream.ActorID]chan *stream.Barrier{}}}
+	if env.Backfill {
+		g.job.Gate = exec.NewBackfillGate()
+	}
 	if _, err := g.fragment(root, nil); err != nil {
 		return nil, err
 	}
@@ -584,6 +589,7 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 			if appendOnly(n.Inputs[0]) {
 				agg.SetAppendOnly()
 			}
+			agg.SetBackfillGate(g.job.Gate)
 			return agg, nil
 		}
 		agg, err := exec.NewHashAgg(in, n.GroupKey, calls, n.InputKey, result, tables)
@@ -594,6 +600,7 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		if appendOnly(n.Inputs[0]) {
 			agg.SetAppendOnly() // min/max keep no inputs
 		}
+		agg.SetBackfillGate(g.job.Gate) // state written once per backfill (I7: see BackfillGate)
 		// Watermark cleanup deletes only this actor's groups.
 		owners := f.owners
 		agg.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
@@ -784,6 +791,7 @@ func (g *graphBuilder) scan(f *fragment, i int, n *Node) (stream.Executor, error
 	keyOf := func(r types.Row) []byte { return keyTable.EncodeKey(nil, r) }
 	read := snapshotReader(env.Store, storage.TableID(n.Rel.StateTable), up.State, ua.Owns)
 	bf := exec.NewBackfill(fmt.Sprintf("%s from %s", env.Name, n.Rel.Name), f.actors[i], n.Types(), ch, read, keyOf)
+	g.job.Gate.Track(bf)
 	g.job.Backfills = append(g.job.Backfills, bf)
 	return bf, nil
 }

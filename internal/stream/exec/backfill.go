@@ -54,6 +54,8 @@ type Backfill struct {
 	queue   []stream.Message
 	stopped bool
 
+	gate    *BackfillGate
+
 	// Rows counts snapshot rows emitted (for SHOW JOBS progress).
 	Rows atomic.Int64
 	// Finished is set once the snapshot is exhausted.
@@ -163,6 +165,11 @@ func (b *Backfill) readSnapshot(ctx context.Context) error {
 		b.done = true
 		b.pos = nil
 		b.Finished.Store(true)
+		if b.gate != nil {
+			// Before finished is closed: whoever waits on it (meta, then
+			// its FLUSH barrier) must find the gate open (BackfillGate).
+			b.gate.pending.Add(-1)
+		}
 		close(b.finished)
 		b.flushPending()
 	}
@@ -190,6 +197,41 @@ func (b *Backfill) flushPending() {
 	}
 	b.pending = types.Chunk{}
 }
+
+// BackfillGate tells a new job's executors whether its backfills are still
+// reading their snapshots, so that an operator can keep a backfill's
+// changes in memory across barriers and write them once (HashAgg defers
+// its per-barrier flush) instead of re-emitting and rewriting its state at
+// every barrier of the backfill.
+//
+// Why that is safe (I7): a job's state need only be complete at the epoch
+// that makes it visible. A view or sink is published only after every
+// backfill reported done and the epoch current then committed (metasrv's
+// create: wait for each Backfill.Done, then FLUSH); a recovery or restart
+// during creation drops the job instead of resuming it (metasrv.rebuild),
+// so the incomplete state of the epochs before is never read. The barrier
+// that ends the FLUSH's epoch is injected after meta saw every backfill
+// done, and a Backfill opens the gate before it closes Done, so an
+// operator finds the gate open at that barrier at the latest and flushes
+// there: the state is complete in the epoch that publishes the job.
+//
+// The gate is per job and in-process: it assumes the job's backfills and
+// the operators that consult it run in one compute node (streamplan
+// instantiates a whole job on one node).
+type BackfillGate struct{ pending atomic.Int64 }
+
+// NewBackfillGate returns a gate with no backfills: open.
+func NewBackfillGate() *BackfillGate { return &BackfillGate{} }
+
+// Track makes the gate wait for b (before b runs).
+func (g *BackfillGate) Track(b *Backfill) {
+	g.pending.Add(1)
+	b.gate = g
+}
+
+// Backfilling reports whether a tracked backfill is still reading its
+// snapshot. A nil gate (a rebuilt job) is open.
+func (g *BackfillGate) Backfilling() bool { return g != nil && g.pending.Load() > 0 }
 
 // fixUpdatePairs turns an UpdateInsert whose UpdateDelete was dropped (or
 // an UpdateDelete whose insert was dropped) into a plain insert (delete).
