@@ -2,9 +2,14 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/runneldb/runnel/internal/stream/exec"
 )
 
 // Changes made to a table while a view over it backfills — held by a test
@@ -23,7 +28,33 @@ func TestBackfillInterleavesConcurrentChanges(t *testing.T) {
 	mustExec(t, conn, "CREATE TABLE big (k INT PRIMARY KEY, v INT)")
 	mustExec(t, conn, "INSERT INTO big SELECT g, g % 7 FROM generate_series(1, 3000) g")
 	mustExec(t, conn, "FLUSH")
-	held, unhold := holdBackfill(t, "inter")
+	// Hold the view's backfill at its first batch (as holdBackfill), and
+	// record every batch seen for the failure message.
+	held := make(chan int64, 1)
+	release := make(chan struct{})
+	var calls []string
+	var callsMu sync.Mutex
+	remove := exec.SetBackfillHook(func(ctx context.Context, executor string, rows int64) {
+		callsMu.Lock()
+		calls = append(calls, fmt.Sprintf("%s: %d", executor, rows))
+		callsMu.Unlock()
+		if !strings.Contains(executor, "materialized view inter ") {
+			return
+		}
+		select {
+		case held <- rows:
+		default:
+			return
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	})
+	t.Cleanup(remove)
+	var releaseOnce sync.Once
+	unhold := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(unhold)
 	const query = "SELECT v, count(*) AS n, sum(k) AS s, min(k) AS lo, max(k) AS hi FROM big GROUP BY v"
 	done := make(chan error, 1)
 	conn2 := ts.connect(t)
@@ -34,7 +65,9 @@ func TestBackfillInterleavesConcurrentChanges(t *testing.T) {
 	select {
 	case rows := <-held:
 		if rows >= 3000 {
-			t.Fatalf("held after %d rows: the backfill was not part-way", rows)
+			callsMu.Lock()
+			defer callsMu.Unlock()
+			t.Fatalf("held after %d rows: the backfill was not part-way; batches seen: %v", rows, calls)
 		}
 	case err := <-done:
 		t.Fatalf("CREATE finished before the backfill was held: %v", err)

@@ -23,4 +23,10 @@
 // Materialize's existence check of each backfilled row, the join's first
 // probe of a key — is skipped. The answer is the same as the read's, so
 // the consistency checks (I6) keep their strength.
+//
+// While a new job backfills, its aggregations do not flush at barriers
+// (BackfillGate, backfill.go): nothing reads a creating job's state before
+// the epoch that publishes it, so each group is written and emitted once
+// when the backfill ends instead of once per barrier (I7 holds at that
+// epoch; a recovery during creation drops the job).
 package exec
