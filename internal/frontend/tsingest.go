@@ -215,7 +215,7 @@ func (ss *session) applyIngestDDL(ctx context.Context, sc *catalog.Schema, r *in
 			ct.Columns = append(ct.Columns, binder.ColumnDef{Name: c.Name, Type: c.Type})
 		}
 		for k, v := range r.Hints {
-			if k == tsdb.OptAppendMode || k == tsdb.OptTTL {
+			if k == tsdb.OptAppendMode || k == tsdb.OptTTL || k == tsdb.OptTimeWindow {
 				ct.Options[k] = v
 			}
 		}

@@ -30,6 +30,10 @@ type compactionPick struct {
 	// stay disjoint from the files left in place (buildSSTs).
 	cuts     [][]byte
 	dropOnly bool // every input belongs to unregistered tables only, or is past its tables' TTL whole
+	// route, when set, sends the keys of these tables to one output per
+	// (table, time window) in the window level (window.go): L0->L1 and
+	// window compactions.
+	route map[TableID]windowSpec
 }
 
 // CompactionJob is one running compaction. Cancel and commit-start are
@@ -208,6 +212,13 @@ func (e *Engine) pick(v *Version, force bool) *compactionPick {
 			bestL, bestScore = l, s
 		}
 	}
+	// 3. A window of the window level with too many small files, unless
+	// L0 is due first (window.go).
+	if bestL != 0 || bestScore < 1 {
+		if p := e.pickWindow(v, force); p != nil {
+			return p
+		}
+	}
 	if bestL < 0 || bestScore < 1 {
 		return nil
 	}
@@ -326,10 +337,24 @@ func (e *Engine) pick(v *Version, force bool) *compactionPick {
 			}
 		}
 	}
+	if bestL == 0 {
+		// L0 -> L1: keys of time-series tables go to the window level.
+		p.route = e.windowSpecs()
+	}
 	p.bottommost = true
 	for l := p.outLevel + 1; l < NumLevels; l++ {
 		for _, f := range v.Levels[l] {
 			if bytes.Compare(prefixOf(f.Largest), lo) >= 0 && bytes.Compare(prefixOf(f.Smallest), hi) <= 0 {
+				p.bottommost = false
+			}
+		}
+	}
+	// The window level may hold older versions of the inputs' keys of a
+	// time-series table (the table had no time decoder when they were
+	// compacted): a tombstone hiding them is kept.
+	for _, f := range v.Levels[WindowLevel] {
+		for _, in := range p.files {
+			if _, _, ok := in.tableRange(f.Tables[0]); ok {
 				p.bottommost = false
 			}
 		}
@@ -544,11 +569,21 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 			}
 			return true, nil
 		}
-		err := e.buildSSTs(ctx, m, keep, p.cuts, func(obj []byte, meta *SSTMeta) error {
+		err := e.buildSSTsRouted(ctx, m, keep, p.cuts, p.route, func(obj []byte, meta *SSTMeta, windowed bool) error {
 			if cancelled() {
 				return errCancelled
 			}
-			return w.emit(obj, meta)
+			if !windowed && p.outLevel == WindowLevel {
+				// A key of a window compaction whose time cannot be
+				// decoded (it was routed when written, so this means a
+				// changed decoder): abort, the inputs stay.
+				return fmt.Errorf("compaction %d: a key of table %v has no time window", j.ID, meta.Tables)
+			}
+			if err := w.emit(obj, meta); err != nil {
+				return err
+			}
+			w.windowed = append(w.windowed, windowed)
+			return nil
 		})
 		m.close()
 		if err != nil {
@@ -600,8 +635,12 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 		d.SafeEpoch = cur.SafeEpoch
 	}
 	d.Removed = p.inputs
-	for _, m := range w.metas {
-		d.Added = append(d.Added, LevelSST{Level: p.outLevel, SST: m})
+	for i, m := range w.metas {
+		l := p.outLevel
+		if i < len(w.windowed) && w.windowed[i] {
+			l = WindowLevel
+		}
+		d.Added = append(d.Added, LevelSST{Level: l, SST: m})
 	}
 	nv, err := e.commitDelta(context.Background(), d, func(tx *metastore.Tx) error {
 		// Unused reserved ids never got an object, but queue them so the

@@ -48,7 +48,16 @@
 // (SSTMeta.Times). Keys past a TTL are skipped by reads and dropped by any
 // compaction; an SST whose rows are all past it leaves the version whole
 // in a drop-only compaction (then GC, I1); ReadOptions.Time skips SSTs
-// whose range is outside a scan's time window.
+// whose range is outside a scan's time window (ReadStats counts the SSTs
+// read and pruned).
+//
+// # Time windows (window.go)
+//
+// Keys of tables with a time decoder leave L0 not for L1 but for the
+// window level (Levels[WindowLevel]): one SST per (table, time window),
+// merged only with files of the same window, so a time range reads only
+// its windows and an expired window leaves the version whole (then GC,
+// I1). docs/storage-format.md §8a.
 //
 // # Invariants guarded here (ARCHITECTURE.md §3)
 //

@@ -176,6 +176,8 @@ type Engine struct {
 	tableGroup func(TableID) uint64
 	// ret holds the tables' retentions (retention.go).
 	ret retentions
+	// reads counts scans and the SSTs they opened or pruned (ReadStats).
+	reads readCounters
 	// leases: when each spilled upload job's record was last renewed.
 	leases map[uint64]time.Time
 	// unregisterHook is a test seam (testhooks.go).
@@ -682,12 +684,14 @@ func (e *Engine) takeSpare(ctx context.Context) *jobRecord {
 // outputWriter uploads the SSTs of one job, using the job's reserved ids
 // in order and reserving more (in the record, before the PUT) if needed.
 type outputWriter struct {
-	e      *Engine
-	ctx    context.Context
-	job    *jobRecord
-	used   int
-	metas  []*SSTMeta
-	before func(n int) error // called before output n (0-based) is written
+	e     *Engine
+	ctx   context.Context
+	job   *jobRecord
+	used  int
+	metas []*SSTMeta
+	// windowed[i]: metas[i] goes to the window level (compactions).
+	windowed []bool
+	before   func(n int) error // called before output n (0-based) is written
 }
 
 func (e *Engine) newOutputWriter(ctx context.Context, kind string, inputs []LevelFile, reserve int, before func(int) error) (*outputWriter, error) {
@@ -748,6 +752,22 @@ func (w *outputWriter) emit(obj []byte, meta *SSTMeta) error {
 // cuts (ascending prefixes) force a new SST at the first key at or above
 // each: a compaction's outputs never span a file it leaves in place.
 func (e *Engine) buildSSTs(ctx context.Context, m *mergeIter, keep func(s source, first bool) (bool, error), cuts [][]byte, emit func([]byte, *SSTMeta) error) error {
+	return e.buildSSTsRouted(ctx, m, keep, cuts, nil, func(obj []byte, meta *SSTMeta, _ bool) error { return emit(obj, meta) })
+}
+
+// windowKey names one window builder of buildSSTsRouted.
+type windowKey struct {
+	table TableID
+	start int64
+}
+
+// buildSSTsRouted is buildSSTs where the keys of the tables in route go
+// to SSTs of their own, one table and one time window each (emitted with
+// windowed set, for the window level; window.go). Keys arrive sorted, so
+// each window's subsequence is sorted too: one builder per window is open
+// at a time, each cut at the target size on a prefix boundary (every
+// version of a key has the key's time, hence goes to the same builder).
+func (e *Engine) buildSSTsRouted(ctx context.Context, m *mergeIter, keep func(s source, first bool) (bool, error), cuts [][]byte, route map[TableID]windowSpec, emit func([]byte, *SSTMeta, bool) error) error {
 	var (
 		b       *sstBuilder
 		key     []byte
@@ -756,24 +776,42 @@ func (e *Engine) buildSSTs(ctx context.Context, m *mergeIter, keep func(s source
 		lastE   uint64
 		started bool
 		n       int
+		wbs     map[windowKey]*sstBuilder
+		wb      *sstBuilder // the builder of the current key, when routed
+		routed  bool        // wb is set for the current key
 	)
 	defer func() {
 		if b != nil { // an error left a builder open: release its writer
 			b.abort()
 		}
+		for _, w := range wbs {
+			w.abort()
+		}
 	}()
 	timeOf := e.timeOfs() // SSTMeta.Times of time-series tables (retention.go)
-	flush := func() error {
-		if b == nil || b.empty() {
-			b = nil
+	finish := func(bb *sstBuilder, windowed bool) error {
+		if bb.empty() {
+			bb.abort()
 			return nil
 		}
-		obj, meta, err := b.finish()
-		b = nil
+		obj, meta, err := bb.finish()
 		if err != nil {
 			return err
 		}
-		return emit(obj, &meta)
+		return emit(obj, &meta, windowed)
+	}
+	flush := func() error {
+		if b == nil {
+			return nil
+		}
+		bb := b
+		b = nil
+		return finish(bb, false)
+	}
+	flushWindow := func(k windowKey) error {
+		bb := wbs[k]
+		delete(wbs, k)
+		return finish(bb, true)
 	}
 	ok := m.start()
 	for ; ok; ok = m.advance() {
@@ -800,6 +838,44 @@ func (e *Engine) buildSSTs(ctx context.Context, m *mergeIter, keep func(s source
 			if !k {
 				continue
 			}
+		}
+		if firstOfKey {
+			routed = false
+		}
+		if !routed {
+			// The key's first kept version decides its builder; its other
+			// versions follow it.
+			routed, wb = true, nil
+			if spec, ok := route[s.table()]; ok {
+				if ts, ok := spec.timeOf(s.rest()); ok {
+					k := windowKey{s.table(), spec.window(ts)}
+					if w := wbs[k]; w != nil && w.rawBytes >= e.opts.TargetFileSize {
+						if err := flushWindow(k); err != nil {
+							return err
+						}
+					}
+					if wbs[k] == nil {
+						if wbs == nil {
+							wbs = map[windowKey]*sstBuilder{}
+						}
+						w := newSSTBuilder()
+						w.timeOf = timeOf
+						wbs[k] = w
+					}
+					wb = wbs[k]
+				}
+			}
+		}
+		if wb != nil {
+			v, err := s.tagged()
+			if err != nil {
+				return err
+			}
+			key = appendSuffix(appendPrefix(key[:0], s.table(), s.rest()), s.epoch())
+			if err := wb.add(key, v); err != nil {
+				return err
+			}
+			continue
 		}
 		if firstOfKey && b != nil && b.rawBytes >= e.opts.TargetFileSize {
 			if err := flush(); err != nil {
@@ -831,7 +907,25 @@ func (e *Engine) buildSSTs(ctx context.Context, m *mergeIter, keep func(s source
 	if m.e != nil {
 		return m.e
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	ks := make([]windowKey, 0, len(wbs))
+	for k := range wbs {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b windowKey) int {
+		if a.table != b.table {
+			return cmp.Compare(a.table, b.table)
+		}
+		return cmp.Compare(a.start, b.start)
+	})
+	for _, k := range ks {
+		if err := flushWindow(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Commit makes every ingested epoch <= epoch durable and visible in one
@@ -1468,6 +1562,24 @@ func (e *Engine) get(ctx context.Context, v *Version, buf []*bufItem, table Tabl
 	if found {
 		return result(bestVal, bestDel)
 	}
+	// The window level (window.go): a key's versions may be in several
+	// files of its window; take the newest. L1..L6 normally hold only
+	// older versions of the table, but not when the table had no time
+	// decoder at an L0->L1 compaction, so their answer is compared too.
+	for _, f := range windowFiles(v, table) {
+		if (found && f.MaxEpoch <= bestE) || !sstMayContain(f, prefix, table) {
+			continue
+		}
+		val, ep, ok, err := e.sstLookup(ctx, f, prefix, epoch)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok && (!found || ep > bestE) {
+			found, bestE = true, ep
+			bestDel = val[0] == tagDelete
+			bestVal = val[1:]
+		}
+	}
 	// L1..: versions of a key in a shallower level are newer than in a
 	// deeper one, and a prefix lives in at most one file per level.
 	for l := 1; l < NumLevels; l++ {
@@ -1476,13 +1588,19 @@ func (e *Engine) get(ctx context.Context, v *Version, buf []*bufItem, table Tabl
 		if i < 0 || !sstMayContain(files[i], prefix, table) {
 			continue
 		}
-		val, _, ok, err := e.sstLookup(ctx, files[i], prefix, epoch)
+		val, ep, ok, err := e.sstLookup(ctx, files[i], prefix, epoch)
 		if err != nil {
 			return nil, false, err
 		}
 		if ok {
+			if found && bestE > ep {
+				break
+			}
 			return result(val[1:], val[0] == tagDelete)
 		}
+	}
+	if found {
+		return result(bestVal, bestDel)
 	}
 	return nil, false, nil
 }

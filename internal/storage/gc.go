@@ -434,10 +434,18 @@ func (v *Version) String() string {
 		if len(v.Levels[l]) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "L%d: %d ssts, %d bytes, %d entries\n", l, len(v.Levels[l]), size, n)
+		name := fmt.Sprintf("L%d", l)
+		if l == WindowLevel {
+			name = "LW (time windows)"
+		}
+		fmt.Fprintf(&b, "%s: %d ssts, %d bytes, %d entries\n", name, len(v.Levels[l]), size, n)
 		for _, f := range v.Levels[l] {
-			fmt.Fprintf(&b, "  %s  %d bytes  %d entries  epochs [%d, %d]  tables %v  [%v .. %v]\n",
+			fmt.Fprintf(&b, "  %s  %d bytes  %d entries  epochs [%d, %d]  tables %v  [%v .. %v]",
 				objectKey(f.ID), f.Size, f.NumEntries, f.MinEpoch, f.MaxEpoch, f.Tables, formattedKey(f.Smallest), formattedKey(f.Largest))
+			if r := windowTable(f); l == WindowLevel && r != nil {
+				fmt.Fprintf(&b, "  times [%s, %s]", time.UnixMicro(r.Min).UTC().Format(time.RFC3339), time.UnixMicro(r.Max).UTC().Format(time.RFC3339))
+			}
+			b.WriteByte('\n')
 		}
 	}
 	return b.String()

@@ -86,8 +86,42 @@ func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table 
 		}
 		srcs = append(srcs, s)
 	}
+	// pruned counts the files of the table's key range skipped for their
+	// time range (ReadStats).
+	// selected counts the SSTs the scan reads (a sorted level's files are
+	// opened lazily, as the scan reaches them).
+	var pruned, selected uint64
+	inRange := func(f *SSTMeta) bool {
+		if !overlaps(f, table, lo, hi) {
+			return false
+		}
+		if !overlapsTime(f, table, times) {
+			pruned++
+			return false
+		}
+		selected++
+		return true
+	}
+	defer func() {
+		e.reads.scans.Add(1)
+		e.reads.opened.Add(selected)
+		e.reads.pruned.Add(pruned)
+	}()
 	for _, f := range v.Levels[0] {
-		if f.MinEpoch > epoch || !overlaps(f, table, lo, hi) || !overlapsTime(f, table, times) {
+		if f.MinEpoch > epoch || !inRange(f) {
+			continue
+		}
+		s, err := e.openSSTSource(ctx, f, loK, hiK, reverse)
+		if err != nil {
+			return fail(err)
+		}
+		srcs = append(srcs, s)
+	}
+	// The window level: the table's files of the windows the scan's time
+	// range overlaps, each a source of its own (files of one window may
+	// overlap in key range; window.go).
+	for _, f := range windowFiles(v, table) {
+		if f.MinEpoch > epoch || !inRange(f) {
 			continue
 		}
 		s, err := e.openSSTSource(ctx, f, loK, hiK, reverse)
@@ -99,7 +133,7 @@ func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table 
 	for l := 1; l < NumLevels; l++ {
 		var files []*SSTMeta
 		for _, f := range v.Levels[l] {
-			if overlaps(f, table, lo, hi) && overlapsTime(f, table, times) {
+			if inRange(f) {
 				files = append(files, f)
 			}
 		}

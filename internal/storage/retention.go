@@ -29,6 +29,9 @@ type Retention struct {
 	// rest; ok=false (no time, a NULL, a key it cannot decode) keeps the
 	// row.
 	TimeOf func(rest []byte) (micros int64, ok bool)
+	// Window is the width of the table's time windows in the window level
+	// (window.go); 0: DefaultTimeWindow.
+	Window time.Duration
 }
 
 // retentions holds the tables' retentions, set by the layer that knows

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,7 +15,8 @@ type Stats struct {
 	CommittedEpoch uint64
 	SafeEpoch      uint64
 	Tables         int
-	Levels         [NumLevels]LevelStats
+	// Levels: L0..L6, then the window level (Levels[WindowLevel]).
+	Levels [numSlots]LevelStats
 	// WriteBufferBytes is ingested-but-uncommitted data held in memory.
 	WriteBufferBytes int64
 	// PinnedVersions counts older versions readers still pin (they hold
@@ -65,6 +67,22 @@ func (e *Engine) Stats() Stats {
 		st.Compactions = append(st.Compactions, CompactionInfo{ID: j.ID, OutputLevel: j.Level, Inputs: len(j.Inputs), Started: j.started})
 	}
 	return st
+}
+
+// ReadStats counts the table scans (Iter, Snapshot.Iter) since Open and
+// the committed SSTs they selected to read (Opened; a sorted level's files
+// are opened lazily as the scan reaches them) and skipped: Pruned counts
+// files of a scan's key range left unread because their time range
+// (SSTMeta.Times) is outside the scan's ReadOptions.Time.
+type ReadStats struct {
+	Scans, Opened, Pruned uint64
+}
+
+type readCounters struct{ scans, opened, pruned atomic.Uint64 }
+
+// ReadStats returns the scan counters (see ReadStats).
+func (e *Engine) ReadStats() ReadStats {
+	return ReadStats{Scans: e.reads.scans.Load(), Opened: e.reads.opened.Load(), Pruned: e.reads.pruned.Load()}
 }
 
 // DeletionQueueLen counts the objects waiting on the durable deletion

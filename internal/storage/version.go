@@ -10,9 +10,21 @@ import (
 	"sync/atomic"
 )
 
-// NumLevels is the depth of the LSM: L0 (overlapping, newest first) and
-// L1..L6 (each sorted and non-overlapping).
+// NumLevels is the depth of the leveled LSM: L0 (overlapping, newest
+// first) and L1..L6 (each sorted and non-overlapping).
 const NumLevels = 7
+
+// WindowLevel is the slot after the leveled ones that holds the SSTs of
+// time-series tables partitioned by time window (window.go): each holds
+// rows of one table and one window, files of a window may overlap in key
+// range, and compaction merges only files of the same window. Its data is
+// newer than L1..L6's of the same table and older than L0's (only L0->L1
+// compactions move keys into it). Deltas name it as level 7.
+const WindowLevel = NumLevels
+
+// numSlots counts the level slots of a Version: the leveled ones and the
+// window level.
+const numSlots = NumLevels + 1
 
 // SSTMeta describes one SST object in a version.
 type SSTMeta struct {
@@ -80,7 +92,9 @@ type Version struct {
 	// epoch; reads below it are refused.
 	SafeEpoch uint64
 	Tables    map[TableID]struct{}
-	Levels    [NumLevels][]*SSTMeta // L0 newest first; others sorted by Smallest
+	// Levels: L0 newest first; L1..L6 sorted by Smallest; Levels[WindowLevel]
+	// sorted by (table, time range) — see WindowLevel.
+	Levels [numSlots][]*SSTMeta
 
 	refs atomic.Int64 // readers pinning this version
 }
@@ -185,8 +199,11 @@ func (v *Version) apply(d *VersionDelta) (*Version, error) {
 	}
 	var newL0 []*SSTMeta
 	for _, a := range d.Added {
-		if a.Level < 0 || a.Level >= NumLevels {
+		if a.Level < 0 || a.Level > WindowLevel {
 			return nil, fmt.Errorf("version delta %d adds sst %d at bad level %d", d.ID, a.SST.ID, a.Level)
+		}
+		if a.Level == WindowLevel && windowTable(a.SST) == nil {
+			return nil, fmt.Errorf("version delta %d adds sst %d to the window level without one table and its time range", d.ID, a.SST.ID)
 		}
 		if a.Level == 0 {
 			newL0 = append(newL0, a.SST)
@@ -207,6 +224,7 @@ func (v *Version) apply(d *VersionDelta) (*Version, error) {
 			nv.Levels[0] = append(newL0, nv.Levels[0]...)
 		}
 	}
+	sortWindowLevel(nv.Levels[WindowLevel])
 	for l := 1; l < NumLevels; l++ {
 		files := nv.Levels[l]
 		sort.Slice(files, func(i, j int) bool { return epochCompare(files[i].Smallest, files[j].Smallest) < 0 })
@@ -230,6 +248,13 @@ const (
 	// Format 3 adds each SST's flags (sstFlagInline).
 	deltaFormatV3      = 3
 	checkpointFormatV3 = 3
+	// Format 4 adds the window level (WindowLevel): a delta may name level
+	// 7, a checkpoint lists 8 level slots. A delta is written in format 4
+	// only when it names the window level, a checkpoint only when the
+	// window level holds files, so stores without time-series tables stay
+	// readable by the previous release.
+	deltaFormatV4      = 4
+	checkpointFormatV4 = 4
 )
 
 // SST flags (format 3).
@@ -396,7 +421,18 @@ func (d *decoder) varint() int64 {
 // encodeDelta: see docs/storage-format.md "Version delta".
 func encodeDelta(d *VersionDelta) []byte {
 	e := &encoder{}
-	e.uvarint(deltaFormatV3)
+	format := uint64(deltaFormatV3)
+	for _, r := range d.Removed {
+		if r.Level == WindowLevel {
+			format = deltaFormatV4
+		}
+	}
+	for _, a := range d.Added {
+		if a.Level == WindowLevel {
+			format = deltaFormatV4
+		}
+	}
+	e.uvarint(format)
 	e.uvarint(d.ID)
 	e.uvarint(d.CommittedEpoch)
 	e.uvarint(d.SafeEpoch)
@@ -422,8 +458,8 @@ func encodeDelta(d *VersionDelta) []byte {
 func decodeDelta(b []byte) (*VersionDelta, error) {
 	dd := &decoder{b: b}
 	format := dd.uvarint()
-	if dd.err == nil && format > deltaFormatV3 {
-		return nil, fmt.Errorf("version delta in format %d, newer than this runnel reads (%d-%d): %w", format, deltaFormatV1, deltaFormatV3, ErrNewerFormat)
+	if dd.err == nil && format > deltaFormatV4 {
+		return nil, fmt.Errorf("version delta in format %d, newer than this runnel reads (%d-%d): %w", format, deltaFormatV1, deltaFormatV4, ErrNewerFormat)
 	}
 	if dd.err == nil && format < deltaFormatV1 {
 		return nil, fmt.Errorf("version delta: unknown format %d: %w", format, ErrCorrupt)
@@ -445,6 +481,9 @@ func decodeDelta(b []byte) (*VersionDelta, error) {
 	n = dd.count()
 	for i := 0; i < n && dd.err == nil; i++ {
 		l := int(dd.uvarint())
+		if dd.err == nil && (l > WindowLevel || l == WindowLevel && format < deltaFormatV4) {
+			dd.err = fmt.Errorf("sst at bad level %d", l)
+		}
 		d.Added = append(d.Added, LevelSST{Level: l, SST: dd.sst(format)})
 	}
 	if dd.err != nil {
@@ -456,7 +495,11 @@ func decodeDelta(b []byte) (*VersionDelta, error) {
 // encodeCheckpoint: see docs/storage-format.md "Version checkpoint".
 func encodeCheckpoint(v *Version) []byte {
 	e := &encoder{}
-	e.uvarint(checkpointFormatV3)
+	format, slots := uint64(checkpointFormatV3), NumLevels
+	if len(v.Levels[WindowLevel]) > 0 {
+		format, slots = checkpointFormatV4, numSlots
+	}
+	e.uvarint(format)
 	e.uvarint(v.ID)
 	e.uvarint(v.CommittedEpoch)
 	e.uvarint(v.SafeEpoch)
@@ -466,8 +509,8 @@ func encodeCheckpoint(v *Version) []byte {
 	}
 	slices.Sort(ts)
 	e.tables(ts)
-	e.uvarint(NumLevels)
-	for l := range v.Levels {
+	e.uvarint(uint64(slots))
+	for l := range slots {
 		e.uvarint(uint64(len(v.Levels[l])))
 		for _, f := range v.Levels[l] {
 			e.sst(f)
@@ -479,8 +522,8 @@ func encodeCheckpoint(v *Version) []byte {
 func decodeCheckpoint(b []byte) (*Version, error) {
 	dd := &decoder{b: b}
 	format := dd.uvarint()
-	if dd.err == nil && format > checkpointFormatV3 {
-		return nil, fmt.Errorf("version checkpoint in format %d, newer than this runnel reads (%d-%d): %w", format, checkpointFormatV1, checkpointFormatV3, ErrNewerFormat)
+	if dd.err == nil && format > checkpointFormatV4 {
+		return nil, fmt.Errorf("version checkpoint in format %d, newer than this runnel reads (%d-%d): %w", format, checkpointFormatV1, checkpointFormatV4, ErrNewerFormat)
 	}
 	if dd.err == nil && format < checkpointFormatV1 {
 		return nil, fmt.Errorf("version checkpoint: unknown format %d: %w", format, ErrCorrupt)
@@ -493,10 +536,14 @@ func decodeCheckpoint(b []byte) (*Version, error) {
 		v.Tables[t] = struct{}{}
 	}
 	nl := dd.uvarint()
-	if dd.err == nil && nl != NumLevels {
-		return nil, fmt.Errorf("version checkpoint: %d levels, want %d: %w", nl, NumLevels, ErrCorrupt)
+	want := uint64(NumLevels)
+	if format >= checkpointFormatV4 {
+		want = numSlots
 	}
-	for l := 0; l < NumLevels && dd.err == nil; l++ {
+	if dd.err == nil && nl != want {
+		return nil, fmt.Errorf("version checkpoint: %d levels, want %d: %w", nl, want, ErrCorrupt)
+	}
+	for l := 0; l < int(want) && dd.err == nil; l++ {
 		n := dd.count()
 		for i := 0; i < n && dd.err == nil; i++ {
 			v.Levels[l] = append(v.Levels[l], dd.sst(format))
@@ -505,5 +552,11 @@ func decodeCheckpoint(b []byte) (*Version, error) {
 	if dd.err != nil {
 		return nil, fmt.Errorf("version checkpoint: %w: %w", ErrCorrupt, dd.err)
 	}
+	for _, f := range v.Levels[WindowLevel] {
+		if windowTable(f) == nil {
+			return nil, fmt.Errorf("version checkpoint: window-level sst %d has no single table and time range: %w", f.ID, ErrCorrupt)
+		}
+	}
+	sortWindowLevel(v.Levels[WindowLevel])
 	return v, nil
 }

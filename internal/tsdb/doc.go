@@ -32,4 +32,12 @@
 // time from a key (TimeOf). Rows are not retracted from materialized views
 // that already counted them: TTL is retention, not a delete (as in
 // RisingWave's and GreptimeDB's TTL).
+//
+// # Time windows
+//
+// time_window = '1h' (GreptimeDB's compaction.twcs.time_window, also
+// accepted; default storage.DefaultTimeWindow) is the width of the time
+// windows the storage engine partitions the table's SSTs by: compaction
+// merges within a window, a time-range scan reads only the overlapping
+// windows, and an expired window is dropped whole (storage/window.go).
 package tsdb

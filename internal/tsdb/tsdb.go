@@ -19,6 +19,11 @@ const (
 	OptTimeIndex  = "time_index"
 	OptAppendMode = "append_mode"
 	OptTTL        = "ttl"
+	// OptTimeWindow is the width of the table's time windows in storage
+	// (storage.Retention.Window; GreptimeDB's compaction.twcs.time_window,
+	// also accepted under that name). Default storage.DefaultTimeWindow.
+	OptTimeWindow     = "time_window"
+	optTWCSTimeWindow = "compaction.twcs.time_window"
 	// OptTags lists the tag columns of a series-keyed table (one the HTTP
 	// ingest created): its key is (series id, time), so tags can be added.
 	OptTags = "tags"
@@ -35,6 +40,7 @@ type Spec struct {
 	Fields     []int // visible columns that are neither tags nor the time index
 	AppendMode bool
 	TTL        time.Duration // 0: keep forever
+	Window     time.Duration // 0: storage.DefaultTimeWindow
 }
 
 // IsTimeSeries reports whether rel is (or is being created as) a
@@ -52,6 +58,7 @@ func SpecOf(rel *catalog.Relation) (Spec, bool) {
 	}
 	sp := Spec{TimeIndex: ti, AppendMode: isTrue(rel.Options[OptAppendMode])}
 	sp.TTL, _ = ParseTTL(rel.Options[OptTTL])
+	sp.Window, _ = ParseTTL(timeWindowOpt(rel))
 	if names, ok := rel.Options[OptTags]; ok {
 		for _, n := range strings.Split(names, ",") {
 			if i := rel.ColumnIndex(n); n != "" && i >= 0 {
@@ -112,6 +119,12 @@ func Layout(rel *catalog.Relation, rowID string) error {
 		if _, err := ParseTTL(v); err != nil {
 			return sqlerr.Errorf(sqlerr.InvalidParameterValue, "table %q: invalid ttl %q: %v", rel.Name, v, err).
 				WithHint("Write a duration such as '7d', '12h', '1h30m' or 'forever'.")
+		}
+	}
+	if v := timeWindowOpt(rel); v != "" {
+		if w, err := ParseTTL(v); err != nil || w < time.Second {
+			return sqlerr.Errorf(sqlerr.InvalidParameterValue, "table %q: invalid time_window %q: want a duration of at least one second", rel.Name, v).
+				WithHint("Write a duration such as '1h' or '1d'.")
 		}
 	}
 	if names, ok := rel.Options[OptTags]; ok {
@@ -204,6 +217,14 @@ func SeriesFiller(rel *catalog.Relation) func(types.Row) {
 }
 
 func hasOpt(rel *catalog.Relation, k string) bool { _, ok := rel.Options[k]; return ok }
+
+// timeWindowOpt returns the table's time window option, under either name.
+func timeWindowOpt(rel *catalog.Relation) string {
+	if v := rel.Options[OptTimeWindow]; v != "" {
+		return v
+	}
+	return rel.Options[optTWCSTimeWindow]
+}
 
 func isFalse(v string) bool {
 	switch strings.ToLower(v) {
@@ -304,5 +325,5 @@ func Retention(rel *catalog.Relation) *storage.Retention {
 	if !ok {
 		return nil
 	}
-	return &storage.Retention{TTL: sp.TTL, TimeOf: TimeOf(rel)}
+	return &storage.Retention{TTL: sp.TTL, TimeOf: TimeOf(rel), Window: sp.Window}
 }
