@@ -113,7 +113,7 @@ func TestUpgradeFromOlderFormat(t *testing.T) {
 	if _, err := db.Exec(ctx, `UPDATE `+table+` SET data = $1 WHERE id = $2`, data, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := open(); err == nil || !strings.Contains(err.Error(), "in format 9, newer than this runnel reads (1-3): written by a newer runnel") {
+	if err := open(); err == nil || !strings.Contains(err.Error(), "in format 9, newer than this runnel reads (1-4): written by a newer runnel") {
 		t.Fatalf("open with a version record from a newer format: %v", err)
 	}
 }
