@@ -206,7 +206,7 @@ func (r *runner) build(n plan.Node) (executor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &topNExec{r: r, in: in, keys: n.Keys, limit: n.Limit, offset: n.Offset}, nil
+		return &topNExec{r: r, in: in, keys: n.Keys, limit: n.Limit, offset: n.Offset, withTies: n.WithTies}, nil
 	case *plan.Limit:
 		in, err := r.build(n.Input)
 		if err != nil {

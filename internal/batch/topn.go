@@ -6,17 +6,21 @@ import (
 
 	"github.com/runneldb/runnel/internal/expr"
 	"github.com/runneldb/runnel/internal/sql/plan"
+	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
 )
 
 // topNExec is ORDER BY ... LIMIT n [OFFSET m]: it keeps only the best n+m
 // rows in a bounded heap (O(rows · log(n+m)) time, O(n+m) memory), then
-// sorts them. Ties keep input order, as the full sort does.
+// sorts them. Ties keep input order, as the full sort does. WITH TIES keeps
+// every row (any number may tie with the last one) and cuts after the
+// last row equal to the limit-th.
 type topNExec struct {
 	r             *runner
 	in            executor
 	keys          []plan.SortKey
 	limit, offset expr.Expr
+	withTies      bool
 	out           []types.Row
 	i             int
 	done          bool
@@ -69,6 +73,8 @@ func (t *topNExec) consume(ctx context.Context) error {
 		}
 		if !null {
 			limit = n
+		} else if t.withTies {
+			return sqlerr.New("2201W", "row count cannot be null in FETCH FIRST ... WITH TIES clause")
 		}
 	}
 	if t.offset != nil {
@@ -82,7 +88,8 @@ func (t *topNExec) consume(ctx context.Context) error {
 		return nil
 	}
 	bound := int64(-1)
-	if limit > 0 {
+	if limit > 0 && !t.withTies {
+		// With ties every row is kept: any number may tie with the last.
 		bound = limit + off
 	}
 	h := &worstFirst{keys: t.keys}
@@ -122,7 +129,11 @@ func (t *topNExec) consume(ctx context.Context) error {
 	}
 	items = items[off:]
 	if limit >= 0 && int64(len(items)) > limit {
-		items = items[:limit]
+		end := limit
+		for t.withTies && end < int64(len(items)) && compareKeys(t.keys, items[end].key, items[limit-1].key) == 0 {
+			end++
+		}
+		items = items[:end]
 	}
 	t.out = make([]types.Row, len(items))
 	for i, it := range items {

@@ -615,11 +615,19 @@ func (c *viewCase) topNView(name string, src []*relation) (string, string, *rela
 		}
 		keys = append(keys, sc.ref+pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST"}))
 	}
-	for _, u := range r.unique {
-		keys = append(keys, "a."+u+pick(g, []string{"", " DESC"}))
+	// WITH TIES over keys that need not be unique: the set is still
+	// determined (every row that sorts before or equal to the n-th), as
+	// long as no OFFSET picks among ties.
+	ties := len(keys) > 0 && g.chance(0.3)
+	if !ties {
+		for _, u := range r.unique {
+			keys = append(keys, "a."+u+pick(g, []string{"", " DESC"}))
+		}
 	}
 	body := fmt.Sprintf("SELECT %s FROM %s a%s ORDER BY %s LIMIT %d", strings.Join(o.items, ", "), r.name, c.where(s), strings.Join(keys, ", "), 1+g.intn(8))
-	if g.chance(0.25) {
+	if ties {
+		body = fmt.Sprintf("SELECT %s FROM %s a%s ORDER BY %s FETCH FIRST %d ROWS WITH TIES", strings.Join(o.items, ", "), r.name, c.where(s), strings.Join(keys, ", "), 1+g.intn(8))
+	} else if g.chance(0.25) {
 		body += fmt.Sprintf(" OFFSET %d", 1+g.intn(3))
 	}
 	rel := o.rel(name, r.depth+1)

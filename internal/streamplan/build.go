@@ -92,9 +92,9 @@ func (b *builder) build(n plan.Node) (*Node, error) {
 		// that a later query cannot ask for.
 		return b.build(n.Input)
 	case *plan.TopN:
-		return b.topN(n.Input, n.Keys, n.Limit, n.Offset)
+		return b.topN(n.Input, n.Keys, n.Limit, n.Offset, n.WithTies)
 	case *plan.Limit:
-		return b.topN(n.Input, nil, n.Limit, n.Offset)
+		return b.topN(n.Input, nil, n.Limit, n.Offset, false)
 	case *plan.Distinct:
 		if n.On != nil {
 			return b.distinctOn(n)
@@ -475,7 +475,7 @@ func constInt(e expr.Expr, what string) (int64, error) {
 	return 0, unsupported("%s must be an integer constant in a materialized view", what)
 }
 
-func (b *builder) topN(input plan.Node, keys []plan.SortKey, limitE, offsetE expr.Expr) (*Node, error) {
+func (b *builder) topN(input plan.Node, keys []plan.SortKey, limitE, offsetE expr.Expr, withTies bool) (*Node, error) {
 	limit, err := constInt(limitE, "LIMIT")
 	if err != nil {
 		return nil, err
@@ -496,8 +496,14 @@ func (b *builder) topN(input plan.Node, keys []plan.SortKey, limitE, offsetE exp
 	}
 	pre, order := orderedInput(in, keys, nil)
 	ex := exchange(pre, Dist{Kind: DistSingle})
-	return &Node{Op: OpTopN, Inputs: []*Node{ex}, Schema: pre.Schema, Key: pre.Key, Dist: Dist{Kind: DistSingle},
-		Order: order, Limit: limit, Offset: offset, InputKey: pre.Key}, nil
+	n := &Node{Op: OpTopN, Inputs: []*Node{ex}, Schema: pre.Schema, Key: pre.Key, Dist: Dist{Kind: DistSingle},
+		Order: order, Limit: limit, Offset: offset, InputKey: pre.Key}
+	if withTies && limit >= 0 {
+		for _, o := range order[:len(keys)] {
+			n.TieCols = append(n.TieCols, o.Col)
+		}
+	}
+	return n, nil
 }
 
 // orderedInput prepares in for a top-N: sort keys that are not plain

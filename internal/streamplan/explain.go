@@ -239,6 +239,9 @@ func attributes(n *Node) []string {
 		if n.Limit >= 0 {
 			add("limit: %d", n.Limit)
 		}
+		if len(n.TieCols) > 0 {
+			add("with ties on: %s", colList(in, n.TieCols))
+		}
 		if n.Offset > 0 {
 			add("offset: %d", n.Offset)
 		}

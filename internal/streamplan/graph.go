@@ -642,6 +642,7 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		if err != nil {
 			return nil, err
 		}
+		t.SetWithTies(n.TieCols)
 		t.SetStrict(env.Strict, env.Log) // I6
 		return t, nil
 	case OpDistinct:

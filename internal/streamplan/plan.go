@@ -113,11 +113,15 @@ type Node struct {
 	Order     []OrderCol
 	Limit     int64 // OpTopN; -1: no limit
 	Offset    int64
-	Window    *WindowSpec   // OpOverWindow
-	Rows      []types.Row   // OpValues: the constant rows, stream key included
-	Hop       *HopSpec      // OpHopWindow
-	Temporal  *TemporalSpec // OpTemporalFilter
-	Dynamic   *DynamicSpec  // OpDynamicFilter
+	// TieCols, for OpTopN WITH TIES, are the columns of the ORDER BY keys
+	// (the first entries of Order): rows after the limit that equal the
+	// last row within it there are output too.
+	TieCols  []int
+	Window   *WindowSpec   // OpOverWindow
+	Rows     []types.Row   // OpValues: the constant rows, stream key included
+	Hop      *HopSpec      // OpHopWindow
+	Temporal *TemporalSpec // OpTemporalFilter
+	Dynamic  *DynamicSpec  // OpDynamicFilter
 	// SRFs are OpProjectSet's calls; their columns follow the input's
 	// first SRFAt columns.
 	SRFs  []*plan.SRFCall

@@ -244,7 +244,7 @@ func atMostOneRow(n plan.Node) bool {
 	case *plan.Limit:
 		return constAtMostOne(n.Limit) || atMostOneRow(n.Input)
 	case *plan.TopN:
-		return constAtMostOne(n.Limit) || atMostOneRow(n.Input)
+		return !n.WithTies && constAtMostOne(n.Limit) || atMostOneRow(n.Input)
 	}
 	return false
 }

@@ -141,8 +141,9 @@ func (b *Binder) outputRef(n *pg.Node, names []string) (int, bool, error) {
 }
 
 func (b *Binder) bindLimit(sel *pg.SelectStmt, node plan.Node, outer *scope) (plan.Node, error) {
-	if sel.LimitOption == pg.LimitOption_LIMIT_OPTION_WITH_TIES {
-		return nil, unsupported("FETCH ... WITH TIES is not supported")
+	withTies := sel.LimitOption == pg.LimitOption_LIMIT_OPTION_WITH_TIES
+	if _, sorted := node.(*plan.Sort); withTies && !sorted {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "WITH TIES cannot be specified without ORDER BY clause")
 	}
 	if sel.LimitCount == nil && sel.LimitOffset == nil {
 		return node, nil
@@ -175,11 +176,16 @@ func (b *Binder) bindLimit(sel *pg.SelectStmt, node plan.Node, outer *scope) (pl
 	if err != nil {
 		return nil, err
 	}
+	if withTies && lim == nil {
+		// FETCH FIRST NULL ROWS WITH TIES (PostgreSQL checks it when the
+		// statement runs; the count here is a constant NULL).
+		return nil, sqlerr.New("2201W", "row count cannot be null in FETCH FIRST ... WITH TIES clause")
+	}
 	if lim == nil && off == nil {
 		return node, nil
 	}
 	if s, ok := node.(*plan.Sort); ok {
-		return &plan.TopN{Input: s.Input, Keys: s.Keys, Limit: lim, Offset: off}, nil
+		return &plan.TopN{Input: s.Input, Keys: s.Keys, Limit: lim, Offset: off, WithTies: withTies}, nil
 	}
 	return &plan.Limit{Input: node, Limit: lim, Offset: off}, nil
 }

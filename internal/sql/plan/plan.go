@@ -201,12 +201,15 @@ type Limit struct {
 	Offset expr.Expr
 }
 
-// TopN is Sort followed by Limit, fused by the optimizer.
+// TopN is Sort followed by Limit, fused by the optimizer. WithTies (FETCH
+// FIRST n ROWS WITH TIES) also returns the rows after the limit that sort
+// equal, by Keys, to the last row within it.
 type TopN struct {
-	Input  Node
-	Keys   []SortKey
-	Limit  expr.Expr
-	Offset expr.Expr
+	Input    Node
+	Keys     []SortKey
+	Limit    expr.Expr
+	Offset   expr.Expr
+	WithTies bool
 }
 
 // Distinct removes duplicate rows. With On set (DISTINCT ON), it keeps the
@@ -437,6 +440,9 @@ func (n *TopN) Describe() string {
 	s := "TopN " + keyList(n.Keys)
 	if n.Limit != nil {
 		s += " limit " + n.Limit.String()
+	}
+	if n.WithTies {
+		s += " with ties"
 	}
 	if n.Offset != nil {
 		s += " offset " + n.Offset.String()

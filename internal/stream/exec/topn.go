@@ -40,6 +40,7 @@ type TopN struct {
 	limit    int64 // < 0: no limit
 	offset   int64
 	emitRank bool
+	tieCols  []int // WITH TIES: rows after the limit equal to the last one here are visible too
 	table    *state.Table
 	inTypes  []types.Type
 	schema   []types.Type
@@ -140,6 +141,12 @@ func newTopN(kind string, input stream.Executor, group []int, order []ColumnOrde
 	return t, nil
 }
 
+// SetWithTies makes the top-N FETCH FIRST n ROWS WITH TIES: the rows after
+// the limit whose values in cols (the ORDER BY keys) equal those of the
+// last row within it are output too. The state is the same (every input
+// row); visible reads on past the limit while rows tie.
+func (t *TopN) SetWithTies(cols []int) { t.tieCols = cols }
+
 func (t *TopN) Schema() []types.Type { return t.schema }
 func (t *TopN) Identity() string {
 	return fmt.Sprintf("%s(group [%s], limit %d offset %d; state table %d)", t.kind, colList(t.group), t.limit, t.offset, t.table.ID())
@@ -206,12 +213,21 @@ func (t *TopN) visible(ctx context.Context, key types.Row) ([]types.Row, error) 
 	var out []types.Row
 	var pos int64
 	var tk ticker
+	var last, buf []byte // WITH TIES: the tie columns of the last row within the limit, of this one
 	for it.Next() {
 		if err := tk.tick(ctx); err != nil {
 			return nil, err
 		}
 		if t.limit >= 0 && pos >= t.offset+t.limit {
-			break
+			if len(t.tieCols) == 0 || last == nil {
+				break
+			}
+			buf = appendKeyCols(buf[:0], it.Row(), t.tieCols, t.inTypes)
+			if string(buf) != string(last) {
+				break
+			}
+		} else if len(t.tieCols) > 0 && t.limit > 0 && pos == t.offset+t.limit-1 {
+			last = appendKeyCols(nil, it.Row(), t.tieCols, t.inTypes)
 		}
 		if pos >= t.offset {
 			r := it.Row()[:len(t.inTypes):len(t.inTypes)]
