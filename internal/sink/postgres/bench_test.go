@@ -1,11 +1,14 @@
 package postgres
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +41,10 @@ func TestTargetThroughput(t *testing.T) {
 	if v := os.Getenv("RUNNEL_SINK_BENCH_ROUNDS"); v != "" {
 		rounds, _ = strconv.Atoi(v)
 	}
+	if os.Getenv("RUNNEL_SINK_BENCH_UNSORTED") != "" {
+		sortRows = false // as before the sort, for comparison
+		defer func() { sortRows = true }()
+	}
 	ctx := context.Background()
 	cols := []sink.Column{{Name: "k", Type: types.Int64}, {Name: "v", Type: types.Int64}, {Name: "s", Type: types.Text}}
 	up, pg := targetOf(t, &sink.Config{Name: "up", Type: sink.TypeUpsert, Key: []int{0}, Columns: cols, Options: map[string]string{"table.name": "by_upsert"}},
@@ -54,7 +61,38 @@ func TestTargetThroughput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// cpu is the CPU time the target's PostgreSQL backend has used (from
+	// /proc: the cluster runs on this machine), a measure that the
+	// machine's load sways less than wall time.
+	cpuOf := func(conn *pgx.Conn) time.Duration {
+		var pid int
+		if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+		ut, _ := strconv.Atoi(f[11])
+		st, _ := strconv.Atoi(f[12])
+		return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
+	}
+	cpu := func(tg sink.Target) time.Duration { return cpuOf(tg.(*target).conn) }
+	var cpuCopy, cpuApp, cpuNew, cpuUpd []time.Duration
 	deliver := func(tg sink.Target, epoch uint64, changes []sink.Change) time.Duration {
+		c0 := cpu(tg)
+		defer func() {
+			d := cpu(tg) - c0
+			switch {
+			case tg == app:
+				cpuApp = append(cpuApp, d)
+			case len(changes) > n:
+				cpuUpd = append(cpuUpd, d)
+			default:
+				cpuNew = append(cpuNew, d)
+			}
+		}()
 		t0 := time.Now()
 		txn, err := tg.Begin(ctx, epoch)
 		if err != nil {
@@ -70,24 +108,35 @@ func TestTargetThroughput(t *testing.T) {
 		}
 		return time.Since(t0)
 	}
+	// The sink gets the keys as Runnel's log holds them: grouped by vnode
+	// (256 here, by a multiplicative hash), in key order within one; the
+	// COPY peer gets them in key order.
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	vnode := func(i int) int { return int(uint32(i)*2654435761) >> 24 }
+	slices.SortFunc(order, func(a, b int) int { return cmp.Or(cmp.Compare(vnode(a), vnode(b)), cmp.Compare(a, b)) })
 	var copyT, appT, newT, updT []time.Duration
 	for round := 0; round < rounds; round++ {
 		rows := make([][]any, n)
 		ins := make([]sink.Change, n)
 		upd := make([]sink.Change, 0, 2*n)
 		for i := range rows {
-			k := int64(round*n + i)
+			k := int64(round*n + order[i])
 			s := fmt.Sprintf("row %d", k)
-			rows[i] = []any{k, k * 7, s}
+			rows[order[i]] = []any{k, k * 7, s}
 			ins[i] = sink.Change{Op: types.OpInsert, Row: types.Row{types.DInt64(k), types.DInt64(k * 7), types.DVarchar(s)}}
 			upd = append(upd, sink.Change{Op: types.OpUpdateDelete, Row: ins[i].Row},
 				sink.Change{Op: types.OpUpdateInsert, Row: types.Row{types.DInt64(k), types.DInt64(k*7 + 1), types.DVarchar(s)}})
 		}
+		c0 := cpuOf(pg)
 		t0 := time.Now()
 		if _, err := pg.CopyFrom(ctx, pgx.Identifier{"by_copy"}, []string{"k", "v", "s"}, pgx.CopyFromRows(rows)); err != nil {
 			t.Fatal(err)
 		}
 		copyT = append(copyT, time.Since(t0))
+		cpuCopy = append(cpuCopy, cpuOf(pg)-c0)
 		e := uint64(2*round + 1)
 		appT = append(appT, deliver(app, e, ins))
 		newT = append(newT, deliver(up, e, ins))
@@ -109,12 +158,12 @@ func TestTargetThroughput(t *testing.T) {
 	rate := func(d time.Duration) float64 { return float64(n) / d.Seconds() }
 	c := med(copyT)
 	t.Logf("%d rows per round (k bigint primary key, v bigint, s text), %d rounds, medians", n, rounds)
-	t.Logf("COPY into PostgreSQL (peer):  %8.0f rows/s (%v)", rate(c), c.Round(time.Millisecond))
+	t.Logf("COPY into PostgreSQL (peer):  %8.0f rows/s (%v); PostgreSQL backend CPU %v", rate(c), c.Round(time.Millisecond), med(cpuCopy))
 	for _, p := range []struct {
-		name string
-		ds   []time.Duration
-	}{{"append-only target:          ", appT}, {"upsert target, new keys:     ", newT}, {"upsert target, updates:      ", updT}} {
+		name    string
+		ds, cpu []time.Duration
+	}{{"append-only target:          ", appT, cpuApp}, {"upsert target, new keys:     ", newT, cpuNew}, {"upsert target, updates:      ", updT, cpuUpd}} {
 		m := med(p.ds)
-		t.Logf("%s %8.0f rows/s (%v)  %.2fx COPY", p.name, rate(m), m.Round(time.Millisecond), c.Seconds()/m.Seconds())
+		t.Logf("%s %8.0f rows/s (%v)  %.2fx COPY; PostgreSQL backend CPU %v", p.name, rate(m), m.Round(time.Millisecond), c.Seconds()/m.Seconds(), med(p.cpu))
 	}
 }
