@@ -34,7 +34,12 @@
 //     group's transactional offset). A file target (s3, fs) overwrites an
 //     epoch's file, named by the epoch, when it is delivered again. Other
 //     targets get at least once: an epoch delivered but not yet truncated
-//     when the process dies is delivered again.
+//     when the process dies is delivered again. A target that keeps
+//     epochs past their Commit (Buffered: a file sink with
+//     rollover_seconds) has them stay in the log, and in the backlog,
+//     until it reports them durable; their truncations are released
+//     together, and after any failure the target is opened again and
+//     handed every epoch after the last durable one.
 //  5. A slow or unreachable target never holds a barrier up: the Sink
 //     executor only appends to the log. Delivery failures are retried with
 //     backoff (100 ms doubling to 10 s) and shown in rw_catalog.rw_sinks

@@ -67,6 +67,25 @@ type Target interface {
 	Close() error
 }
 
+// Buffered is implemented by a target that keeps epochs it was handed
+// past their Commit (a file sink whose files span epochs:
+// rollover_seconds). The worker keeps such an epoch's log rows, and counts
+// them in the backlog, until Durable reports the epoch in the target (I8):
+// a crash before then hands the target the epoch again from the log. After
+// any failure (a Rollback), the worker Closes and Opens the target again,
+// which drops what it buffered, and hands it again every epoch after the
+// last durable one.
+type Buffered interface {
+	Target
+	// Durable returns the last epoch every row of which is in the target
+	// (every epoch handed since Open, up to it, is).
+	Durable() uint64
+	// Advance tells the target that every epoch up to committed was
+	// handed to it (those with rows through Begin and Commit), so that it
+	// can write out what it holds when its time has come without new rows.
+	Advance(ctx context.Context, committed uint64) error
+}
+
 // Txn is the delivery of one epoch.
 type Txn interface {
 	Write(ctx context.Context, changes []Change) error

@@ -56,9 +56,29 @@ type Worker struct {
 	// below is closed (and replaced) whenever the backlog shrinks.
 	below chan struct{}
 	stat  Status
+	// heldRows counts the rows of held (below): in the backlog, but not
+	// held against its bound, since the target has them and will make
+	// them durable by itself (its time bound); bounding them would stall
+	// the barriers that bring that time.
+	heldRows int64
+
+	// For a Buffered target (buffered non-nil), on the worker's goroutine:
+	// handed is the last epoch handed to the target since it was opened,
+	// held lists the epochs handed and not yet durable, oldest first.
+	buffered Buffered
+	handed   uint64
+	held     []heldEpoch
 
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// heldEpoch is an epoch a Buffered target was handed and does not hold
+// durably yet: its rows and log ranges wait for Durable.
+type heldEpoch struct {
+	epoch  uint64
+	rows   int64
+	truncs []exec.SinkLogRange
 }
 
 // Status is a worker's progress, for rw_catalog.rw_sinks.
@@ -96,7 +116,9 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	if cfg.MaxPendingRows <= 0 {
 		cfg.MaxPendingRows = DefaultMaxPendingRows
 	}
-	return &Worker{cfg: cfg, pending: map[uint64]int64{}, rescan: true, below: make(chan struct{})}
+	w := &Worker{cfg: cfg, pending: map[uint64]int64{}, rescan: true, below: make(chan struct{})}
+	w.buffered, _ = cfg.Target.(Buffered)
+	return w
 }
 
 // Start runs the worker's goroutine.
@@ -156,7 +178,11 @@ func (w *Worker) Truncations() []exec.SinkLogRange {
 
 // OverBound implements exec.SinkLog.
 func (w *Worker) OverBound() bool {
-	return w.Status().PendingRows > w.cfg.MaxPendingRows
+	s := w.Status()
+	w.mu.Lock()
+	held := w.heldRows
+	w.mu.Unlock()
+	return s.PendingRows-held > w.cfg.MaxPendingRows
 }
 
 // WaitBelowBound implements exec.SinkLog.
@@ -250,6 +276,15 @@ func (w *Worker) run(ctx context.Context) {
 		rescan := w.rescan
 		w.rescan = false
 		w.mu.Unlock()
+		if rescan && w.handed > 0 {
+			// A rescan reads the log from its start and would hand the
+			// target again epochs it buffers: it starts afresh (the
+			// rescan follows the reopening).
+			w.dropBuffer()
+			w.Rebuilt()
+			opened = false
+			continue
+		}
 		if committed <= seen && !rescan {
 			select {
 			case <-time.After(pollInterval):
@@ -279,13 +314,68 @@ func (w *Worker) run(ctx context.Context) {
 		if rescan {
 			w.Rebuilt()
 		}
-		// Reconnect before the next attempt: the connection may be broken.
-		_ = w.cfg.Target.Close()
+		// Reconnect before the next attempt: the connection may be broken
+		// (a Buffered target drops what it holds: dropBuffer).
+		w.dropBuffer()
 		opened = false
 		if !w.failed(ctx, err, &backoff) {
 			return
 		}
 	}
+}
+
+// dropBuffer closes the target, which drops the epochs a Buffered one
+// holds: the next round reads them from the log again (they were not
+// truncated, I8).
+func (w *Worker) dropBuffer() {
+	_ = w.cfg.Target.Close()
+	w.handed, w.held = 0, nil
+	w.mu.Lock()
+	w.heldRows = 0
+	w.mu.Unlock()
+}
+
+// hold records that the Buffered target was handed epoch (rows changes,
+// the log ranges truncs) and releases what it made durable.
+func (w *Worker) hold(ctx context.Context, epoch uint64, rows int64, truncs []exec.SinkLogRange) error {
+	w.handed = epoch
+	w.held = append(w.held, heldEpoch{epoch: epoch, rows: rows, truncs: truncs})
+	w.mu.Lock()
+	w.heldRows += rows
+	w.mu.Unlock()
+	return w.release(ctx)
+}
+
+// release hands to handled the held epochs the Buffered target holds
+// durably, all in one call: their truncations reach the log together, so
+// a crash leaves either all or none of one file's epochs in the log and
+// the target, handed them again, writes the same files (I8).
+func (w *Worker) release(ctx context.Context) error {
+	d := w.buffered.Durable()
+	n := 0
+	var rows int64
+	var truncs []exec.SinkLogRange
+	for n < len(w.held) && w.held[n].epoch <= d {
+		rows += w.held[n].rows
+		truncs = append(truncs, w.held[n].truncs...)
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	last := w.held[n-1].epoch
+	w.held = w.held[n:]
+	if h := deliveredHook.Load(); h != nil {
+		(*h)(ctx, w.cfg.Name, last)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	w.mu.Lock()
+	w.heldRows -= rows
+	w.mu.Unlock()
+	w.handled(last, rows, last, truncs)
+	return nil
 }
 
 // failed records a delivery failure and sleeps the backoff; false when the
@@ -360,7 +450,7 @@ func (w *Worker) round(ctx context.Context, committed uint64, rescan bool, targe
 	w.mu.Lock()
 	through := w.through
 	w.mu.Unlock()
-	from := through + 1
+	from := max(through, w.handed) + 1
 	if rescan {
 		from = 0
 	}
@@ -423,6 +513,13 @@ func (w *Worker) round(ctx context.Context, committed uint64, rescan bool, targe
 			}
 			txn = nil
 			delivered = epoch
+			if w.buffered != nil {
+				// I8: the log keeps the epoch until the target says it
+				// holds it durably.
+				err := w.hold(ctx, epoch, rows, truncs)
+				truncs, rows = nil, 0
+				return err
+			}
 			CrashPoint(PointAfterCommit, w.cfg.Name)
 			if h := deliveredHook.Load(); h != nil {
 				// Test seam: the target has the epoch, the log still has
@@ -447,7 +544,7 @@ func (w *Worker) round(ctx context.Context, committed uint64, rescan bool, targe
 				return err
 			}
 			epoch, writer = e, -1
-			if e > through && e > targetHas {
+			if e > through && e > targetHas && e > w.handed {
 				if txn, err = w.cfg.Target.Begin(ctx, e); err != nil {
 					txn = nil
 					return fmt.Errorf("sink %s: begin epoch %d: %w", w.cfg.Name, e, err)
@@ -485,6 +582,19 @@ func (w *Worker) round(ctx context.Context, committed uint64, rescan bool, targe
 	}
 	if err := finish(); err != nil {
 		return err
+	}
+	if w.buffered != nil {
+		if err := w.buffered.Advance(ctx, committed); err != nil {
+			return fmt.Errorf("sink %s: %w", w.cfg.Name, err)
+		}
+		if err := w.release(ctx); err != nil {
+			return err
+		}
+		if len(w.held) > 0 {
+			// Handled up to the oldest epoch the target still buffers.
+			w.handled(w.held[0].epoch-1, 0, 0, nil)
+			return nil
+		}
 	}
 	// Everything committed is handled, including epochs that wrote nothing.
 	w.handled(committed, 0, 0, nil)

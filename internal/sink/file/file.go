@@ -34,19 +34,32 @@
 // the parts after the first (part 0 keeps the plain name). Each part is
 // written when it fills, so a reader may see the first parts of a large
 // epoch before the rest; what the parts hold is still a function of the
-// epoch alone (below). RisingWave's rollover_seconds (files spanning
-// epochs) is not supported: a file never outlives its epoch's delivery,
-// which is what lets the worker truncate the log per epoch.
+// epoch alone (below).
+//
+// rollover_seconds = 'S' (RisingWave's option) makes a file span epochs:
+// it holds the rows of every epoch whose time (the wall clock an epoch
+// carries) is less than S seconds past its first epoch's, is named by
+// that first epoch, and is written (with one atomic Put, like any file)
+// when an epoch S seconds past the first commits, with rows or not; parts
+// split by max_row_count as above. Until then its rows wait in memory
+// (so S bounds the memory a sink holds as much as its rate does), and
+// the target is a sink.Buffered: the worker keeps those epochs in the
+// log store, counted in the backlog, until the file is written, and
+// releases the truncation of all of a file's epochs at once.
 //
 // Exactly once (I8, and I7 for what a reader of the files sees): the name
-// is a function of the epoch alone, and the rows of an epoch in the sink's
-// log store never change once committed. An epoch delivered and not yet
-// truncated from the log when Runnel dies is delivered again after the
-// restart, and that second Put overwrites the same object with the same
-// rows: a crash can repeat a write, never a row. The target keeps no
-// progress record, so Open reports 0. Two sinks may share a path (the sink
-// id is in the name); a sink dropped and created again backfills again
-// under its new id.
+// is a function of the epoch alone (the first epoch of the file), and the
+// rows of an epoch in the sink's log store never change once committed.
+// An epoch delivered and not yet truncated from the log when Runnel dies
+// is delivered again after the restart, and that second Put overwrites the
+// same object with the same rows: a crash can repeat a write, never a row.
+// With rollover_seconds, what a file holds is a function of its first
+// epoch too (the epochs within S seconds of it), and the log keeps a
+// written file's epochs all or none, so after a crash the worker hands
+// the target the same first epoch and the same epochs after it. The
+// target keeps no progress record, so Open reports 0. Two sinks may share
+// a path (the sink id is in the name); a sink dropped and created again
+// backfills again under its new id.
 //
 // Parquet column types: boolean → BOOLEAN; smallint, integer, bigint →
 // INT16, INT32, INT64; real, double precision → FLOAT, DOUBLE; bytea →
@@ -107,9 +120,22 @@ type target struct {
 	all       []int // every column (ENCODE JSON)
 	// maxRows is max_row_count: the most rows in one file (0: no bound).
 	maxRows int
+	// rollover is rollover_seconds in milliseconds: a file holds the
+	// epochs whose times fall within it of its first (0: one epoch).
+	rollover uint64
 
 	store objstore.Store // set by Open
+	// open is the file being built (nil: none); handed is the last epoch
+	// committed into it or written; broken: a delivery failed, nothing
+	// more is taken until Open.
+	open   *group
+	handed uint64
+	broken bool
 }
+
+// rolloverTarget is a target with rollover_seconds: its files span
+// epochs, so it is a sink.Buffered (see the package comment).
+type rolloverTarget struct{ *target }
 
 // New checks a file sink's options (it does not connect).
 func New(cfg *sink.Config) (sink.Target, error) {
@@ -136,8 +162,12 @@ func New(cfg *sink.Config) (sink.Target, error) {
 	default:
 		return nil, bad("path_partition_prefix must be 'none', 'month', 'day' or 'hour', not %q", o["path_partition_prefix"])
 	}
-	if _, ok := o["rollover_seconds"]; ok {
-		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "sink %q: rollover_seconds is not supported: a file never spans epochs (use max_row_count to bound file size)", cfg.Name)
+	if v, ok := o["rollover_seconds"]; ok {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return nil, bad("rollover_seconds must be a positive integer, not %q", v)
+		}
+		t.rollover = n * 1000
 	}
 	if v, ok := o["max_row_count"]; ok {
 		n, err := strconv.Atoi(v)
@@ -181,6 +211,9 @@ func New(cfg *sink.Config) (sink.Target, error) {
 	}
 	t.schema = arrow.NewSchema(fields, nil)
 	t.all = sink.AllColumns(len(cfg.Columns))
+	if t.rollover > 0 {
+		return rolloverTarget{t}, nil
+	}
 	return t, nil
 }
 
@@ -252,6 +285,8 @@ func appendDatum(b array.Builder, d types.Datum, ty types.Type) {
 // is there and reachable; it writes nothing. A local directory is created
 // if missing, and temp files a crash left of this sink's Puts are removed.
 func (t *target) Open(ctx context.Context) (uint64, error) {
+	t.drop()
+	t.broken = false
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	if t.s3 != nil {
@@ -282,11 +317,45 @@ func (t *target) Open(ctx context.Context) (uint64, error) {
 	return 0, nil
 }
 
-// Close implements sink.Target.
+// Close implements sink.Target: a file being built is dropped.
 func (t *target) Close() error {
+	t.drop()
 	t.store = nil
 	return nil
 }
+
+// Durable implements sink.Buffered: every epoch handed before the open
+// file's first is in a written file.
+func (t rolloverTarget) Durable() uint64 {
+	if t.open != nil {
+		return t.open.first - 1
+	}
+	return t.handed
+}
+
+// Advance implements sink.Buffered: the open file is written once the
+// committed epoch's time is rollover_seconds past its first epoch's.
+// Every epoch with rows up to committed is in it by then, and every
+// later one is later still, so what the file holds depends on its first
+// epoch alone, as after a crash, when the worker hands the target the
+// same epochs again from the log (I8).
+func (t rolloverTarget) Advance(ctx context.Context, committed uint64) error {
+	if t.broken {
+		return errBroken
+	}
+	if t.open != nil && !t.within(committed) {
+		return t.put(ctx, true)
+	}
+	return nil
+}
+
+// within reports whether epoch belongs in the open file (by its time).
+func (t *target) within(epoch uint64) bool {
+	return epoch>>16 < t.open.first>>16+t.rollover
+}
+
+// errBroken: a delivery failed; the worker opens the target again.
+var errBroken = errors.New("an earlier delivery failed; the target must be opened again")
 
 func (t *target) ext() string {
 	if t.encode == "JSON" {
@@ -324,14 +393,23 @@ func (t *target) Begin(ctx context.Context, epoch uint64) (sink.Txn, error) {
 	if t.store == nil {
 		return nil, sink.ErrClosed
 	}
+	if t.broken {
+		return nil, errBroken
+	}
 	return &txn{t: t, epoch: epoch}, nil
 }
 
-// txn buffers one epoch's file.
+// txn adds one epoch's rows to the open file.
 type txn struct {
 	t     *target
 	epoch uint64
-	// rows counts the rows of the current file, part numbers it.
+}
+
+// group is a file being built: the rows of the epochs from first (one
+// epoch without rollover_seconds), split in parts by max_row_count.
+type group struct {
+	first uint64
+	// rows counts the rows of the current part, part numbers it.
 	rows int
 	part int
 
@@ -350,104 +428,133 @@ func (x *txn) Write(ctx context.Context, changes []sink.Change) error {
 		if !c.Op.IsInsert() {
 			continue // append-only: deletes were dropped upstream or are not rows of the file
 		}
-		x.rows++
+		if t.open != nil && t.rollover > 0 && !t.within(x.epoch) {
+			// This epoch's time is past the open file's: the file is
+			// complete.
+			if err := t.put(ctx, true); err != nil {
+				return err
+			}
+		}
+		if t.open == nil {
+			t.open = &group{first: x.epoch}
+		}
+		g := t.open
+		g.rows++
 		if t.encode == "JSON" {
-			x.json = sink.AppendJSONObject(x.json, t.cfg.Columns, c.Row, t.all)
-			x.json = append(x.json, '\n')
-			if err := x.full(ctx); err != nil {
+			g.json = sink.AppendJSONObject(g.json, t.cfg.Columns, c.Row, t.all)
+			g.json = append(g.json, '\n')
+			if err := t.full(ctx); err != nil {
 				return err
 			}
 			continue
 		}
-		if x.rec == nil {
-			x.rec = array.NewRecordBuilder(memory.DefaultAllocator, t.schema)
+		if g.rec == nil {
+			g.rec = array.NewRecordBuilder(memory.DefaultAllocator, t.schema)
 		}
 		for i, col := range t.cfg.Columns {
-			appendDatum(x.rec.Field(i), c.Row[i], col.Type)
+			appendDatum(g.rec.Field(i), c.Row[i], col.Type)
 		}
-		if x.rec.Field(0).Len() >= rowGroupRows {
-			if err := x.flushGroup(); err != nil {
+		if g.rec.Field(0).Len() >= rowGroupRows {
+			if err := t.flushGroup(); err != nil {
 				return err
 			}
 		}
-		if err := x.full(ctx); err != nil {
+		if err := t.full(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// full writes the current file when it holds max_row_count rows.
-func (x *txn) full(ctx context.Context) error {
-	if x.t.maxRows == 0 || x.rows < x.t.maxRows {
+// full writes the current part when it holds max_row_count rows.
+func (t *target) full(ctx context.Context) error {
+	if t.maxRows == 0 || t.open.rows < t.maxRows {
 		return nil
 	}
-	return x.put(ctx)
+	return t.put(ctx, false)
 }
 
 // flushGroup encodes the rows collected so far as a row group.
-func (x *txn) flushGroup() error {
-	if x.rec == nil || x.rec.Field(0).Len() == 0 {
+func (t *target) flushGroup() error {
+	g := t.open
+	if g.rec == nil || g.rec.Field(0).Len() == 0 {
 		return nil
 	}
-	if x.w == nil {
+	if g.w == nil {
 		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy),
 			parquet.WithMaxRowGroupLength(rowGroupRows), parquet.WithCreatedBy("runnel"))
-		w, err := pqarrow.NewFileWriter(x.t.schema, &x.buf, props, pqarrow.DefaultWriterProps())
+		w, err := pqarrow.NewFileWriter(t.schema, &g.buf, props, pqarrow.DefaultWriterProps())
 		if err != nil {
-			return fmt.Errorf("sink %s: parquet writer: %w", x.t.cfg.Name, err)
+			return fmt.Errorf("sink %s: parquet writer: %w", t.cfg.Name, err)
 		}
-		x.w = w
+		g.w = w
 	}
-	rec := x.rec.NewRecordBatch()
+	rec := g.rec.NewRecordBatch()
 	defer rec.Release()
-	if err := x.w.Write(rec); err != nil {
-		return fmt.Errorf("sink %s: parquet: %w", x.t.cfg.Name, err)
+	if err := g.w.Write(rec); err != nil {
+		return fmt.Errorf("sink %s: parquet: %w", t.cfg.Name, err)
 	}
 	return nil
 }
 
-// Commit writes the epoch's (last) file with one atomic Put (nothing when
-// it holds no rows).
+// Commit implements sink.Txn: without rollover_seconds it writes the
+// epoch's (last) file with one atomic Put (nothing when it holds no
+// rows); with it, the epoch's rows wait in the open file (Advance).
 func (x *txn) Commit(ctx context.Context) error {
-	defer x.Rollback()
-	return x.put(ctx)
-}
-
-// put writes the current file (part x.part of the epoch) with one atomic
-// Put and starts the next.
-func (x *txn) put(ctx context.Context) error {
-	if x.rows == 0 {
-		return nil
+	t := x.t
+	if t.broken {
+		return errBroken
 	}
-	data := x.json
-	if x.t.encode == "PARQUET" {
-		if err := x.flushGroup(); err != nil {
+	if t.rollover == 0 && t.open != nil {
+		if err := t.put(ctx, true); err != nil {
 			return err
 		}
-		if err := x.w.Close(); err != nil {
-			return fmt.Errorf("sink %s: parquet: %w", x.t.cfg.Name, err)
-		}
-		x.w = nil
-		data = x.buf.Bytes()
 	}
-	key := PartKey(x.t.partition, x.epoch, x.t.cfg.ID, x.part, x.t.ext())
-	if err := x.t.store.Put(ctx, key, data); err != nil {
-		return fmt.Errorf("sink %s: write %s: %w", x.t.cfg.Name, key, err)
-	}
-	x.Rollback()
-	x.rows = 0
-	x.part++
+	t.handed = x.epoch
 	return nil
 }
 
-// Rollback implements sink.Txn: the buffered file is dropped.
-func (x *txn) Rollback() {
-	if x.rec != nil {
-		x.rec.Release()
-		x.rec = nil
+// put writes the open file's current part with one atomic Put, then
+// starts its next part, or closes the file (last).
+func (t *target) put(ctx context.Context, last bool) error {
+	g := t.open
+	if g.rows > 0 {
+		data := g.json
+		if t.encode == "PARQUET" {
+			if err := t.flushGroup(); err != nil {
+				return err
+			}
+			if err := g.w.Close(); err != nil {
+				return fmt.Errorf("sink %s: parquet: %w", t.cfg.Name, err)
+			}
+			data = g.buf.Bytes()
+		}
+		key := PartKey(t.partition, g.first, t.cfg.ID, g.part, t.ext())
+		if err := t.store.Put(ctx, key, data); err != nil {
+			t.broken = true
+			return fmt.Errorf("sink %s: write %s: %w", t.cfg.Name, key, err)
+		}
 	}
-	x.w = nil
-	x.json = nil
-	x.buf = bytes.Buffer{}
+	first, part := g.first, g.part+1
+	t.drop()
+	if !last {
+		t.open = &group{first: first, part: part}
+	}
+	return nil
+}
+
+// drop forgets the open file.
+func (t *target) drop() {
+	if t.open != nil && t.open.rec != nil {
+		t.open.rec.Release()
+	}
+	t.open = nil
+}
+
+// Rollback implements sink.Txn: the open file is dropped (with the
+// epochs before this one it held, under rollover_seconds: the worker
+// opens the target again and hands them again).
+func (x *txn) Rollback() {
+	x.t.drop()
+	x.t.broken = true
 }
