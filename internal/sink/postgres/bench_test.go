@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,18 +80,25 @@ func TestTargetThroughput(t *testing.T) {
 		return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
 	}
 	cpu := func(tg sink.Target) time.Duration { return cpuOf(tg.(*target).conn) }
-	var cpuCopy, cpuApp, cpuNew, cpuUpd []time.Duration
+	// self is this process's CPU time (the connector's side: encoding,
+	// sorting, the key sets; the COPY peer's pgx encoding).
+	self := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	var cpuCopy, cpuApp, cpuNew, cpuUpd, goCopy, goApp, goNew, goUpd []time.Duration
 	deliver := func(tg sink.Target, epoch uint64, changes []sink.Change) time.Duration {
-		c0 := cpu(tg)
+		c0, s0 := cpu(tg), self()
 		defer func() {
-			d := cpu(tg) - c0
+			d, g := cpu(tg)-c0, self()-s0
 			switch {
 			case tg == app:
-				cpuApp = append(cpuApp, d)
+				cpuApp, goApp = append(cpuApp, d), append(goApp, g)
 			case len(changes) > n:
-				cpuUpd = append(cpuUpd, d)
+				cpuUpd, goUpd = append(cpuUpd, d), append(goUpd, g)
 			default:
-				cpuNew = append(cpuNew, d)
+				cpuNew, goNew = append(cpuNew, d), append(goNew, g)
 			}
 		}()
 		t0 := time.Now()
@@ -130,13 +138,13 @@ func TestTargetThroughput(t *testing.T) {
 			upd = append(upd, sink.Change{Op: types.OpUpdateDelete, Row: ins[i].Row},
 				sink.Change{Op: types.OpUpdateInsert, Row: types.Row{types.DInt64(k), types.DInt64(k*7 + 1), types.DVarchar(s)}})
 		}
-		c0 := cpuOf(pg)
+		c0, s0 := cpuOf(pg), self()
 		t0 := time.Now()
 		if _, err := pg.CopyFrom(ctx, pgx.Identifier{"by_copy"}, []string{"k", "v", "s"}, pgx.CopyFromRows(rows)); err != nil {
 			t.Fatal(err)
 		}
 		copyT = append(copyT, time.Since(t0))
-		cpuCopy = append(cpuCopy, cpuOf(pg)-c0)
+		cpuCopy, goCopy = append(cpuCopy, cpuOf(pg)-c0), append(goCopy, self()-s0)
 		e := uint64(2*round + 1)
 		appT = append(appT, deliver(app, e, ins))
 		newT = append(newT, deliver(up, e, ins))
@@ -158,12 +166,13 @@ func TestTargetThroughput(t *testing.T) {
 	rate := func(d time.Duration) float64 { return float64(n) / d.Seconds() }
 	c := med(copyT)
 	t.Logf("%d rows per round (k bigint primary key, v bigint, s text), %d rounds, medians", n, rounds)
-	t.Logf("COPY into PostgreSQL (peer):  %8.0f rows/s (%v); PostgreSQL backend CPU %v", rate(c), c.Round(time.Millisecond), med(cpuCopy))
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	t.Logf("COPY into PostgreSQL (peer):  %8.0f rows/s (%v); CPU: PostgreSQL backend %v, client %v", rate(c), ms(c), ms(med(cpuCopy)), ms(med(goCopy)))
 	for _, p := range []struct {
-		name    string
-		ds, cpu []time.Duration
-	}{{"append-only target:          ", appT, cpuApp}, {"upsert target, new keys:     ", newT, cpuNew}, {"upsert target, updates:      ", updT, cpuUpd}} {
+		name        string
+		ds, cpu, gc []time.Duration
+	}{{"append-only target:          ", appT, cpuApp, goApp}, {"upsert target, new keys:     ", newT, cpuNew, goNew}, {"upsert target, updates:      ", updT, cpuUpd, goUpd}} {
 		m := med(p.ds)
-		t.Logf("%s %8.0f rows/s (%v)  %.2fx COPY; PostgreSQL backend CPU %v", p.name, rate(m), m.Round(time.Millisecond), c.Seconds()/m.Seconds(), med(p.cpu))
+		t.Logf("%s %8.0f rows/s (%v)  %.2fx COPY; CPU: PostgreSQL backend %v, client %v", p.name, rate(m), ms(m), c.Seconds()/m.Seconds(), ms(med(p.cpu)), ms(med(p.gc)))
 	}
 }
