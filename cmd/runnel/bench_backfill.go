@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime/pprof"
 	"strings"
 
 	"github.com/runneldb/runnel/internal/bench"
@@ -34,22 +32,7 @@ func benchBackfill(args []string, stdout, stderr io.Writer) int {
 	opts := bench.BackfillOptions{Rows: *rows, Rounds: *rounds, Views: vs, Seed: *seed, PostgresURL: *pgURL, JSON: *asJSON,
 		Out: stdout, Progress: progressWriter(*asJSON, stdout, stderr)}
 	if *cpuProfile != "" {
-		var f *os.File
-		opts.BeforeCreate = func(view string, round int) {
-			var err error
-			if f, err = os.Create(fmt.Sprintf("%s.%s.%d", *cpuProfile, view, round)); err == nil {
-				err = pprof.StartCPUProfile(f)
-			}
-			if err != nil {
-				fmt.Fprintln(stderr, "runnel: bench: cpu profile:", err)
-			}
-		}
-		opts.AfterCreate = func(string, int) {
-			pprof.StopCPUProfile()
-			if f != nil {
-				f.Close()
-			}
-		}
+		opts.BeforeCreate, opts.AfterCreate = cpuProfileHooks(*cpuProfile, stderr)
 	}
 	if _, err := bench.RunBackfill(context.Background(), opts); err != nil {
 		fmt.Fprintln(stderr, "runnel: bench:", err)
