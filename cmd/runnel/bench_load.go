@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 
 	"github.com/runneldb/runnel/internal/bench"
@@ -43,17 +44,25 @@ func benchLoad(args []string, stdout, stderr io.Writer) int {
 // cpuProfileHooks returns hooks that profile the CPU between them, each
 // measured step into prefix.NAME.ROUND.
 func cpuProfileHooks(prefix string, stderr io.Writer) (before, after func(name string, round int)) {
-	var f *os.File
+	var f, tf *os.File
 	before = func(name string, round int) {
 		var err error
 		if f, err = os.Create(fmt.Sprintf("%s.%s.%d", prefix, name, round)); err == nil {
 			err = pprof.StartCPUProfile(f)
+		}
+		if os.Getenv("RUNNEL_BENCH_TRACE") != "" {
+			tf, _ = os.Create(fmt.Sprintf("%s.%s.%d.trace", prefix, name, round))
+			trace.Start(tf)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, "runnel: bench: cpu profile:", err)
 		}
 	}
 	after = func(string, int) {
+		if tf != nil {
+			trace.Stop()
+			tf.Close()
+		}
 		pprof.StopCPUProfile()
 		if f != nil {
 			f.Close()

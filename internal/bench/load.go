@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -68,8 +69,11 @@ type LoadResult struct {
 	RunnelSeconds    float64 `json:"runnel_seconds"`
 	RunnelCPUSeconds float64 `json:"runnel_cpu_seconds"`
 	PostgresSeconds  float64 `json:"postgres_seconds"`
-	RunnelRowsPerSec float64 `json:"runnel_rows_per_second"`
-	PGRowsPerSec     float64 `json:"postgres_rows_per_second"`
+	// PostgresCPUSeconds is the CPU time of PostgreSQL's backend process
+	// in its best round (0 when it cannot be read: a remote server).
+	PostgresCPUSeconds float64 `json:"postgres_cpu_seconds"`
+	RunnelRowsPerSec   float64 `json:"runnel_rows_per_second"`
+	PGRowsPerSec       float64 `json:"postgres_rows_per_second"`
 	// Ratio is PostgresSeconds / RunnelSeconds: above 1 Runnel is faster.
 	Ratio     float64 `json:"ratio"`
 	Equal     bool    `json:"equal"`
@@ -115,6 +119,10 @@ func RunLoad(ctx context.Context, opts LoadOptions) ([]LoadResult, error) {
 	}
 	defer peers.close()
 	conns := map[string]*pgx.Conn{"runnel": peers.rw, "postgres": peers.pg}
+	var pgPID int
+	if err := peers.pg.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pgPID); err != nil {
+		return nil, fmt.Errorf("bench load: pg_backend_pid: %w", err)
+	}
 
 	say("runnel bench load: %d orders, %d customers, %d rounds, formats %s", opts.Rows, opts.Customers, opts.Rounds, strings.Join(opts.Formats, ","))
 	say("PostgreSQL %s; %d cores (GOMAXPROCS %d); load average %s", peers.pgVersion, runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage())
@@ -150,16 +158,19 @@ func RunLoad(ctx context.Context, opts LoadOptions) ([]LoadResult, error) {
 					opts.BeforeLoad(r.Format, round)
 				}
 				runtime.GC()
-				start, cpu0 := time.Now(), processCPU()
+				start, cpu0, pgCPU0 := time.Now(), processCPU(), pidCPU(pgPID)
 				if err := d.loadAs(ctx, c, name, r.Format, opts.Progress); err != nil {
 					return nil, err
 				}
+				flushStart := time.Now()
 				if name == "runnel" {
 					if _, err := c.Exec(ctx, "FLUSH"); err != nil {
 						return nil, fmt.Errorf("bench load: FLUSH: %w", err)
 					}
 				}
 				secs, cpu := time.Since(start).Seconds(), (processCPU() - cpu0).Seconds()
+				flushSecs := time.Since(flushStart).Seconds()
+				pgCPU := (pidCPU(pgPID) - pgCPU0).Seconds()
 				if name == "runnel" && opts.AfterLoad != nil {
 					opts.AfterLoad(r.Format, round)
 				}
@@ -167,12 +178,12 @@ func RunLoad(ctx context.Context, opts LoadOptions) ([]LoadResult, error) {
 					if r.RunnelSeconds == 0 || secs < r.RunnelSeconds {
 						r.RunnelSeconds, r.RunnelCPUSeconds = secs, cpu
 					}
-					say("round %d  %-8s %-14s %6.2fs (%.2f CPU s) %9.0f rows/s", round, name, r.Format, secs, cpu, float64(r.Rows)/secs)
+					say("round %d  %-8s %-14s %6.2fs (%.2f CPU s, FLUSH %.2fs) %9.0f rows/s", round, name, r.Format, secs, cpu, flushSecs, float64(r.Rows)/secs)
 				} else {
 					if r.PostgresSeconds == 0 || secs < r.PostgresSeconds {
-						r.PostgresSeconds = secs
+						r.PostgresSeconds, r.PostgresCPUSeconds = secs, pgCPU
 					}
-					say("round %d  %-8s %-14s %6.2fs %9.0f rows/s", round, name, r.Format, secs, float64(r.Rows)/secs)
+					say("round %d  %-8s %-14s %6.2fs (backend %.2f CPU s) %9.0f rows/s", round, name, r.Format, secs, pgCPU, float64(r.Rows)/secs)
 				}
 			}
 			if round == 1 {
@@ -209,8 +220,8 @@ func RunLoad(ctx context.Context, opts LoadOptions) ([]LoadResult, error) {
 			fmt.Fprintln(opts.Out, string(b))
 			continue
 		}
-		say("%-14s %d rows, equal: Runnel %.2fs (%.2f CPU s, %.0f rows/s), PostgreSQL %.2fs (%.0f rows/s): %.2fx PostgreSQL's speed (best of %d)",
-			r.Format, r.Rows, r.RunnelSeconds, r.RunnelCPUSeconds, r.RunnelRowsPerSec, r.PostgresSeconds, r.PGRowsPerSec, r.Ratio, r.Rounds)
+		say("%-14s %d rows, equal: Runnel %.2fs (%.2f CPU s, %.0f rows/s), PostgreSQL %.2fs (backend %.2f CPU s, %.0f rows/s): %.2fx PostgreSQL's speed (best of %d)",
+			r.Format, r.Rows, r.RunnelSeconds, r.RunnelCPUSeconds, r.RunnelRowsPerSec, r.PostgresSeconds, r.PostgresCPUSeconds, r.PGRowsPerSec, r.Ratio, r.Rounds)
 	}
 	say("load average %s", la)
 	return results, nil
@@ -351,4 +362,23 @@ func (d *ivmData) loadInsert(ctx context.Context, conn *pgx.Conn, system string)
 		return err
 	}
 	return insertRows("orders", d.rows, d.orderRow)
+}
+
+// pidCPU returns the user + system CPU time of process pid (0 when
+// /proc cannot tell: another host).
+func pidCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command (in parentheses, which may hold spaces):
+	// state is field 3, utime 14, stime 15, in clock ticks (100 Hz).
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
 }

@@ -7,7 +7,7 @@
 // each owning a disjoint key range of two tables (acct, ev) and keeping an
 // exact model of its rows. Every statement runs with SET implicit_flush =
 // true, so a statement that returned success is committed. Statements are
-// multi-row INSERTs of fresh keys, single-row UPDATEs that move a row
+// multi-row INSERTs of fresh keys (some of 64–263 rows, which take the bulk insert path), single-row UPDATEs that move a row
 // between groups, multi-row UPDATEs and DELETEs, so a partially applied
 // statement would be visible. Three materialized views sit on the tables:
 // an aggregate (count/sum/min/max/count DISTINCT per group), an inner join,

@@ -93,6 +93,11 @@ func (w *writer) next() *change {
 	switch {
 	case r < 30 || len(w.acct) == 0: // multi-row insert of fresh accounts
 		n := 1 + w.rng.Intn(4)
+		if w.rng.Intn(10) == 0 {
+			// Large enough for the bulk insert path (frontend
+			// bulkInsertMinRows): a SIGKILL must not leave it half applied.
+			n = 64 + w.rng.Intn(200)
+		}
 		var vals []string
 		for range n {
 			k := w.freshKey()

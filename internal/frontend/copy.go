@@ -10,6 +10,7 @@ import (
 	"github.com/runneldb/runnel/internal/sql"
 	"github.com/runneldb/runnel/internal/sql/binder"
 	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/stream/exec"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -27,7 +28,13 @@ func (st *statement) copy(ctx context.Context, b *binder.Copy, params []types.Da
 		for i, c := range b.Columns {
 			cols[i] = pgwire.Column{Name: b.Table.Columns[c].Name, Type: b.Table.Columns[c].Type}
 		}
-		sink := &copySink{st: st, rel: b.Table, cols: b.Columns}
+		sink := &copySink{st: st, rel: b.Table, cols: b.Columns, identity: len(b.Columns) == len(b.Table.Columns)}
+		for i, c := range b.Columns {
+			sink.identity = sink.identity && c == i
+		}
+		if enc := bulkEncoder(b.Table); enc != nil {
+			sink.bulk = exec.NewBatchEncoder(enc)
+		}
 		return pgwire.Result{Copy: &pgwire.Copy{In: true, Options: opts, Columns: cols, Sink: sink}}, nil
 	}
 	src, release, err := st.readSource(ctx, false)
@@ -94,34 +101,72 @@ func copyOptions(b *binder.Copy) (pgwire.CopyOptions, error) {
 }
 
 // copySink collects COPY FROM rows and inserts them as one statement when
-// the client ends the data: COPY is atomic, as in PostgreSQL.
+// the client ends the data: COPY is atomic, as in PostgreSQL. Rows go to a
+// batch encoder as they arrive (the bulk path, exec.BatchEncoder), which
+// encodes and sorts them in the background while the next ones are parsed.
 type copySink struct {
 	st   *statement
 	rel  *catalog.Relation
 	cols []int
-	rows []types.Row
+	// identity: the COPY names every column in table order, so a parsed
+	// row is already a full row.
+	identity bool
+	rows     []types.Row        // the row-at-a-time path's rows
+	bulk     *exec.BatchEncoder // the bulk path (nil: a time-series table)
+	keyed    bool               // a row's key was given, not generated
+	slab     []types.Datum
 }
 
 func (s *copySink) Write(ctx context.Context, rows []types.Row) error {
-	for _, r := range rows {
-		full := make(types.Row, len(s.rel.Columns))
-		for i, c := range s.cols {
-			full[c] = r[i]
+	width := len(s.rel.Columns)
+	for j, r := range rows {
+		full := r
+		if !s.identity {
+			if len(s.slab) < width {
+				s.slab = make([]types.Datum, width*256)
+			}
+			full, s.slab = s.slab[:width:width], s.slab[width:]
+			for i, c := range s.cols {
+				full[c] = r[i]
+			}
 		}
 		for i, c := range s.rel.Columns {
 			if c.NotNull && !c.Hidden && full[i].IsNull() {
 				return sqlerr.Errorf(sqlerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.Name, s.rel.Name)
 			}
 		}
-		s.rows = append(s.rows, full)
+		if s.bulk != nil && !fillRowID(s.rel, full) {
+			s.keyed = true
+		}
+		rows[j] = full
+	}
+	if s.bulk != nil {
+		s.bulk.Add(rows)
+	} else {
+		s.rows = append(s.rows, rows...)
 	}
 	return nil
 }
 
 func (s *copySink) Finish(ctx context.Context) (string, error) {
-	affected, epoch, err := s.st.sess.insert(ctx, s.rel, s.rows, nil)
+	var (
+		affected []types.Row
+		epoch    uint64
+		err      error
+	)
+	switch {
+	case s.bulk == nil:
+		affected, epoch, err = s.st.sess.insert(ctx, s.rel, s.rows, nil)
+	case s.bulk.Len() < bulkInsertMinRows:
+		affected, epoch, err = s.st.sess.insert(ctx, s.rel, s.bulk.Rows(), nil)
+	default:
+		var b *exec.InsertBatch
+		if b, err = s.bulk.Finish(ctx, !s.keyed); err == nil {
+			affected, epoch, err = s.st.sess.insertBulk(ctx, s.rel, b)
+		}
+	}
 	if err != nil {
-		return "", mapStorageErr(err)
+		return "", s.st.sess.integrityErrorObject(mapStorageErr(err), s.rel)
 	}
 	if err := s.st.sess.acknowledge(ctx, epoch); err != nil {
 		return "", err
@@ -129,4 +174,4 @@ func (s *copySink) Finish(ctx context.Context) (string, error) {
 	return fmt.Sprintf("COPY %d", len(affected)), nil
 }
 
-func (s *copySink) Abort() { s.rows = nil }
+func (s *copySink) Abort() { s.rows, s.bulk = nil, nil }

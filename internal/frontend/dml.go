@@ -5,7 +5,10 @@ import (
 
 	"github.com/runneldb/runnel/internal/batch"
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream/exec"
+	"github.com/runneldb/runnel/internal/stream/state"
+	"github.com/runneldb/runnel/internal/streamplan"
 	"github.com/runneldb/runnel/internal/tsdb"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -19,14 +22,22 @@ const RowIDColumn = "_row_id"
 func nextRowID() int64 { return exec.NextRowID() }
 
 // fillRowID sets the hidden _row_id of rows of a table without a declared
-// key (the binder leaves it NULL).
-func fillRowID(rel *catalog.Relation, row types.Row) {
+// key (the binder leaves it NULL); it reports whether it generated one.
+func fillRowID(rel *catalog.Relation, row types.Row) bool {
+	generated := false
 	for i, c := range rel.Columns {
 		if c.Hidden && c.Name == RowIDColumn && row[i].IsNull() {
 			row[i] = types.DInt64(nextRowID())
+			generated = true
 		}
 	}
+	return generated
 }
+
+// bulkInsertMinRows is the least rows an INSERT or COPY sends down the bulk
+// path (exec.InsertBatch): below it, a point read per key costs less than
+// the range seeks that prove the keys new.
+const bulkInsertMinRows = 64
 
 // conflictAction is INSERT's ON CONFLICT clause.
 type conflictAction struct {
@@ -41,8 +52,11 @@ type conflictAction struct {
 // actually inserted or updated (for RETURNING and the command tag).
 func (ss *session) insert(ctx context.Context, rel *catalog.Relation, rows []types.Row, conflict *conflictAction) ([]types.Row, uint64, error) {
 	fillSeries := tsdb.SeriesFiller(rel) // a series-keyed time-series table's id
+	generatedKeys := true
 	for _, r := range rows {
-		fillRowID(rel, r)
+		if !fillRowID(rel, r) {
+			generatedKeys = false
+		}
 		if fillSeries != nil {
 			fillSeries(r)
 		}
@@ -52,6 +66,13 @@ func (ss *session) insert(ctx context.Context, rel *catalog.Relation, rows []typ
 	// insert; without it, a row with the same tags and time replaces the
 	// earlier one (GreptimeDB's dedup).
 	ts, isTS := tsdb.SpecOf(rel)
+	if conflict == nil && !isTS && len(rows) >= bulkInsertMinRows {
+		b, err := exec.EncodeInsertBatch(ctx, bulkEncoder(rel), rows, generatedKeys)
+		if err != nil {
+			return nil, 0, err
+		}
+		return ss.insertBulk(ctx, rel, b)
+	}
 	epoch, err := ss.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
 		affected = affected[:0]
 		for i, r := range rows {
@@ -103,6 +124,27 @@ func (ss *session) insert(ctx context.Context, rel *catalog.Relation, rows []typ
 		return nil
 	})
 	return affected, epoch, err
+}
+
+// bulkEncoder returns a state table of rel's layout for encoding its rows
+// outside its actor (exec.EncodeInsertBatch); nil for a time-series table,
+// whose inserts read (dedup) or append row by row.
+func bulkEncoder(rel *catalog.Relation) *state.Table {
+	if _, isTS := tsdb.SpecOf(rel); isTS {
+		return nil
+	}
+	return state.New(storage.TableID(rel.StateTable), streamplan.TableStateSchema(rel), nil, 0)
+}
+
+// insertBulk writes an encoded batch (the bulk path of INSERT and COPY):
+// its keys and values were encoded outside the table's actor, in parallel;
+// the actor checks the keys new with range seeks and hands the sorted
+// batch to storage as one run (exec.InsertBatch).
+func (ss *session) insertBulk(ctx context.Context, rel *catalog.Relation, b *exec.InsertBatch) ([]types.Row, uint64, error) {
+	epoch, err := ss.write(ctx, rel, func(ctx context.Context, w *exec.TableWriter) error {
+		return w.InsertBatch(ctx, b)
+	})
+	return b.Rows(), epoch, err
 }
 
 // rowChange is one row UPDATE or DELETE changes: New is nil for a delete.

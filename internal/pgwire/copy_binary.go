@@ -45,6 +45,7 @@ type rowDecoder interface {
 // copyBinaryParser decodes the binary COPY format incrementally.
 type copyBinaryParser struct {
 	cols []Column
+	slab rowSlab
 
 	buf        []byte
 	headerDone bool
@@ -167,7 +168,7 @@ func (p *copyBinaryParser) tuple(b []byte) (int, error) {
 		}
 		pos += int(l)
 	}
-	row := make(types.Row, len(p.cols))
+	row := p.slab.row(len(p.cols))
 	at := 2
 	for i := range row {
 		l := int32(binary.BigEndian.Uint32(b[at:]))

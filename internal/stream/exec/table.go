@@ -131,7 +131,9 @@ func (e *TableExecutor) Next(ctx context.Context) (stream.Message, error) {
 			return e.onBarrier(ctx, b)
 		case req := <-e.dml:
 			stream.ReportState(ctx, &stream.StateApplyingDML)
-			e.apply(ctx, req)
+			if err := e.apply(ctx, req); err != nil {
+				return stream.Message{}, fmt.Errorf("%s: %w", e.Identity(), err)
+			}
 		case <-ctx.Done():
 			return stream.Message{}, ctx.Err()
 		}
@@ -169,8 +171,9 @@ func (e *TableExecutor) onBarrier(ctx context.Context, b *stream.Barrier) (strea
 	return stream.Message{Barrier: b}, nil
 }
 
-func (e *TableExecutor) apply(ctx context.Context, req *DMLRequest) {
-	w := &TableWriter{t: e.state, overlay: map[string]*overlayEntry{}, written: e.written}
+// apply runs one statement; an error it returns fails the actor.
+func (e *TableExecutor) apply(ctx context.Context, req *DMLRequest) error {
+	w := &TableWriter{t: e.state, overlay: map[string]*overlayEntry{}, written: e.written, noBulk: e.wm != nil}
 	err := func() (err error) {
 		// A bug in a statement's evaluation must fail the statement, not the
 		// table's actor (I6).
@@ -190,15 +193,26 @@ func (e *TableExecutor) apply(ctx context.Context, req *DMLRequest) {
 	if err == nil && req.Prepared != nil {
 		err = e.awaitDecision(ctx, req)
 	}
+	var fatal error
 	if err == nil {
-		e.queue = append(e.queue, w.commit()...)
-		ep := e.state.Epoch()
-		for _, k := range w.order {
-			e.written[k] = ep
+		var chunks []*types.Chunk
+		if chunks, fatal = w.commit(ctx); fatal != nil {
+			// The engine refused or failed a bulk run (closed, fenced, a
+			// failed spill that leaves the run buffered): the statement
+			// fails and so does the actor, whose recovery discards the
+			// epoch's writes, this statement's included (I7).
+			err = fatal
+		} else {
+			e.queue = append(e.queue, chunks...)
+			ep := e.state.Epoch()
+			for _, k := range w.order {
+				e.written[k] = ep
+			}
 		}
 	}
 	req.Epoch = e.state.Epoch()
 	req.Done <- err
+	return fatal
 }
 
 // awaitDecision reports a prepared transaction part's epoch and blocks
@@ -234,7 +248,7 @@ func (e *TableExecutor) awaitDecision(ctx context.Context, req *DMLRequest) erro
 // its earlier statements' writes (frontend/txn.go); Stage moves the
 // statement's writes into that table.
 func NewTableWriter(t *state.Table) *TableWriter {
-	return &TableWriter{t: t, overlay: map[string]*overlayEntry{}}
+	return &TableWriter{t: t, overlay: map[string]*overlayEntry{}, noBulk: true}
 }
 
 // Stage writes the statement's staged rows into its table's buffer,
@@ -332,6 +346,12 @@ type TableWriter struct {
 	// UPDATE ... WHERE pk = $1 reads the row, then replaces it) does not
 	// read storage again.
 	base map[string]baseEntry
+	// bulk holds the statement's bulk-inserted batches (tablebulk.go);
+	// noBulk makes InsertBatch insert row by row (a transaction block's
+	// writer, whose writes Stage moves; a table whose watermark filters
+	// the statement's changes).
+	bulk   []*InsertBatch
+	noBulk bool
 }
 
 type baseEntry struct {
@@ -356,6 +376,9 @@ func (w *TableWriter) Get(ctx context.Context, row types.Row) (types.Row, bool, 
 	k := w.key(row)
 	if o, ok := w.overlay[k]; ok {
 		return o.row, o.row != nil, nil
+	}
+	if r, ok := w.getBulk(k); ok {
+		return r, true, nil
 	}
 	if b, ok := w.base[k]; ok {
 		return b.row, b.found, nil
@@ -488,8 +511,13 @@ func (w *TableWriter) Scan(ctx context.Context) (*state.RowIter, error) {
 }
 
 // commit applies the staged writes to the state table and returns the
-// change chunks to emit.
-func (w *TableWriter) commit() []*types.Chunk {
+// change chunks to emit. The bulk batches go first: the overlay's writes
+// (made after them in the statement) then reach the engine as newer
+// writes of the epoch. An error fails the actor (see apply).
+func (w *TableWriter) commit(ctx context.Context) ([]*types.Chunk, error) {
+	if err := w.commitBulk(ctx); err != nil {
+		return nil, err
+	}
 	for _, k := range w.order {
 		o := w.overlay[k]
 		if o.row == nil {
@@ -509,7 +537,7 @@ func (w *TableWriter) commit() []*types.Chunk {
 		out = append(out, &types.Chunk{Ops: w.changes.Ops[start:end], Rows: w.changes.Rows[start:end]})
 		start = end
 	}
-	return out
+	return out, nil
 }
 
 // ingestStep runs one step of a connector-fed table: a waiting statement,
@@ -522,7 +550,9 @@ func (e *TableExecutor) ingestStep(ctx context.Context) (msg stream.Message, ok 
 	select {
 	case req := <-e.dml:
 		stream.ReportState(ctx, &stream.StateApplyingDML)
-		e.apply(ctx, req)
+		if err := e.apply(ctx, req); err != nil {
+			return stream.Message{}, false, fmt.Errorf("%s: %w", e.Identity(), err)
+		}
 		return stream.Message{}, false, nil
 	default:
 	}
@@ -553,7 +583,9 @@ func (e *TableExecutor) ingestStep(ctx context.Context) (msg stream.Message, ok 
 		return msg, err == nil, err
 	case req := <-e.dml:
 		stream.ReportState(ctx, &stream.StateApplyingDML)
-		e.apply(ctx, req)
+		if err := e.apply(ctx, req); err != nil {
+			return stream.Message{}, false, fmt.Errorf("%s: %w", e.Identity(), err)
+		}
 	case <-t.C:
 	case <-ctx.Done():
 		return stream.Message{}, false, ctx.Err()

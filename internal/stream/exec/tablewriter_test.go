@@ -65,7 +65,9 @@ func TestTableWriterGetBase(t *testing.T) {
 	if _, _, err := w.GetBase(h.ctx, types.Row{}); err == nil {
 		t.Fatal("GetBase of an empty key: no error")
 	}
-	w.commit()
+	if _, err := w.commit(h.ctx); err != nil {
+		t.Fatal(err)
+	}
 	for id, want := range map[int64]string{1: "1 11", 2: "2 20"} {
 		if got := show(tbl.Get(h.ctx, key(id))); got != want {
 			t.Errorf("after commit, row %d = %s; want %s", id, got, want)

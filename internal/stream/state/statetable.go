@@ -285,16 +285,8 @@ func (t *Table) Commit(next uint64) error { return t.CommitContext(context.Backg
 // CommitContext is Commit for an actor: a spill the hand-over runs ends
 // when ctx does (I5).
 func (t *Table) CommitContext(ctx context.Context, next uint64) error {
-	if t.mem.Len() > 0 {
-		kvs := make([]storage.KV, 0, t.mem.Len())
-		t.mem.Ascend(func(e memEntry) bool {
-			kvs = append(kvs, storage.KV{Key: []byte(e.key), Value: e.value, Delete: e.delete})
-			return true
-		})
-		if err := t.store.IngestContext(ctx, t.epoch, t.id, kvs); err != nil {
-			return fmt.Errorf("%s: ingest epoch %d: %w", t.schema.Name, t.epoch, err)
-		}
-		t.mem.Clear(false)
+	if err := t.handOver(ctx); err != nil {
+		return err
 	}
 	t.epoch = next
 	return nil
