@@ -29,4 +29,12 @@
 // the epoch that publishes it, so each group is written and emitted once
 // when the backfill ends instead of once per barrier (I7 holds at that
 // epoch; a recovery during creation drops the job).
+//
+// Bulk inserts (tablebulk.go: COPY, multi-row INSERT, INSERT ... SELECT of
+// 64 rows or more) reach the table's actor already encoded and sorted
+// (BatchEncoder); TableWriter.InsertBatch proves their keys new with range
+// seeks and the batch goes to the engine as one run of the actor's epoch
+// (state.Table.IngestSorted) — uncommitted data like a barrier's
+// hand-over, so I7 (all or nothing) and I1 (spilled SSTs owned by their
+// upload job) hold as for any epoch's writes.
 package exec
