@@ -19,13 +19,18 @@ import (
 // TestKafkaViewSinksSIGKILL in the default run.
 const defaultPipelineKills = 3
 
+// targetDownKills are the further kills while the PostgreSQL target is
+// down.
+const targetDownKills = 2
+
 // TestKafkaViewSinksSIGKILL (I7, I8 end to end): a Kafka topic of three
 // partitions (kfake in this test process) feeds a source; a view
 // aggregates it by group; two sinks drain the view: an upsert jdbc sink
 // into a PostgreSQL table and an upsert kafka sink with is_exactly_once
 // into a topic. A producer writes ids 1, 2, 3, ... all along while the
 // Runnel subprocess is SIGKILLed at seeded random moments (sometimes again
-// during its recovery) and restarted. After catch-up:
+// during its recovery) and restarted; then the PostgreSQL target crashes
+// and stays down for two more kills before it restarts. After catch-up:
 //   - the view equals what PostgreSQL computes over the produced input
 //     (loaded into a table there), so no record was lost or read twice;
 //   - the PostgreSQL target equals it too: the sink's rows commit with its
@@ -46,12 +51,18 @@ func TestKafkaViewSinksSIGKILL(t *testing.T) {
 	defer broker.Close()
 	addr := broker.ListenAddrs()[0]
 	ctx := context.Background()
-	targetURL := pgtest.NewDatabase(t)
+	// The target has a cluster of its own, crashed for the last kills.
+	cluster, err := pgtest.StartCluster("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Stop()
+	targetURL := cluster.URL("postgres")
 	pg, err := pgx.Connect(ctx, targetURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pg.Close(ctx)
+	defer func() { pg.Close(ctx) }()
 	if _, err := pg.Exec(ctx, "CREATE TABLE agg (g int PRIMARY KEY, n bigint, s bigint)"); err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +92,25 @@ func TestKafkaViewSinksSIGKILL(t *testing.T) {
 		}
 	}
 
-	n := prod.during(c.seed, func() { c.killLoop(kills) })
-	t.Logf("%d records produced across %d kills", n, kills)
+	n := prod.during(c.seed, func() {
+		c.killLoop(kills)
+		// The target goes down for a while: the sink's backlog waits in
+		// its log store across more kills and drains once it is back.
+		if err := cluster.Crash(); err != nil {
+			t.Fatal(err)
+		}
+		t.Log("target PostgreSQL crashed")
+		c.killLoop(targetDownKills)
+		if err := cluster.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		t.Log("target PostgreSQL restarted")
+	})
+	t.Logf("%d records produced across %d kills (%d with the target down)", n, kills+targetDownKills, targetDownKills)
+	pg.Close(ctx)
+	if pg, err = pgx.Connect(ctx, targetURL); err != nil {
+		t.Fatal(err)
+	}
 
 	// What PostgreSQL computes over the input.
 	for _, q := range []string{

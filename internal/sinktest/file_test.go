@@ -229,6 +229,20 @@ func TestS3ParquetSink(t *testing.T) {
 	}
 }
 
+// startS3Sink starts a versitygw with a bucket and a server with an
+// append-only table ev (evTypes) sunk by ev_s3 into the bucket's path ev,
+// with the extra WITH options extra (", name = 'value'", or "").
+func startS3Sink(t *testing.T, extra string) (*s3test.Server, string, *servertest.Server, *pgx.Conn) {
+	t.Helper()
+	s3 := s3test.Start(t)
+	bucket := s3.NewBucket(t)
+	srv := servertest.Start(t)
+	rw := srv.Connect(t)
+	mustExec(t, rw, "CREATE TABLE ev ("+evTypes+") APPEND ONLY")
+	mustExec(t, rw, s3SinkSQL(s3, "ev_s3", "ev", bucket, "ev", extra))
+	return s3, bucket, srv, rw
+}
+
 // TestS3SinkRedeliveryOverwrites pins the file sinks' exactly once: the
 // server stops right after an epoch's file was written and before the
 // log's rows of that epoch were released for truncation (a test hook holds
@@ -237,12 +251,7 @@ func TestS3ParquetSink(t *testing.T) {
 // first and the bucket holds every row once. A name not derived from the
 // epoch (a fresh name per write) would leave the epoch's rows twice.
 func TestS3SinkRedeliveryOverwrites(t *testing.T) {
-	s3 := s3test.Start(t)
-	bucket := s3.NewBucket(t)
-	srv := servertest.Start(t)
-	rw := srv.Connect(t)
-	mustExec(t, rw, "CREATE TABLE ev ("+evTypes+") APPEND ONLY")
-	mustExec(t, rw, s3SinkSQL(s3, "ev_s3", "ev", bucket, "ev", ""))
+	s3, bucket, srv, rw := startS3Sink(t, "")
 
 	held := holdAfterDelivery(t, "ev_s3")["ev_s3"]
 	insertEv(t, rw, 1, 100)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/sink"
-	"github.com/runneldb/runnel/internal/testutil/s3test"
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
@@ -23,12 +22,7 @@ import (
 // whose FLUSH returned within those 4 s all land in one file. Every row is
 // in the files once.
 func TestS3SinkRollover(t *testing.T) {
-	s3 := s3test.Start(t)
-	bucket := s3.NewBucket(t)
-	srv := servertest.Start(t)
-	rw := srv.Connect(t)
-	mustExec(t, rw, "CREATE TABLE ev ("+evTypes+") APPEND ONLY")
-	mustExec(t, rw, s3SinkSQL(s3, "ev_s3", "ev", bucket, "ev", ", rollover_seconds = '4'"))
+	s3, bucket, _, rw := startS3Sink(t, ", rollover_seconds = '4'")
 
 	const rollover = 4 * time.Second
 	start := time.Now()
@@ -104,12 +98,7 @@ func TestFileSinkRolloverKeepsLog(t *testing.T) {
 // make starts at the same epoch, so it has the same name and replaces the
 // first one: every row once.
 func TestS3SinkRolloverRedelivery(t *testing.T) {
-	s3 := s3test.Start(t)
-	bucket := s3.NewBucket(t)
-	srv := servertest.Start(t)
-	rw := srv.Connect(t)
-	mustExec(t, rw, "CREATE TABLE ev ("+evTypes+") APPEND ONLY")
-	mustExec(t, rw, s3SinkSQL(s3, "ev_s3", "ev", bucket, "ev", ", rollover_seconds = '1'"))
+	s3, bucket, srv, rw := startS3Sink(t, ", rollover_seconds = '1'")
 
 	held := holdAfterDelivery(t, "ev_s3")["ev_s3"]
 	insertEv(t, rw, 1, 100)
