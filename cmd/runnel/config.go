@@ -26,6 +26,7 @@ import (
 //	log_level = "info"
 //	streaming_cache_mb = 256
 //	http_listen = "127.0.0.1:5691"
+//	mysql_listen = "127.0.0.1:4002"
 //	pprof = true
 type fileConfig struct {
 	Listen          string `toml:"listen"`
@@ -43,6 +44,8 @@ type fileConfig struct {
 	StreamingCacheMB int64 `toml:"streaming_cache_mb"`
 	// HTTPListen is the HTTP listener's address (metrics, dashboard).
 	HTTPListen string `toml:"http_listen"`
+	// MySQLListen is the MySQL wire-protocol listener's address.
+	MySQLListen string `toml:"mysql_listen"`
 	// Pprof serves /debug/pprof/ on the HTTP listener.
 	Pprof bool `toml:"pprof"`
 }
@@ -73,6 +76,7 @@ func applyConfigFile(fs *flag.FlagSet, path string, envNames map[string]string) 
 		"barrier-interval": fc.BarrierInterval, "tls-cert": fc.TLSCert, "tls-key": fc.TLSKey,
 		"log-format": fc.LogFormat, "log-level": fc.LogLevel, "http-listen": fc.HTTPListen,
 		"actor-stop-timeout": fc.ActorStopTimeout,
+		"mysql-listen": fc.MySQLListen,
 	}
 	if fc.Pprof {
 		values["pprof"] = "true"

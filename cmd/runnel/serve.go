@@ -67,6 +67,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", envOr("RUNNEL_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	cacheMB := fs.Int64("streaming-cache-mb", envInt64("RUNNEL_STREAMING_CACHE_MB"), "memory budget of the streaming operators' caches in MiB (default 256; env RUNNEL_STREAMING_CACHE_MB)")
 	httpListen := fs.String("http-listen", envOr("RUNNEL_HTTP_LISTEN", "127.0.0.1:5691"), "HTTP listen address for /metrics, the /api/ JSON APIs, the dashboard and the time-series ingest APIs; empty disables it (env RUNNEL_HTTP_LISTEN)")
+	mysqlListen := fs.String("mysql-listen", os.Getenv("RUNNEL_MYSQL_LISTEN"), "MySQL wire-protocol listen address (GreptimeDB uses 127.0.0.1:4002); empty, the default, disables it (env RUNNEL_MYSQL_LISTEN)")
 	pprofOn := fs.Bool("pprof", os.Getenv("RUNNEL_PPROF") == "true", "serve /debug/pprof/ on the HTTP listener (env RUNNEL_PPROF=true)")
 	configFile := fs.String("config", os.Getenv("RUNNEL_CONFIG"), "TOML configuration file (flags and environment variables override it)")
 	if err := fs.Parse(args); err != nil {
@@ -78,7 +79,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			"meta-store": "RUNNEL_META_STORE", "tls-cert": "RUNNEL_TLS_CERT", "tls-key": "RUNNEL_TLS_KEY",
 			"log-format": "RUNNEL_LOG_FORMAT", "log-level": "RUNNEL_LOG_LEVEL",
 			"streaming-cache-mb": "RUNNEL_STREAMING_CACHE_MB", "barrier-interval": "RUNNEL_BARRIER_INTERVAL",
-			"http-listen": "RUNNEL_HTTP_LISTEN", "pprof": "RUNNEL_PPROF",
+			"http-listen": "RUNNEL_HTTP_LISTEN", "pprof": "RUNNEL_PPROF", "mysql-listen": "RUNNEL_MYSQL_LISTEN",
 			"actor-stop-timeout": "RUNNEL_ACTOR_STOP_TIMEOUT",
 		}
 		if err := applyConfigFile(fs, *configFile, envNames); err != nil {
@@ -110,6 +111,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		TLSCertFile:      *tlsCert,
 		TLSKeyFile:       *tlsKey,
 		HTTPListen:       *httpListen,
+		MySQLListen:      *mysqlListen,
 		Pprof:            *pprofOn,
 		Logger:           log,
 

@@ -69,6 +69,18 @@ func hmacSHA256(key, msg []byte) []byte {
 	return m.Sum(nil)
 }
 
+// CheckSCRAMPassword reports whether password matches the stored
+// verifier (for protocols that receive the password itself, such as
+// MySQL's mysql_clear_password). A malformed verifier matches nothing.
+func CheckSCRAMPassword(verifier, password string) bool {
+	v, err := parseSCRAMVerifier(verifier)
+	if err != nil {
+		return false
+	}
+	storedKey, _ := scramKeys(password, v.salt, v.iter)
+	return hmac.Equal(storedKey, v.storedKey)
+}
+
 // scramVerifier is a parsed stored verifier.
 type scramVerifier struct {
 	iter      int

@@ -18,6 +18,7 @@ import (
 	"github.com/runneldb/runnel/internal/meta"
 	"github.com/runneldb/runnel/internal/metasrv"
 	"github.com/runneldb/runnel/internal/metastore"
+	"github.com/runneldb/runnel/internal/mysqlwire"
 	"github.com/runneldb/runnel/internal/objstore"
 	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/storage"
@@ -65,6 +66,9 @@ type Config struct {
 	// the /api/ JSON APIs and the dashboard (observe_api.go; "" disables
 	// it; the runnel command's default is 127.0.0.1:5691).
 	HTTPListen string
+	// MySQLListen is the address of the MySQL wire-protocol listener
+	// (package mysqlwire; "" disables it, the default).
+	MySQLListen string
 	// Pprof serves /debug/pprof/ on the HTTP listener.
 	Pprof  bool
 	Logger *slog.Logger
@@ -123,6 +127,10 @@ type Server struct {
 	http     *httpapi.Server
 	httpAPI  *observer
 	httpAddr string
+
+	// The MySQL listener (mysql.go).
+	mysql     *mysqlwire.Server
+	mysqlAddr string
 }
 
 // Open opens (or creates) the data directory, loads the catalog and starts
@@ -207,6 +215,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.startMySQL(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -237,6 +249,9 @@ func (s *Server) Close() error {
 	defer cancel()
 	if s.http != nil {
 		s.http.Close()
+	}
+	if s.mysql != nil {
+		s.mysql.Shutdown(ctx)
 	}
 	if s.pg != nil {
 		s.pg.Shutdown(ctx)
