@@ -121,8 +121,9 @@ command -v psql >/dev/null 2>&1 || need_pkgs+=(postgresql-client)
 command -v javac >/dev/null 2>&1 || need_pkgs+=(default-jdk-headless)
 command -v node >/dev/null 2>&1 || need_pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_pkgs+=(npm)
+command -v mysql >/dev/null 2>&1 || need_pkgs+=(mariadb-client) # internal/mysqlwire's TestMySQLCLI
 if [ ${#need_pkgs[@]} -eq 0 ]; then
-	log "clients: psql, psycopg2, sqlalchemy, pandas, pgjdbc, javac, node, npm found"
+	log "clients: psql, psycopg2, sqlalchemy, pandas, pgjdbc, javac, node, npm, mysql found"
 else
 	log "clients: running apt-get install -y ${need_pkgs[*]}"
 	export DEBIAN_FRONTEND=noninteractive

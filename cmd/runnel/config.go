@@ -76,7 +76,7 @@ func applyConfigFile(fs *flag.FlagSet, path string, envNames map[string]string) 
 		"barrier-interval": fc.BarrierInterval, "tls-cert": fc.TLSCert, "tls-key": fc.TLSKey,
 		"log-format": fc.LogFormat, "log-level": fc.LogLevel, "http-listen": fc.HTTPListen,
 		"actor-stop-timeout": fc.ActorStopTimeout,
-		"mysql-listen": fc.MySQLListen,
+		"mysql-listen":       fc.MySQLListen,
 	}
 	if fc.Pprof {
 		values["pprof"] = "true"

@@ -130,3 +130,20 @@ func TestActorStopTimeoutSettings(t *testing.T) {
 		t.Fatalf("serve with RUNNEL_ACTOR_STOP_TIMEOUT=soon: exit %d, %q; want 2 naming the variable", code, stderr.String())
 	}
 }
+
+// mysql_listen in the file sets --mysql-listen (the MySQL wire-protocol
+// listener) when neither the flag nor RUNNEL_MYSQL_LISTEN does.
+func TestConfigFileMySQLListen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runnel.toml")
+	if err := os.WriteFile(path, []byte("mysql_listen = \"127.0.0.1:7777\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	mysqlListen := fs.String("mysql-listen", "", "")
+	if err := applyConfigFile(fs, path, map[string]string{"mysql-listen": "RUNNEL_MYSQL_LISTEN"}); err != nil {
+		t.Fatal(err)
+	}
+	if *mysqlListen != "127.0.0.1:7777" {
+		t.Fatalf("mysql-listen = %s; want the file's 127.0.0.1:7777", *mysqlListen)
+	}
+}

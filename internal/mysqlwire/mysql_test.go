@@ -303,6 +303,24 @@ func TestMySQLCLI(t *testing.T) {
 	if out != want {
 		t.Fatalf("mysql output:\n%s\nwant:\n%s", out, want)
 	}
+	// Batch output: LIMIT a, b, # comments, and the statements MySQL
+	// clients send that this package answers.
+	out, err = run("-B", "-e", "CREATE TABLE k (id int PRIMARY KEY, v text); INSERT INTO k VALUES (1,'a'),(2,'b'),(3,'c'); FLUSH; "+
+		"SELECT id FROM k ORDER BY id LIMIT 1, 2; # a comment\n"+
+		"SHOW FULL TABLES LIKE 'k'; SHOW CREATE TABLE k; SHOW VARIABLES LIKE 'version_comment'; SET NAMES utf8mb4; "+
+		"SET sql_mode = 'ANSI'; SELECT VERSION(), @@sql_mode; SHOW COLUMNS FROM k")
+	if err != nil {
+		t.Fatalf("mysql: %v\n%s", err, out)
+	}
+	want = "id\n2\n3\n" +
+		"Tables_in_public\tTable_type\nk\tBASE TABLE\n" +
+		"Table\tCreate Table\nk\tCREATE TABLE public.k (id integer, v text, PRIMARY KEY (id))\n" +
+		"Variable_name\tValue\nversion_comment\tRunnel\n" +
+		"VERSION()\t@@sql_mode\n8.0.36-runnel\tANSI\n" +
+		"Field\tType\tNull\tKey\tDefault\tExtra\nid\tinteger\tNO\t\tNULL\t\nv\ttext\tYES\t\tNULL\t\n"
+	if out != want {
+		t.Fatalf("mysql -B output:\n%s\nwant:\n%s", out, want)
+	}
 	out, err = run("-e", "SELECT * FROM missing")
 	if err == nil || !strings.Contains(out, "ERROR 1146 (42S02)") || !strings.Contains(out, `relation "missing" does not exist`) {
 		t.Fatalf("mysql error output = %v\n%s; want ERROR 1146 (42S02)", err, out)
