@@ -108,11 +108,11 @@ func TestMalformedPackets(t *testing.T) {
 	for i, p := range [][]byte{
 		{},
 		{0x00, 0x02},
-		append(binary.LittleEndian.AppendUint32(nil, 0x200|0x200000), make([]byte, 28)...),                        // lenenc auth, nothing after
-		append(append(binary.LittleEndian.AppendUint32(nil, 0x200|0x200000), make([]byte, 28)...), "r\x00\xfe\xff"...), // 8-byte length, truncated
-		append(append(binary.LittleEndian.AppendUint32(nil, 0x200|0x8000), make([]byte, 28)...), "r\x00\xff"...),      // auth length past the end
+		append(binary.LittleEndian.AppendUint32(nil, 0x200|0x200000), make([]byte, 28)...),                                        // lenenc auth, nothing after
+		append(append(binary.LittleEndian.AppendUint32(nil, 0x200|0x200000), make([]byte, 28)...), "r\x00\xfe\xff"...),            // 8-byte length, truncated
+		append(append(binary.LittleEndian.AppendUint32(nil, 0x200|0x8000), make([]byte, 28)...), "r\x00\xff"...),                  // auth length past the end
 		append(append(binary.LittleEndian.AppendUint32(nil, 0x200|0x100000), make([]byte, 28)...), "root\x00\x00\xfc\xff\xff"...), // attrs past the end
-		binary.LittleEndian.AppendUint32(nil, 0x200|0x800), // asks for SSL, which was not offered
+		binary.LittleEndian.AppendUint32(nil, 0x200|0x800),                                                                        // asks for SSL, which was not offered
 	} {
 		c := dialRaw(t, addr)
 		if err := c.send(p); err != nil {
