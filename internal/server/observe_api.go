@@ -17,6 +17,7 @@ import (
 	"github.com/runneldb/runnel/internal/obs"
 	"github.com/runneldb/runnel/internal/promql"
 	"github.com/runneldb/runnel/internal/sink"
+	"github.com/runneldb/runnel/internal/sqlhttp"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
 	"github.com/runneldb/runnel/internal/stream/exec"
@@ -44,6 +45,7 @@ func (s *Server) startHTTP() error {
 		Mount: func(mux *http.ServeMux) {
 			ingest.Register(mux, s.fe.IngestWriter())
 			promql.New(s.fe.PromSource(), promql.Options{Logger: s.log}).Register(mux)
+			sqlhttp.Register(mux, s.fe.Engine(), s.log)
 		}})
 	s.httpAddr = ln.Addr().String()
 	go func() {
