@@ -83,6 +83,12 @@ func TestTimeSeriesWindowsOverSQL(t *testing.T) {
 	if pruned == 0 || opened >= openedAll {
 		t.Fatalf("last day read %d SSTs (%d pruned); the unpushed query %d: want fewer", opened, pruned, openedAll)
 	}
+	// now() - interval is pushed down too (the statement's time is fixed).
+	gotNow, openedNow, prunedNow := count(`SELECT count(*) FROM cpu WHERE ts >= now() - interval '1 day'`)
+	wantNow, _, _ := count(`SELECT count(*) FROM cpu WHERE ts + interval '0 s' >= now() - interval '1 day'`)
+	if !slices.Equal(gotNow, wantNow) || prunedNow == 0 || openedNow >= openedAll {
+		t.Fatalf("ts >= now() - interval '1 day': %v (unpushed %v), %d SSTs read, %d pruned", gotNow, wantNow, openedNow, prunedNow)
+	}
 	t.Logf("last day: %d SSTs read, %d pruned; without the pushed range %d read", opened, pruned, openedAll)
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,8 @@ type TimeScanner interface {
 
 // timeBounds derives, from a scan filter over a time-series table, the
 // range its time index must lie in: the conjuncts comparing the time
-// index column with a constant (a literal, a parameter, a cast of one).
+// index column with a constant (a literal, a parameter, a cast of one, or
+// now() ± constants: ts >= now() - interval '1 hour').
 // ok is false when the filter bounds nothing. A bound is only ever looser
 // than the filter, never tighter: a conjunct it cannot read is ignored.
 func timeBounds(rel *catalog.Relation, filter expr.Expr, ec *expr.EvalContext) (lo, hi int64, ok bool) {
@@ -43,7 +44,7 @@ func timeBounds(rel *catalog.Relation, filter expr.Expr, ec *expr.EvalContext) (
 			op = map[string]string{"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}[op]
 		}
 		col, isCol := l.(*expr.ColumnRef)
-		if !isCol || col.Index != sp.TimeIndex || !plan.StatementConstant(r) {
+		if !isCol || col.Index != sp.TimeIndex || !statementConstant(r, ec) {
 			continue
 		}
 		d, err := r.Eval(ec, nil)
@@ -61,4 +62,15 @@ func timeBounds(rel *catalog.Relation, filter expr.Expr, ec *expr.EvalContext) (
 		}
 	}
 	return lo, hi, lo != math.MinInt64 || hi != math.MaxInt64
+}
+
+// statementConstant reports whether e has one value for the whole
+// statement: a literal or parameter, or a function of now() and constants
+// when the statement's time is fixed in ec (the filter then evaluates
+// now() to the same instant, so the bound is exactly the filter's).
+func statementConstant(e expr.Expr, ec *expr.EvalContext) bool {
+	if plan.StatementConstant(e) {
+		return true
+	}
+	return ec != nil && !ec.StatementTime.IsZero() && expr.MonotoneInNow(e)
 }
