@@ -20,7 +20,7 @@ func IsSelectListSRF(name string) bool {
 	case "generate_series", "unnest", "generate_subscripts", "_pg_expandarray":
 		return true
 	}
-	return false
+	return isJSONSRFCall(name)
 }
 
 // SelectListSRF returns the generator of the set-returning function name
@@ -42,6 +42,9 @@ func SelectListSRF(name string, args []types.Datum, argType, typ types.Type, loc
 		return vectorSubscripts(args, argType), nil
 	case "_pg_expandarray":
 		return expandArray(args[0], argType), nil
+	}
+	if isJSONSRFCall(name) {
+		return jsonSRF(name, args[0]) // see jsonb_srf.go
 	}
 	return GenerateSeries(args, typ, loc)
 }

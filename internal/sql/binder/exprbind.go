@@ -568,7 +568,7 @@ func (b *Binder) bindFuncCall(fc *pg.FuncCall, ec *exprCtx) (expr.Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	if name == "generate_series" || name == "unnest" {
+	if _, isJSON := expr.JSONSRFName(name); isJSON || name == "generate_series" || name == "unnest" {
 		return nil, unsupported("set-returning functions are only supported in FROM and at the top level of a select list")
 	}
 	if name == "pg_typeof" && len(args) == 1 {

@@ -287,11 +287,19 @@ func (b *Binder) bindRangeFunction(rf *pg.RangeFunction, outer *scope, left *rel
 func (b *Binder) lateralRel(left, r *rel, kind plan.JoinKind, outer *scope) (*rel, error) {
 	readsLeft := false
 	tf, isFunc := r.node.(*plan.TableFunc)
+	ps, isSet := r.node.(*plan.ProjectSet)
 	var args []expr.Expr
-	if isFunc {
+	switch {
+	case isFunc:
 		args = tf.Args
-	} else if f, ok := r.node.(*plan.Filter); ok {
-		args = []expr.Expr{f.Cond}
+	case isSet:
+		for _, c := range ps.Calls {
+			args = append(args, c.Args...)
+		}
+	default:
+		if f, ok := r.node.(*plan.Filter); ok {
+			args = []expr.Expr{f.Cond}
+		}
 	}
 	for _, a := range args {
 		if !plan.WalkBound(a, func(x any) bool {
@@ -306,7 +314,7 @@ func (b *Binder) lateralRel(left, r *rel, kind plan.JoinKind, outer *scope) (*re
 	if !readsLeft {
 		return r, nil
 	}
-	if !isFunc {
+	if !isFunc && !isSet {
 		return nil, unsupported("this function in FROM cannot read the columns of the FROM items before it")
 	}
 	if kind != plan.InnerJoin && kind != plan.LeftJoin {
@@ -316,6 +324,10 @@ func (b *Binder) lateralRel(left, r *rel, kind plan.JoinKind, outer *scope) (*re
 	if err != nil {
 		return nil, err
 	}
+	if isSet {
+		j.lateral = &plan.ProjectSet{Calls: ps.Calls, Ordinality: ps.Ordinality, Outer: kind == plan.LeftJoin, Out: ps.Out}
+		return j, nil
+	}
 	j.lateral = &plan.ProjectSet{
 		Calls:      []*plan.SRFCall{{Name: tf.Name, Args: tf.Args, Type: tf.Out[0].Type}},
 		Ordinality: tf.WithOrdinality,
@@ -323,6 +335,98 @@ func (b *Binder) lateralRel(left, r *rel, kind plan.JoinKind, outer *scope) (*re
 		Out:        tf.Out,
 	}
 	return j, nil
+}
+
+// jsonSRFArgs checks a JSON set-returning function's one argument and
+// makes it jsonb (a quoted literal is read as jsonb).
+func jsonSRFArgs(name string, args []expr.Expr) ([]expr.Expr, error) {
+	if len(args) != 1 {
+		return nil, sqlerr.Errorf(sqlerr.UndefinedFunction, "function %s with %d arguments does not exist", name, len(args))
+	}
+	a := args[0]
+	switch a.Type().Kind {
+	case types.KindJsonb:
+		return args, nil
+	case types.KindUnknown, types.KindNull:
+		c, err := expr.NewCast(a, types.Jsonb, expr.CastImplicit)
+		if err != nil {
+			return nil, err
+		}
+		return []expr.Expr{c}, nil
+	}
+	return nil, sqlerr.Errorf(sqlerr.UndefinedFunction, "function %s(%s) does not exist", name, a.Type().Name())
+}
+
+// bindJSONFromFunction binds a JSON set-returning function in FROM
+// (jsonb_array_elements(j), jsonb_each(j) AS e(k, v), ...) as a ProjectSet
+// over one empty row: a lateral one replaces that row by the FROM items
+// before it (lateralRel). jsonb_each is two calls in lockstep, its key
+// and its value (see expr.JSONEachKey).
+func (b *Binder) bindJSONFromFunction(rf *pg.RangeFunction, fc *pg.FuncCall, name, jname string, outer, argScope *scope) (*rel, error) {
+	args, err := b.bindList(fc.Args, &exprCtx{sc: argScope, clause: "FROM"})
+	if err != nil {
+		return nil, err
+	}
+	if args, err = jsonSRFArgs(name, args); err != nil {
+		return nil, b.errAt(err, fc.Location)
+	}
+	type col struct {
+		call, name string
+		typ        types.Type
+	}
+	var cols []col
+	switch jname {
+	case "jsonb_array_elements":
+		cols = []col{{jname, "value", types.Jsonb}}
+	case "jsonb_array_elements_text":
+		cols = []col{{jname, "value", types.Text}}
+	case "jsonb_object_keys":
+		cols = []col{{jname, name, types.Text}}
+	case "jsonb_each":
+		cols = []col{{expr.JSONEachKey, "key", types.Text}, {expr.JSONEachValue, "value", types.Jsonb}}
+	default: // jsonb_each_text
+		cols = []col{{expr.JSONEachKey, "key", types.Text}, {expr.JSONEachValueText, "value", types.Text}}
+	}
+	alias := name
+	var colnames []string
+	if rf.Alias != nil {
+		alias = rf.Alias.Aliasname
+		colnames = strs(rf.Alias.Colnames)
+		if jname == "jsonb_object_keys" {
+			cols[0].name = alias // a function without OUT parameters: its column is named by the alias
+		}
+	}
+	n := len(cols)
+	if rf.Ordinality {
+		n++
+	}
+	if len(colnames) > n {
+		return nil, sqlerr.Errorf(sqlerr.SyntaxError, "table \"%s\" has %d columns available but %d columns specified", alias, n, len(colnames))
+	}
+	ps := &plan.ProjectSet{Input: &plan.Values{Rows: [][]expr.Expr{{}}, Out: plan.Schema{}}, Ordinality: rf.Ordinality}
+	for i, c := range cols {
+		ps.Calls = append(ps.Calls, &plan.SRFCall{Name: c.call, Args: args, Type: c.typ})
+		if i < len(colnames) {
+			c.name = colnames[i]
+		}
+		ps.Out = append(ps.Out, plan.Column{Name: c.name, Type: c.typ, Table: alias})
+	}
+	if rf.Ordinality {
+		on := "ordinality"
+		if len(colnames) > len(cols) {
+			on = colnames[len(cols)]
+		}
+		ps.Out = append(ps.Out, plan.Column{Name: on, Type: types.Int64, Table: alias})
+	}
+	r := b.leaf(ps, alias, outer)
+	if rf.Alias != nil && len(colnames) == 0 && len(cols) == 1 && cols[0].name != alias {
+		// PostgreSQL: the alias of a function returning a base type also
+		// names its value (a whole-row reference): SELECT x FROM
+		// jsonb_array_elements(j) AS x. Hidden, so * does not repeat it.
+		r.sc.cols = append(r.sc.cols, scopeCol{table: alias, name: alias, typ: cols[0].typ, hidden: true,
+			e: &expr.ColumnRef{Index: 0, Typ: cols[0].typ, Name: qualName(alias, cols[0].name)}})
+	}
+	return r, nil
 }
 
 func (b *Binder) bindRangeFunctionArgs(rf *pg.RangeFunction, outer, argScope *scope) (*rel, error) {
@@ -337,6 +441,9 @@ func (b *Binder) bindRangeFunctionArgs(rf *pg.RangeFunction, outer, argScope *sc
 	}
 	if isTimeWindowFunc(name) {
 		return b.bindTimeWindow(rf, fc, name, outer) // see timewindow.go
+	}
+	if jname, ok := expr.JSONSRFName(name); ok {
+		return b.bindJSONFromFunction(rf, fc, name, jname, outer, argScope)
 	}
 	if name != "generate_series" {
 		return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "function %s in FROM is not supported", name)

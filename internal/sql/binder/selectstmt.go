@@ -763,6 +763,9 @@ func (b *Binder) bindGroupBy(sel *pg.SelectStmt, targets []selItem, ac *aggCtx) 
 
 func isSRFName(fc *pg.FuncCall) bool {
 	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
+	if _, ok := expr.JSONSRFName(name); ok {
+		return true
+	}
 	return name == "generate_series" || name == "unnest" || name == "generate_subscripts" || name == "_pg_expandarray"
 }
 
@@ -792,7 +795,19 @@ func (b *Binder) bindSRF(fc *pg.FuncCall, ec *exprCtx, hasAgg bool, srfs *[]*pla
 	}
 	name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
 	var typ types.Type
+	jname, isJSON := expr.JSONSRFName(name)
 	switch {
+	case isJSON:
+		if jname == "jsonb_each" || jname == "jsonb_each_text" {
+			return nil, b.errorf(fc.Location, sqlerr.FeatureNotSupported, "%s in a select list (a record per key) is not supported: use it in FROM (FROM t, %s(t.col) AS e(key, value))", name, name)
+		}
+		if args, err = jsonSRFArgs(name, args); err != nil {
+			return nil, b.errAt(err, fc.Location)
+		}
+		name, typ = jname, types.Jsonb
+		if jname != "jsonb_array_elements" {
+			typ = types.Text
+		}
 	case name == "unnest":
 		// Runnel has no arrays; the vectors it has are the oidvector and
 		// int2vector columns of the system catalogs (pg_proc.proargtypes,
