@@ -269,7 +269,7 @@ func (st *statement) execute(ctx context.Context, params []types.Datum) (pgwire.
 	case *pg_query.Node_CommentStmt:
 		return st.sess.comment(ctx, n.CommentStmt)
 	case *pg_query.Node_AlterTableStmt:
-		return st.sess.alterTable(ctx, n.AlterTableStmt)
+		return st.alterTable(ctx, n.AlterTableStmt)
 	}
 	return st.executeSQL(ctx, params)
 }

@@ -27,7 +27,8 @@ func TestAlterTableAddColumn(t *testing.T) {
 	for _, c := range []struct{ sql, code string }{
 		{"ALTER TABLE t ADD COLUMN b INT", "42701"},
 		{"ALTER TABLE nope ADD COLUMN c INT", "42P01"},
-		{"ALTER TABLE t ADD COLUMN c INT DEFAULT 1", "0A000"},
+		{"ALTER TABLE t ADD COLUMN c INT DEFAULT 'x'", "22P02"},
+		{"ALTER TABLE t ADD COLUMN c INT DEFAULT a", "0A000"},
 		{"ALTER TABLE t ADD COLUMN c INT NOT NULL", "0A000"},
 		{"ALTER TABLE t ADD COLUMN c nosuchtype", "42704"},
 		{"ALTER TABLE w ADD COLUMN c INT", "0A000"},
@@ -56,6 +57,22 @@ func TestAlterTableAddColumn(t *testing.T) {
 	mustExec(t, conn, "FLUSH")
 	if got := queryStrings(t, conn, "SELECT * FROM nk ORDER BY a"); fmt.Sprint(got) != "[1|<nil> 2|3]" {
 		t.Fatalf("table without a key after ADD COLUMN = %v", got)
+	}
+	// ADD COLUMN ... DEFAULT gives the existing rows the default (and new
+	// ones), kept across a restart.
+	mustExec(t, conn, "ALTER TABLE nk ADD COLUMN d INT DEFAULT 5")
+	mustExec(t, conn, "INSERT INTO nk (a) VALUES (9)")
+	mustExec(t, conn, "FLUSH")
+	wantD := "[1|5 2|5 9|5]"
+	if got := queryStrings(t, conn, "SELECT a, d FROM nk ORDER BY a"); fmt.Sprint(got) != wantD {
+		t.Fatalf("after ADD COLUMN ... DEFAULT = %v, want %v", got, wantD)
+	}
+	conn.Close(context.Background())
+	ts.stop()
+	ts = startTestServer(t, dir)
+	conn = ts.connect(t)
+	if got := queryStrings(t, conn, "SELECT a, d FROM nk ORDER BY a"); fmt.Sprint(got) != wantD {
+		t.Fatalf("ADD COLUMN ... DEFAULT after restart = %v, want %v", got, wantD)
 	}
 	mustExec(t, conn, "CREATE MATERIALIZED VIEW mb AS SELECT count(b) AS n FROM t")
 	if got := queryStrings(t, conn, "SELECT n FROM mb"); fmt.Sprint(got) != "[2]" {

@@ -471,6 +471,11 @@ func (b *Binder) bindDefault(n *pg.Node, t types.Type, col string, from, limit i
 		return nil, "", err
 	}
 	c, err := expr.NewCast(e, t, expr.CastAssignment)
+	if se := sqlerr.From(err); se != nil && se.Code != "42846" && se.Code != sqlerr.DatatypeMismatch {
+		// A literal that does not read as the type ('x' for int): 22P02
+		// as in PostgreSQL.
+		return nil, "", b.errAt(err, location(n))
+	}
 	if err != nil {
 		return nil, "", b.errorf(location(n), sqlerr.DatatypeMismatch, "column \"%s\" is of type %s but default expression is of type %s", col, t.Name(), e.Type().Name())
 	}
@@ -480,6 +485,15 @@ func (b *Binder) bindDefault(n *pg.Node, t types.Type, col string, from, limit i
 		return nil, "", err
 	}
 	return c, text, nil
+}
+
+// AddColumnDefault binds the DEFAULT expression raw of ALTER TABLE ...
+// ADD COLUMN col t in stmt (the constraint starts at from and ends before
+// limit, -1 at the end of the column's definition) and returns its SQL
+// text for the catalog, checked as CREATE TABLE checks a default.
+func AddColumnDefault(cat Catalog, stmt *parser.Statement, raw *pg.Node, t types.Type, col string, from, limit int) (string, error) {
+	_, text, err := New(cat, stmt, nil).bindDefault(raw, t, col, from, limit)
+	return text, err
 }
 
 // BindDefault binds a column's stored DEFAULT text (catalog.Column.Default)
