@@ -258,7 +258,7 @@ func (s *Node) TearDown(in func(*catalog.Relation) bool) {
 }
 
 // Actors lists the running actors.
-func (s *Node) Actors() []stream.ActorInfo { return s.actors.Actors() }
+func (s *Node) Actors() []stream.ActorInfo { return s.actors.ActorsWithAwaitTrees() }
 
 // ActorDatabases maps every running actor to its job's database.
 func (s *Node) ActorDatabases() map[stream.ActorID]catalog.ObjectID { return s.actorDatabases() }

@@ -19,7 +19,7 @@ func rwSysTables() []*sysTable {
 		return &sysTable{schema: rwCatalog, name: name, cols: cols(spec), rows: rows}
 	}
 	return []*sysTable{
-		rw("rw_actors", "actor_id int4, database text, job text, fragment int4, root text, state text, since timestamptz, duration interval", actorRows),
+		rw("rw_actors", "actor_id int4, database text, job text, fragment int4, root text, state text, since timestamptz, duration interval, waiting_on text", actorRows),
 		rw("rw_recovery_history", `started_at timestamptz, database text, reason text, reset_ms float8, rebuild_ms float8,
 			epoch int8, error text, abandoned text`, recoveryRows),
 		rw("rw_tables", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindTable)),
@@ -69,7 +69,11 @@ func actorRows(sc *sysCtx) [][]any {
 		if id, ok := dbOf[a.ID]; ok {
 			db = sc.databaseName(id)
 		}
-		out = append(out, []any{int64(a.ID), db, a.Job, a.Fragment, a.Root, a.State, since, dur})
+		var waitingOn any // the actor's await tree (stream.AwaitTree); NULL once it exited
+		if a.WaitingOn != "" {
+			waitingOn = a.WaitingOn
+		}
+		out = append(out, []any{int64(a.ID), db, a.Job, a.Fragment, a.Root, a.State, since, dur, waitingOn})
 	}
 	return out
 }

@@ -109,6 +109,9 @@ type Actor struct {
 	Seconds  float64 `json:"seconds"` // in State for so long
 	RowsIn   int64   `json:"rows_in"`
 	RowsOut  int64   `json:"rows_out"`
+	// WaitingOn is the actor's await tree: the calls each of its
+	// goroutines is in now, outermost first (stream.AwaitTree).
+	WaitingOn string `json:"waiting_on"`
 }
 
 // Barrier is one committed barrier round.

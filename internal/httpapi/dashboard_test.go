@@ -163,6 +163,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got, want := len(actorStates), sqlInt("SELECT count(*) FROM rw_catalog.rw_actors"); got != want {
 		t.Errorf("actors page lists %d actors; rw_actors has %d", got, want)
 	}
+	// Each actor's await tree (issue 17 item 4): every running actor is
+	// somewhere in its executors' calls.
+	var waits []string
+	load("actors", "actors", cells("actors", "waiting_on"), &waits)
+	for _, w := range waits {
+		if !strings.Contains(w, "exec.(*") {
+			t.Errorf("actors page: await tree %q names no executor", w)
+		}
+	}
 
 	// Barriers: the chart has points.
 	var points string

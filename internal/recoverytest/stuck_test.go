@@ -90,10 +90,14 @@ func TestRecoveryStuckActorThroughServer(t *testing.T) {
 	case <-time.After(stmtTimeout):
 		t.Fatal("the window actor never reached the stuck call")
 	}
-	// rw_actors shows the stuck actor and what it is doing.
-	if got := mustQuery(t, conn, "SELECT job, state FROM rw_catalog.rw_actors WHERE state = '"+stuckRead+"'"); len(got) != 1 || !strings.HasPrefix(got[0], "materialized view w|") {
-		t.Fatalf("rw_actors for the stuck actor = %v; want one actor of w in state %q", got, stuckRead)
+	// rw_actors shows the stuck actor, what it is doing, and the call it
+	// is stuck in (its await tree: the over-window executor's kernel
+	// called the hook).
+	if got := mustQuery(t, conn, "SELECT job, state, waiting_on FROM rw_catalog.rw_actors WHERE state = '"+stuckRead+"'"); len(got) != 1 ||
+		!strings.HasPrefix(got[0], "materialized view w|") || !strings.Contains(got[0], "(*OverWindow).") || !strings.Contains(got[0], "newStuckWindowActor.func1 (stuck_test.go:") {
+		t.Fatalf("rw_actors for the stuck actor = %v; want one actor of w in state %q waiting in the hook the over-window executor called", got, stuckRead)
 	}
+	t.Logf("rw_actors: %v", mustQuery(t, conn, "SELECT actor_id, job, state, waiting_on FROM rw_catalog.rw_actors"))
 
 	start := time.Now()
 	if err := execErr(srv.Connect(t), "RECOVER"); err != nil {

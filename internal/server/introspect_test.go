@@ -336,6 +336,12 @@ func TestActorAndRecoverySystemTables(t *testing.T) {
 	if fmt.Sprint(got) != "[dev|table t|Table(t, state table "+fmt.Sprint(mustRelation(t, ts.srv, "t").StateTable)+")|waiting for input]" {
 		t.Fatalf("table actor: %v", got)
 	}
+	// waiting_on is each actor's await tree: an idle view actor is in its
+	// aggregation reading the exchange (issue 17 item 4).
+	waits := queryStrings(t, conn, "SELECT DISTINCT waiting_on FROM rw_actors WHERE job = 'materialized view m' AND fragment = 0")
+	if len(waits) != 1 || !strings.HasPrefix(waits[0], "exec.(*Materialize).Next → ") || !strings.Contains(waits[0], "exec.(*HashAgg).Next → stream.(*Merge).Next (exchange.go:") {
+		t.Fatalf("waiting_on of fragment 0's idle actors: %q; want the chain from Materialize through HashAgg into the exchange", waits)
+	}
 	// The fragments are those EXPLAIN prints: 0 writes the view.
 	frags := queryStrings(t, conn, "SELECT DISTINCT fragment FROM rw_actors WHERE job = 'materialized view m' AND since <= now() AND duration >= interval '0' ORDER BY 1")
 	if fmt.Sprint(frags) != "[0 1]" {

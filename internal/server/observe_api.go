@@ -272,13 +272,13 @@ func (o *observer) Actors(ctx context.Context) ([]httpapi.Actor, error) {
 			}
 		}
 	}
-	actors := s.actors.Actors()
+	actors := s.actors.ActorsWithAwaitTrees()
 	sort.Slice(actors, func(i, j int) bool { return actors[i].ID < actors[j].ID })
 	now := time.Now()
 	out := make([]httpapi.Actor, 0, len(actors))
 	for _, a := range actors {
 		ha := httpapi.Actor{ID: int64(a.ID), Database: dbOf[a.ID], Job: a.Job, Fragment: a.Fragment, Root: a.Root, State: a.State,
-			RowsIn: a.RowsIn, RowsOut: a.RowsOut}
+			RowsIn: a.RowsIn, RowsOut: a.RowsOut, WaitingOn: a.WaitingOn}
 		if !a.Since.IsZero() {
 			ha.Seconds = now.Sub(a.Since).Seconds()
 		}

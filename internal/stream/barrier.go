@@ -1,12 +1,10 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -139,7 +137,7 @@ func (m *BarrierManager) Spawn(a *Actor, barriers chan *Barrier) {
 		defer close(e.done)
 		// The label lets a report of a stuck actor find its goroutines'
 		// stacks (and its pumps', which inherit it).
-		pprof.Do(ctx, pprof.Labels(actorLabel, strconv.FormatUint(uint64(a.ID), 10)), func(ctx context.Context) {
+		pprof.Do(ctx, pprof.Labels(actorLabel, formatActorID(a.ID)), func(ctx context.Context) {
 			a.Run(ctx, m)
 		})
 	}()
@@ -326,7 +324,7 @@ func (m *BarrierManager) abandon(entries []*actorEntry, waited time.Duration) er
 		default:
 		}
 		stuck.Actors = append(stuck.Actors, StuckActor{ActorInfo: e.actor.info()})
-		ids[strconv.FormatUint(uint64(e.actor.ID), 10)] = true
+		ids[formatActorID(e.actor.ID)] = true
 	}
 	if len(stuck.Actors) == 0 {
 		return nil // they exited just now
@@ -334,7 +332,7 @@ func (m *BarrierManager) abandon(entries []*actorEntry, waited time.Duration) er
 	stacks := labelledStacks(ids)
 	for i := range stuck.Actors {
 		a := &stuck.Actors[i]
-		a.Stack = stacks[strconv.FormatUint(uint64(a.ID), 10)]
+		a.Stack = stacks[formatActorID(a.ID)]
 		m.log.Error("actor did not exit after being aborted; abandoning it", "actor", a.ID, "job", a.Job,
 			"fragment", a.Fragment, "executor", a.Root, "state", a.State, "since", a.Since, "stack", a.Stack)
 	}
@@ -358,27 +356,19 @@ func (m *BarrierManager) Abandoned() []StuckActor {
 const actorLabel = "runnel_actor"
 
 // labelledStacks returns, per actor id in ids, the stacks of the
-// goroutines labelled with it (the goroutine profile at debug level 1:
-// records separated by blank lines, each with a "# labels:" line).
+// goroutines labelled with it (records of the goroutine profile at debug
+// level 1, see actorGoroutines), at most 8 KiB per actor.
 func labelledStacks(ids map[string]bool) map[string]string {
-	var buf bytes.Buffer
-	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
-		return nil
-	}
 	out := map[string]string{}
-	for _, rec := range strings.Split(buf.String(), "\n\n") {
-		i := strings.Index(rec, `"`+actorLabel+`":"`)
-		if i < 0 {
-			continue
-		}
-		rest := rec[i+len(actorLabel)+4:]
-		id, _, _ := strings.Cut(rest, `"`)
+	for id, recs := range actorGoroutines() {
 		if !ids[id] {
 			continue
 		}
-		const maxStack = 8 << 10
-		if len(out[id])+len(rec) <= maxStack {
-			out[id] += rec + "\n"
+		for _, rec := range recs {
+			const maxStack = 8 << 10
+			if len(out[id])+len(rec) <= maxStack {
+				out[id] += rec + "\n"
+			}
 		}
 	}
 	return out
@@ -449,6 +439,9 @@ type ActorInfo struct {
 	RowsIn, RowsOut int64
 	InState         [numStateClasses]time.Duration
 	Group           uint64
+	// WaitingOn is the actor's await tree (AwaitTree), filled by
+	// ActorsWithAwaitTrees only.
+	WaitingOn AwaitTree
 }
 
 // info describes the actor and what it is doing now.

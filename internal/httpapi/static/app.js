@@ -140,6 +140,7 @@ const pages = {
         ["for", a => secs(a.seconds), "num"],
         ["rows in", a => num(a.rows_in), "num"],
         ["rows out", a => num(a.rows_out), "num"],
+        ["await tree (calls now, outermost first)", a => `<code class="await">${esc(a.waiting_on || "")}</code>`, "", "waiting_on"],
       ], actors, a => `data-actor="${a.id}"`);
   },
 
