@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/runneldb/runnel/internal/backup"
 	"github.com/runneldb/runnel/internal/server"
+	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/testutil/pgtest"
 	"github.com/runneldb/runnel/internal/testutil/s3test"
 	"github.com/runneldb/runnel/internal/testutil/servertest"
@@ -153,4 +156,130 @@ func countV(rows []string, v string) int {
 		}
 	}
 	return n
+}
+
+// TestBackupDuringCompactionAndGC (issue 17 item 5): while `ctl backup
+// create` copies the SSTs of the version it pinned, the server writes
+// more, compaction rewrites every level (retiring the pinned SSTs from the
+// live version) and GC runs, fast path and full listing. The copy still
+// gets every pinned object (the pin keeps them queued, an owned class,
+// I1), the restore equals the backed-up epoch, `ctl storage check` is
+// clean on both data directories, and once the backup released its pin
+// GC deletes what it held. Without the pin GC deletes the retired SSTs
+// under the copy and the backup fails reading them.
+func TestBackupDuringCompactionAndGC(t *testing.T) {
+	ctx := context.Background()
+	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	backups := filepath.Join(t.TempDir(), "backups")
+	a := servertest.Start(t, servertest.WithDataDir(dirA))
+	in := a.Server.Internals()
+	conn := a.Connect(t)
+	servertest.Exec(t, conn, `CREATE TABLE t (k INT PRIMARY KEY, v INT, pad TEXT)`)
+	servertest.Exec(t, conn, `CREATE MATERIALIZED VIEW mv AS SELECT v, count(*) AS n, sum(k) AS s FROM t GROUP BY v`)
+	for i := 0; i < 4; i++ { // several checkpoints: several L0 SSTs to compact
+		servertest.Exec(t, conn, fmt.Sprintf(`INSERT INTO t SELECT i, i %% 7, repeat('x', 40) FROM generate_series(%d, %d) g(i)`, i*1500+1, i*1500+1500))
+		servertest.Exec(t, conn, `FLUSH`)
+	}
+	servertest.Exec(t, conn, `DELETE FROM t WHERE k % 5 = 0`)
+	servertest.Exec(t, conn, `FLUSH`)
+	const qt, qmv = `SELECT k, v FROM t ORDER BY k`, `SELECT v, n, s FROM mv ORDER BY v`
+	wantT, wantMV := servertest.QueryText(t, conn, qt), servertest.QueryText(t, conn, qmv)
+
+	var (
+		copied     []string
+		compacted  int
+		gcDuring   int
+		hookFailed error
+	)
+	remove := backup.SetCopyHook(func(key string) {
+		copied = append(copied, key)
+		if len(copied) != 1 {
+			return
+		}
+		// First object: everything that could take the pinned SSTs away
+		// runs now, before the copy reads them.
+		servertest.Exec(t, conn, `INSERT INTO t SELECT i, 100, 'late' FROM generate_series(9001, 9400) g(i)`)
+		servertest.Exec(t, conn, `UPDATE t SET v = v + 1 WHERE k < 500`)
+		servertest.Exec(t, conn, `FLUSH`)
+		for i := 0; i < 20; i++ {
+			ran, err := in.Store.Compact(ctx, true)
+			if err != nil {
+				hookFailed = fmt.Errorf("compaction during the copy: %w", err)
+				return
+			}
+			if !ran {
+				break
+			}
+			compacted++
+		}
+		n, err := in.Store.RunGC(ctx)
+		if err != nil {
+			hookFailed = fmt.Errorf("GC during the copy: %w", err)
+			return
+		}
+		m, err := in.Store.FullGC(ctx)
+		if err != nil {
+			hookFailed = fmt.Errorf("full GC during the copy: %w", err)
+			return
+		}
+		gcDuring = n + m
+	})
+	code, out := ctl("backup", "create", "--data-dir", dirA, "--backup-store", backups)
+	remove()
+	if hookFailed != nil {
+		t.Fatal(hookFailed)
+	}
+	id, ok := strings.CutPrefix(strings.TrimSpace(out), "backup ")
+	if code != 0 || !ok {
+		t.Fatalf("backup create with compaction and GC during the copy: exit %d\n%s", code, out)
+	}
+	if compacted == 0 || len(copied) == 0 {
+		t.Fatalf("%d compactions ran during the copy of %d objects; want compactions between the pin and the copy", compacted, len(copied))
+	}
+	// The version the backup pinned is gone from the live store's
+	// version: the pinned SSTs were retired while they were copied.
+	live, err := storage.DescribeVersion(ctx, in.Meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retired := 0
+	for _, k := range copied {
+		if !strings.Contains(live, k+" ") { // DescribeVersion lists each SST by its key
+			retired++
+		}
+	}
+	if retired == 0 {
+		t.Fatalf("no copied SST was retired by the compactions during the copy (copied %v; live version %s)", copied, live)
+	}
+	t.Logf("copied %d SSTs, %d retired by %d compactions during the copy; GC deleted %d objects meanwhile", len(copied), retired, compacted, gcDuring)
+
+	// The backup released its pin: GC may now delete what it held.
+	n, err := in.Store.RunGC(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < retired {
+		t.Fatalf("GC after the backup deleted %d objects; want at least the %d retired SSTs the pin held", n, retired)
+	}
+	if code, out := ctl("storage", "check", "--data-dir", dirA); code != 0 {
+		t.Fatalf("storage check of the source while it runs: exit %d\n%s", code, out)
+	}
+
+	if code, out := ctl("backup", "restore", "--data-dir", dirB, "--backup-store", backups, "--id", id); code != 0 {
+		t.Fatalf("backup restore: exit %d\n%s", code, out)
+	}
+	b := servertest.Start(t, servertest.WithDataDir(dirB))
+	connB := b.Connect(t)
+	if got := servertest.QueryText(t, connB, qt); !slices.Equal(got, wantT) {
+		t.Fatalf("restored t: %d rows; want the %d backed up (first %v)", len(got), len(wantT), first(got))
+	}
+	if got := servertest.QueryText(t, connB, qmv); !slices.Equal(got, wantMV) {
+		t.Fatalf("restored mv = %v; want %v", got, wantMV)
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := ctl("storage", "check", "--data-dir", dirB, "--grace", "0s"); code != 0 {
+		t.Fatalf("storage check of the restore: exit %d\n%s", code, out)
+	}
 }

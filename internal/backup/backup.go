@@ -13,6 +13,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
@@ -275,6 +276,9 @@ func Create(ctx context.Context, meta *metastore.DB, src, dst objstore.Store) (M
 	m := Manifest{Format: Format, ID: id, Created: now.UTC(), VersionID: pinned.ID, CommittedEpoch: pinned.CommittedEpoch,
 		Dialect: meta.Dialect().String(), Schema: schemaOf(d)}
 	for _, key := range pinned.Objects {
+		if h := copyHook.Load(); h != nil {
+			(*h)(key)
+		}
 		data, err := src.Get(ctx, key)
 		if err != nil {
 			return Manifest{}, fmt.Errorf("backup: read %s: %w", key, err)
@@ -534,4 +538,16 @@ func checkEmpty(ctx context.Context, meta *metastore.DB, objs objstore.Store, m 
 		}
 	}
 	return nil
+}
+
+// copyHook, when set, is called before Create copies each pinned object,
+// with its key: tests run compaction and GC there, while the copy is
+// under way (SetCopyHook).
+var copyHook atomic.Pointer[func(key string)]
+
+// SetCopyHook installs fn (see copyHook) and returns a function that
+// removes it. Unset, it costs one atomic load per object.
+func SetCopyHook(fn func(key string)) (remove func()) {
+	copyHook.Store(&fn)
+	return func() { copyHook.CompareAndSwap(&fn, nil) }
 }
