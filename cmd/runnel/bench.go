@@ -38,6 +38,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	splits := fs.Int("splits", 0, "source splits (default: GOMAXPROCS)")
 	noWatermark := fs.Bool("no-watermark", false, "declare the sources without WATERMARK FOR date_time (no state cleanup)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	scrape := fs.Duration("scrape-interval", 0, "serve the HTTP listener and scrape /metrics at this interval during each query (metrics overhead; 0: no listener)")
 	memProfile := fs.String("memprofile", "", "write a heap profile to this file at the end of each query (.QUERY appended when several run)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -53,7 +54,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		qs = strings.Split(*queries, ",")
 	}
 	results, err := bench.RunNexmark(context.Background(), bench.NexmarkOptions{Queries: qs, Events: *events, JSON: *asJSON, Splits: *splits,
-		NoWatermark: *noWatermark, MemProfile: *memProfile, Out: stdout, Progress: progressWriter(*asJSON, stdout, stderr)})
+		NoWatermark: *noWatermark, MemProfile: *memProfile, ScrapeInterval: *scrape, Out: stdout, Progress: progressWriter(*asJSON, stdout, stderr)})
 	if err != nil {
 		fmt.Fprintln(stderr, "runnel: bench:", err)
 		return 1

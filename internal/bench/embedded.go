@@ -21,12 +21,16 @@ type embedded struct {
 	dir string
 }
 
-func startEmbedded(ctx context.Context, log *slog.Logger) (*embedded, error) {
+func startEmbedded(ctx context.Context, log *slog.Logger, cfgs ...func(*server.Config)) (*embedded, error) {
 	dir, err := os.MkdirTemp("", "runnel-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("bench: data dir: %w", err)
 	}
-	srv, err := server.Open(ctx, server.Config{DataDir: dir, BarrierInterval: time.Second, Logger: log})
+	cfg := server.Config{DataDir: dir, BarrierInterval: time.Second, Logger: log}
+	for _, fn := range cfgs {
+		fn(&cfg)
+	}
+	srv, err := server.Open(ctx, cfg)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("bench: open server: %w", err)

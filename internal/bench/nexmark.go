@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/connector/nexmark"
+	"github.com/runneldb/runnel/internal/server"
 )
 
 // nexmarkTables declares the three nexmark sources in the column order of
@@ -95,7 +97,12 @@ type NexmarkOptions struct {
 	// each query (before its server stops; the query's name is appended
 	// when several run).
 	MemProfile string
-	Out        io.Writer
+	// ScrapeInterval, when set, serves the HTTP listener and scrapes
+	// /metrics at this interval while each query runs, as Prometheus
+	// would: the "metrics on" side of the overhead measurement
+	// (scripts/metrics-overhead.sh).
+	ScrapeInterval time.Duration
+	Out            io.Writer
 	// Progress, when set, receives a progress bar per query (redrawn in
 	// place on a terminal, a line every few seconds elsewhere).
 	Progress io.Writer
@@ -122,7 +129,9 @@ type NexmarkResult struct {
 	EventsPerCPUSecond float64 `json:"events_per_cpu_second"`
 	// PeakRSS is the process's VmHWM in bytes, reset before the query
 	// where the kernel allows (0: unknown).
-	PeakRSS int64  `json:"peak_rss"`
+	PeakRSS int64 `json:"peak_rss"`
+	// Scrapes counts the /metrics scrapes during the run (ScrapeInterval).
+	Scrapes int    `json:"scrapes,omitempty"`
 	Error   string `json:"error,omitempty"`
 }
 
@@ -166,7 +175,11 @@ func RunNexmark(ctx context.Context, opts NexmarkOptions) ([]NexmarkResult, erro
 func runOne(ctx context.Context, q NexmarkQuery, opts NexmarkOptions) NexmarkResult {
 	cores := runtime.GOMAXPROCS(0)
 	res := NexmarkResult{Query: q.Name, Events: opts.Events, Cores: cores}
-	e, err := startEmbedded(ctx, opts.Log)
+	e, err := startEmbedded(ctx, opts.Log, func(c *server.Config) {
+		if opts.ScrapeInterval > 0 {
+			c.HTTPListen = "127.0.0.1:0"
+		}
+	})
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -189,6 +202,7 @@ func runOne(ctx context.Context, q NexmarkQuery, opts NexmarkOptions) NexmarkRes
 	resetPeakRSS()
 	start, cpu0 := time.Now(), processCPU()
 	stopProgress := watchNexmark(e, q, opts)
+	stopScraping := scrapeMetrics(e, opts.ScrapeInterval)
 	err = func() error {
 		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS %s", q.Name, q.SQL)); err != nil {
 			return err
@@ -200,6 +214,7 @@ func runOne(ctx context.Context, q NexmarkQuery, opts NexmarkOptions) NexmarkRes
 		return err
 	}()
 	stopProgress()
+	res.Scrapes = stopScraping()
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -304,4 +319,39 @@ func writeHeapProfile(path, query string, perQuery bool) error {
 		return err
 	}
 	return f.Close()
+}
+
+// scrapeMetrics GETs the server's /metrics every interval (reading the
+// whole body, as a scraper does) until the returned function is called,
+// which reports how many scrapes completed. A zero interval scrapes
+// nothing.
+func scrapeMetrics(e *embedded, interval time.Duration) (stop func() int) {
+	if interval <= 0 {
+		return func() int { return 0 }
+	}
+	done := make(chan struct{})
+	n := make(chan int, 1)
+	url := "http://" + e.srv.HTTPAddr() + "/metrics"
+	go func() {
+		count := 0
+		defer func() { n <- count }()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			resp, err := http.Get(url)
+			if err != nil {
+				continue
+			}
+			if _, err := io.Copy(io.Discard, resp.Body); err == nil && resp.StatusCode == http.StatusOK {
+				count++
+			}
+			resp.Body.Close()
+		}
+	}()
+	return func() int { close(done); return <-n }
 }

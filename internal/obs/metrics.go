@@ -118,15 +118,28 @@ func init() {
 
 // BarrierInjected records that a barrier was injected (it is behind until
 // BarrierCommitted or BarrierAbandoned).
-func BarrierInjected() { epochsBehind.Inc() }
+func BarrierInjected() {
+	if !Enabled {
+		return
+	}
+	epochsBehind.Inc()
+}
 
 // BarrierAbandoned records that an injected barrier will not commit
 // (recovery).
-func BarrierAbandoned() { epochsBehind.Set(0) }
+func BarrierAbandoned() {
+	if !Enabled {
+		return
+	}
+	epochsBehind.Set(0)
+}
 
 // BarrierCommitted records one committed barrier round by the instants it
 // started injecting, was injected, was collected and was committed.
 func BarrierCommitted(start, injected, collected, committed time.Time) {
+	if !Enabled {
+		return
+	}
 	barrierInject.Observe(injected.Sub(start).Seconds())
 	barrierCollect.Observe(collected.Sub(injected).Seconds())
 	barrierCommit.Observe(committed.Sub(collected).Seconds())
@@ -138,6 +151,9 @@ func BarrierCommitted(start, injected, collected, committed time.Time) {
 // RecoveryDone records one recovery. reason is the free text recoveries
 // are logged with; the series carries its class (RecoveryReason).
 func RecoveryDone(reason string, database bool, reset, rebuild time.Duration, failed bool) {
+	if !Enabled {
+		return
+	}
 	scope, result := "all", "ok"
 	if database {
 		scope = "database"
@@ -175,6 +191,9 @@ func RecoveryReason(reason string) string {
 // MetastoreTx records a metastore write transaction that committed after
 // d, or failed.
 func MetastoreTx(d time.Duration, failed bool) {
+	if !Enabled {
+		return
+	}
 	if failed {
 		metaTxFailed.Inc()
 		return
@@ -183,16 +202,34 @@ func MetastoreTx(d time.Duration, failed bool) {
 }
 
 // StorageFlushed counts n SST bytes a checkpoint wrote.
-func StorageFlushed(n int) { storageWriteFlush.Add(float64(n)) }
+func StorageFlushed(n int) {
+	if !Enabled {
+		return
+	}
+	storageWriteFlush.Add(float64(n))
+}
 
 // StorageCompacted counts n SST bytes a compaction wrote.
-func StorageCompacted(n int) { storageWriteCompaction.Add(float64(n)) }
+func StorageCompacted(n int) {
+	if !Enabled {
+		return
+	}
+	storageWriteCompaction.Add(float64(n))
+}
 
 // StorageRead counts n SST bytes read from the object store.
-func StorageRead(n int) { storageRead.Add(float64(n)) }
+func StorageRead(n int) {
+	if !Enabled {
+		return
+	}
+	storageRead.Add(float64(n))
+}
 
 // CompactionDone counts a finished compaction job.
 func CompactionDone(committed bool) {
+	if !Enabled {
+		return
+	}
 	if committed {
 		compactionsCommitted.Inc()
 	} else {
@@ -201,19 +238,35 @@ func CompactionDone(committed bool) {
 }
 
 // GCDeleted counts n objects deleted by GC.
-func GCDeleted(n int) { gcDeleted.Add(float64(n)) }
+func GCDeleted(n int) {
+	if !Enabled {
+		return
+	}
+	gcDeleted.Add(float64(n))
+}
 
 // SessionOpened counts a pgwire session that completed startup.
-func SessionOpened() { sessionsOpened.Inc() }
+func SessionOpened() {
+	if !Enabled {
+		return
+	}
+	sessionsOpened.Inc()
+}
 
 // StatementDone records a statement that succeeded with command tag tag
 // after d.
 func StatementDone(tag string, d time.Duration) {
+	if !Enabled {
+		return
+	}
 	statementSeconds.WithLabelValues(StatementKind(tag)).Observe(d.Seconds())
 }
 
 // StatementFailed counts a statement that failed with SQLSTATE code.
 func StatementFailed(code string) {
+	if !Enabled {
+		return
+	}
 	class := "XX"
 	if len(code) == 5 {
 		class = code[:2]
@@ -248,6 +301,9 @@ func StatementKind(tag string) string {
 // SinkDelivered records that sink delivered the epoch whose wall-clock
 // start is epochStart.
 func SinkDelivered(sink string, epochStart time.Time) {
+	if !Enabled {
+		return
+	}
 	sinkDelivery.WithLabelValues(sink).Observe(time.Since(epochStart).Seconds())
 }
 

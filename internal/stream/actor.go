@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/runneldb/runnel/internal/obs"
 	"github.com/runneldb/runnel/internal/panics"
 )
 
@@ -94,7 +95,7 @@ func (a *Actor) Run(ctx context.Context, c Collector) {
 			c.Failed(f)
 			return
 		}
-		if msg.Chunk != nil {
+		if obs.Enabled && msg.Chunk != nil {
 			a.rowsOut.Add(int64(msg.Chunk.Len()))
 		}
 		if err := a.Dispatch.Dispatch(ctx, msg); err != nil {

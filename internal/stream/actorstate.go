@@ -3,6 +3,8 @@ package stream
 import (
 	"context"
 	"time"
+
+	"github.com/runneldb/runnel/internal/obs"
 )
 
 // What an actor is doing, for rw_catalog.rw_actors. Executors report the
@@ -77,7 +79,7 @@ func (a *Actor) setState(s *string) {
 		return
 	}
 	now := time.Now().UnixNano()
-	if old != nil {
+	if obs.Enabled && old != nil {
 		// The time spent in the state it leaves, for the per-fragment
 		// metrics: one atomic add on a change of state, which already
 		// reads the clock.
@@ -121,7 +123,9 @@ func classOf(s *string) StateClass {
 // rows from an exchange and is processing it.
 func reportInput(ctx context.Context, n int) {
 	if a, _ := ctx.Value(actorKey{}).(*Actor); a != nil {
-		a.rowsIn.Add(int64(n))
+		if obs.Enabled {
+			a.rowsIn.Add(int64(n))
+		}
 		a.setState(&StateProcessing)
 	}
 }
