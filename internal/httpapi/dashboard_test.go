@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
@@ -184,8 +185,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	// run from the page's button.
 	var ssts []string
 	load("storage", "storage", `[...document.querySelectorAll('#levels tbody tr')].map(r => r.dataset.ssts)`, &ssts)
-	if len(ssts) != 7 {
-		t.Errorf("storage page lists %d levels; want 7", len(ssts))
+	if len(ssts) != storage.NumLevels+1 { // L0..L6 and the time-window level
+		t.Errorf("storage page lists %d levels; want %d", len(ssts), storage.NumLevels+1)
 	}
 	if err := chromedp.Do(bctx, chromedp.Click("#run-check"), chromedp.WaitVisible("#check")); err != nil {
 		t.Fatalf("storage check button: %v", err)
