@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,9 +53,49 @@ func TestSinkThroughput(t *testing.T) {
 	mustExec(t, rw, "CREATE TABLE ev (k bigint, v bigint, s text) APPEND ONLY")
 	mustExec(t, rw, fmt.Sprintf(`CREATE SINK up FROM src WITH (connector = 'jdbc', jdbc.url = '%s', table.name = 'by_upsert', type = 'upsert', primary_key = 'k')`, url))
 	mustExec(t, rw, fmt.Sprintf(`CREATE SINK app FROM ev WITH (connector = 'jdbc', jdbc.url = '%s', table.name = 'by_append', type = 'append-only')`, url))
+	// CPU times, which the machine's load sways far less than wall time:
+	// this process's (the in-process Runnel server: the sink worker
+	// reading the log and encoding, and whatever else the server does)
+	// and that of the target database's other backends (the sinks'
+	// connections; from /proc, the cluster runs on this machine).
+	self := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	backends := func() time.Duration {
+		rows, err := pg.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var total time.Duration
+		for _, pid := range pids {
+			data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				continue // gone
+			}
+			f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+			ut, _ := strconv.Atoi(f[11])
+			st, _ := strconv.Atoi(f[12])
+			total += time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
+		}
+		return total
+	}
+	cpu := map[string][2][]time.Duration{} // phase -> (Runnel, PostgreSQL) per round
 	// waitDelivered polls Runnel (not the target, whose CPU the sink
 	// needs) until the sink's backlog is empty.
+	var phase string
 	waitDelivered := func(sink string) time.Duration {
+		s0, b0 := self(), backends()
+		defer func() {
+			c := cpu[phase]
+			c[0], c[1] = append(c[0], self()-s0), append(c[1], backends()-b0)
+			cpu[phase] = c
+		}()
 		start := time.Now()
 		for {
 			var pending int64
@@ -94,14 +136,17 @@ func TestSinkThroughput(t *testing.T) {
 		// epoch), timed from the FLUSH until the target holds them.
 		mustExec(t, rw, "INSERT INTO src "+gen(round))
 		mustExec(t, rw, "FLUSH")
+		phase = "new"
 		upT = append(upT, waitDelivered("up"))
 		mustExec(t, rw, "INSERT INTO ev "+gen(round))
 		mustExec(t, rw, "FLUSH")
+		phase = "app"
 		appT = append(appT, waitDelivered("app"))
 		// Updates of the n keys just inserted (each is a delete and an
 		// insert in the log, one upsert in the target).
 		mustExec(t, rw, fmt.Sprintf("UPDATE src SET v = v + 1 WHERE k >= %d", round*n))
 		mustExec(t, rw, "FLUSH")
+		phase = "upd"
 		updT = append(updT, waitDelivered("up"))
 		t.Logf("round %d: COPY %v, upsert (new keys) %v, append-only %v, upsert (updates) %v", round, copyT[round].Round(time.Millisecond),
 			upT[round].Round(time.Millisecond), appT[round].Round(time.Millisecond), updT[round].Round(time.Millisecond))
@@ -129,11 +174,12 @@ func TestSinkThroughput(t *testing.T) {
 	t.Logf("%d rows per round (k bigint primary key, v bigint, s text), %d rounds, medians", n, rounds)
 	t.Logf("COPY into PostgreSQL:                 %8.0f rows/s (%v)", rate(c), c.Round(time.Millisecond))
 	for _, p := range []struct {
-		name string
-		ds   []time.Duration
-	}{{"upsert sink, new keys, after FLUSH:   ", upT}, {"upsert sink, updates, after FLUSH:    ", updT}, {"append-only sink, after FLUSH:        ", appT}} {
+		name, phase string
+		ds          []time.Duration
+	}{{"upsert sink, new keys, after FLUSH:   ", "new", upT}, {"upsert sink, updates, after FLUSH:    ", "upd", updT}, {"append-only sink, after FLUSH:        ", "app", appT}} {
 		m := med(p.ds)
-		t.Logf("%s %8.0f rows/s (%v)  %.2fx COPY", p.name, rate(m), m.Round(time.Millisecond), c.Seconds()/m.Seconds())
+		t.Logf("%s %8.0f rows/s (%v)  %.2fx COPY; CPU: Runnel %v, PostgreSQL %v", p.name, rate(m), m.Round(time.Millisecond), c.Seconds()/m.Seconds(),
+			med(cpu[p.phase][0]).Round(time.Millisecond), med(cpu[p.phase][1]).Round(time.Millisecond))
 	}
 	bn := float64(rounds*n) / backfill.Seconds()
 	t.Logf("upsert sink backfill of %d rows, CREATE to done: %8.0f rows/s (%v)  %.2fx COPY", rounds*n, bn, backfill.Round(time.Millisecond), bn/rate(c))
