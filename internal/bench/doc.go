@@ -13,6 +13,10 @@
 //     VIEW) on the same rows, with a throwaway PostgreSQL cluster from
 //     internal/testutil/pgtest. Every read is checked against the value
 //     computed here.
+//   - `runnel bench load` (load.go): bulk loading into empty tables
+//     through COPY text, CSV and binary, multi-row INSERT and INSERT ...
+//     SELECT, Runnel against PostgreSQL on the same rows, the tables
+//     compared after the first round.
 //
 // The Nexmark correctness check (nexmark_pg_test.go) loads the events a
 // source generates into PostgreSQL (nexmark_postgres.go, which also holds
