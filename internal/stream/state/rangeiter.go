@@ -85,6 +85,7 @@ func (c *memCursor) fill() {
 		return
 	}
 	c.buf = c.buf[:0]
+	c.t.settle()
 	n := 0
 	if !c.reverse {
 		visit := func(e memEntry) bool {

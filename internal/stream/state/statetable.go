@@ -11,9 +11,11 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/btree"
@@ -54,6 +56,14 @@ type Table struct {
 	store  Store
 	epoch  uint64
 	mem    *btree.BTreeG[memEntry]
+	// log holds the writes not yet in mem, in write order (seq). Writes
+	// only append; the next read, the commit, or maxLogWrites writes sort
+	// them and merge them in (settle). A backfill writes hundreds of
+	// thousands of rows between two reads of the same table (a join side,
+	// an aggregation's kept inputs): one sort of a batch is cheaper than a
+	// B-tree insert per row (each shifts its node's items), and the commit
+	// merges the sorted log with mem without inserting it at all.
+	log []logEntry
 	// distInPK[i] is the position within PK of DistKey[i], or -1.
 	distInPK []int
 
@@ -68,6 +78,56 @@ type memEntry struct {
 }
 
 func lessEntry(a, b memEntry) bool { return a.key < b.key }
+
+type logEntry struct {
+	memEntry
+	seq int
+}
+
+// maxLogWrites bounds the log: an executor that rewrites the same keys
+// many times between reads keeps at most this many superseded writes.
+const maxLogWrites = 1 << 16
+
+// write buffers one write (see log).
+func (t *Table) write(e memEntry) {
+	t.log = append(t.log, logEntry{memEntry: e, seq: len(t.log)})
+	if len(t.log) >= maxLogWrites {
+		t.settle()
+	}
+}
+
+// sortLog sorts the log by key, each key's writes in write order.
+func (t *Table) sortLog() {
+	slices.SortFunc(t.log, func(a, b logEntry) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+}
+
+// drainLog calls fn with the newest write of each logged key, in key
+// order, and empties the log.
+func (t *Table) drainLog(fn func(memEntry)) {
+	if len(t.log) > 1 {
+		t.sortLog()
+	}
+	for i, e := range t.log {
+		if i+1 < len(t.log) && t.log[i+1].key == e.key {
+			continue // superseded by a later write
+		}
+		fn(e.memEntry)
+	}
+	clear(t.log)
+	t.log = t.log[:0]
+}
+
+// settle moves the log into mem (before any read of mem).
+func (t *Table) settle() {
+	if len(t.log) > 0 {
+		t.drainLog(func(e memEntry) { t.mem.ReplaceOrInsert(e) })
+	}
+}
 
 // New creates a state table writing at epoch.
 func New(id storage.TableID, schema Schema, store Store, epoch uint64) *Table {
@@ -164,7 +224,7 @@ func (t *Table) Insert(row types.Row) {
 // InsertKey writes row under an already encoded key.
 func (t *Table) InsertKey(key string, row types.Row) {
 	val := types.AppendValueRow(nil, row, t.schema.Types)
-	t.mem.ReplaceOrInsert(memEntry{key: key, value: val})
+	t.write(memEntry{key: key, value: val})
 }
 
 // Delete removes the row with row's key.
@@ -175,7 +235,7 @@ func (t *Table) Delete(row types.Row) {
 
 // DeleteKey removes the row under an already encoded key.
 func (t *Table) DeleteKey(key string) {
-	t.mem.ReplaceOrInsert(memEntry{key: key, delete: true})
+	t.write(memEntry{key: key, delete: true})
 }
 
 // UniqueViolation builds PostgreSQL's 23505 error for a duplicate key.
@@ -232,6 +292,7 @@ func (t *Table) GetKey(ctx context.Context, key string) (types.Row, bool, error)
 // its snapshot that is never committed (frontend/txn.go).
 func (t *Table) Buffered(fn func(key string, row types.Row) error) error {
 	var err error
+	t.settle()
 	t.mem.Ascend(func(e memEntry) bool {
 		var row types.Row
 		if !e.delete {
@@ -246,9 +307,13 @@ func (t *Table) Buffered(fn func(key string, row types.Row) error) error {
 }
 
 // BufferedLen is the number of buffered writes.
-func (t *Table) BufferedLen() int { return t.mem.Len() }
+func (t *Table) BufferedLen() int {
+	t.settle()
+	return t.mem.Len()
+}
 
 func (t *Table) getKey(ctx context.Context, key []byte) (types.Row, bool, error) {
+	t.settle()
 	if e, ok := t.mem.Get(memEntry{key: string(key)}); ok {
 		if e.delete {
 			return nil, false, nil

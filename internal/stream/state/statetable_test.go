@@ -167,3 +167,80 @@ func TestGetObservesCancellation(t *testing.T) {
 		t.Fatalf("Get: found=%v err=%v", found, err)
 	}
 }
+
+// recordingStore keeps what each commit ingested.
+type recordingStore struct {
+	*storage.Engine
+	ingested [][]storage.KV
+}
+
+func (s *recordingStore) IngestContext(ctx context.Context, epoch uint64, table storage.TableID, kvs []storage.KV) error {
+	s.ingested = append(s.ingested, kvs)
+	return s.Engine.IngestContext(ctx, epoch, table, kvs)
+}
+
+// A commit hands the engine each key once, ascending, with its newest
+// write — whether the write was still in the table's write log or had
+// been merged into its memtable by a read (a key in both: the log's
+// write is newer).
+func TestCommitIngestsNewestWritePerKey(t *testing.T) {
+	seed := rand.Int63()
+	if s := os.Getenv("RUNNEL_TEST_SEED"); s != "" {
+		seed, _ = strconv.ParseInt(s, 10, 64)
+	}
+	rng := rand.New(rand.NewSource(seed))
+	ctx := context.Background()
+	e := openEngine(t)
+	const id = storage.TableID(7)
+	if err := e.RegisterTables(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	st := &recordingStore{Engine: e}
+	schema := Schema{Name: "test", Types: []types.Type{types.Int64, types.Varchar}, PK: []int{0}}
+	tbl := New(id, schema, st, 1<<16)
+	want := map[int64]string{}
+	for step := 0; step < 3000; step++ {
+		k := int64(rng.Intn(500))
+		switch {
+		case rng.Intn(4) == 0:
+			tbl.Delete(types.Row{types.DInt64(k), types.NullDatum})
+			want[k] = "deleted"
+		default:
+			tbl.Insert(types.Row{types.DInt64(k), types.DVarchar(fmt.Sprint(step))})
+			want[k] = fmt.Sprint(step)
+		}
+		if rng.Intn(300) == 0 { // a read merges the log into the memtable
+			if _, _, err := tbl.Get(ctx, types.Row{types.DInt64(k)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tbl.Commit(1<<16 + 1); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.ingested) != 1 || len(st.ingested[0]) != len(want) {
+		t.Fatalf("seed %d: ingested %d batches; want one of %d keys", seed, len(st.ingested), len(want))
+	}
+	var prev []byte
+	for _, kv := range st.ingested[0] {
+		if prev != nil && string(kv.Key) <= string(prev) {
+			t.Fatalf("seed %d: keys not strictly ascending: %x after %x", seed, kv.Key, prev)
+		}
+		prev = kv.Key
+		k, _, err := types.DecodeKey(kv.Key[2:], types.Int64, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := "deleted"
+		if !kv.Delete {
+			row, err := types.DecodeValueRow(kv.Value, schema.Types, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = row[1].Str()
+		}
+		if got != want[k.Int()] {
+			t.Fatalf("seed %d: key %d ingested %q; want %q", seed, k.Int(), got, want[k.Int()])
+		}
+	}
+}
