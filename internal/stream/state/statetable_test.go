@@ -33,23 +33,30 @@ func openEngine(t *testing.T) *storage.Engine {
 	return e
 }
 
-// A state table must read back its own uncommitted writes merged with
-// what earlier epochs ingested and committed: the memtable shadows the
-// store, deletes hide stored rows, and iteration is in key order within a
-// vnode. Checked against a map model over random operations.
-func TestStateTableMatchesModel(t *testing.T) {
+// seededEngine returns a test's seed (RUNNEL_TEST_SEED replays it, and
+// it is logged), its generator, and an engine with table 7 registered.
+func seededEngine(t *testing.T) (int64, *rand.Rand, *storage.Engine) {
+	t.Helper()
 	seed := rand.Int63()
 	if s := os.Getenv("RUNNEL_TEST_SEED"); s != "" {
 		seed, _ = strconv.ParseInt(s, 10, 64)
 	}
 	t.Logf("seed %d (set RUNNEL_TEST_SEED to replay)", seed)
-	rng := rand.New(rand.NewSource(seed))
-	ctx := context.Background()
 	e := openEngine(t)
-	const id = storage.TableID(7)
-	if err := e.RegisterTables(ctx, id); err != nil {
+	if err := e.RegisterTables(context.Background(), storage.TableID(7)); err != nil {
 		t.Fatal(err)
 	}
+	return seed, rand.New(rand.NewSource(seed)), e
+}
+
+// A state table must read back its own uncommitted writes merged with
+// what earlier epochs ingested and committed: the memtable shadows the
+// store, deletes hide stored rows, and iteration is in key order within a
+// vnode. Checked against a map model over random operations.
+func TestStateTableMatchesModel(t *testing.T) {
+	seed, rng, e := seededEngine(t)
+	ctx := context.Background()
+	const id = storage.TableID(7)
 	schema := Schema{Name: "test", Types: []types.Type{types.Int64, types.Int32, types.Varchar}, PK: []int{0, 1}, DistKey: []int{0}}
 	epoch := uint64(1 << 16)
 	tbl := New(id, schema, e, epoch)
@@ -184,17 +191,9 @@ func (s *recordingStore) IngestContext(ctx context.Context, epoch uint64, table 
 // been merged into its memtable by a read (a key in both: the log's
 // write is newer).
 func TestCommitIngestsNewestWritePerKey(t *testing.T) {
-	seed := rand.Int63()
-	if s := os.Getenv("RUNNEL_TEST_SEED"); s != "" {
-		seed, _ = strconv.ParseInt(s, 10, 64)
-	}
-	rng := rand.New(rand.NewSource(seed))
+	seed, rng, e := seededEngine(t)
 	ctx := context.Background()
-	e := openEngine(t)
 	const id = storage.TableID(7)
-	if err := e.RegisterTables(ctx, id); err != nil {
-		t.Fatal(err)
-	}
 	st := &recordingStore{Engine: e}
 	schema := Schema{Name: "test", Types: []types.Type{types.Int64, types.Varchar}, PK: []int{0}}
 	tbl := New(id, schema, st, 1<<16)
