@@ -85,8 +85,11 @@ type logEntry struct {
 }
 
 // maxLogWrites bounds the log: an executor that rewrites the same keys
-// many times between reads keeps at most this many superseded writes.
-const maxLogWrites = 1 << 16
+// many times between reads keeps at most this many superseded writes, and
+// the sort and merge that a write past it runs (with no cancellation check
+// inside) stays at a few milliseconds, so the executor's own checks every
+// few hundred rows keep aborts prompt (I5).
+const maxLogWrites = 1 << 14
 
 // write buffers one write (see log).
 func (t *Table) write(e memEntry) {
