@@ -11,6 +11,12 @@
 //     protobuf, prometheus/prompb). A metric is a table with time index
 //     `greptime_timestamp` and value `greptime_value` (DOUBLE PRECISION);
 //     labels are tag columns.
+//   - POST /v1/otlp/v1/metrics: OpenTelemetry OTLP/HTTP metrics (protobuf
+//     or JSON, go.opentelemetry.io/collector/pdata), mapped as Prometheus
+//     maps OTLP (otlp.go): tables like remote write's, named after the
+//     metric with '.' as '_', resource and point attributes as tags, a
+//     histogram as _bucket/_sum/_count; answered 200 with an empty
+//     ExportMetricsServiceResponse once committed.
 //
 // The package parses and validates; it does no DDL or storage itself. It
 // hands a whole request to a Writer (the server), which creates missing

@@ -89,6 +89,7 @@ func Register(mux *http.ServeMux, w Writer) {
 	mux.HandleFunc("POST /v1/influxdb/write", h.influxWrite(false))
 	mux.HandleFunc("POST /v1/influxdb/api/v2/write", h.influxWrite(true))
 	mux.HandleFunc("POST /v1/prometheus/write", h.promWrite)
+	mux.HandleFunc("POST /v1/otlp/v1/metrics", h.otlpWrite)
 	// InfluxDB clients probe these before writing.
 	mux.HandleFunc("GET /v1/influxdb/ping", ping)
 	mux.HandleFunc("GET /v1/influxdb/health", health)
