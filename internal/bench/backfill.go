@@ -77,25 +77,9 @@ var BackfillViews = append(append([]ivmView(nil), ivmViews...), ivmView{
 
 // RunBackfill runs the benchmark and writes its report to opts.Out.
 func RunBackfill(ctx context.Context, opts BackfillOptions) ([]BackfillResult, error) {
-	if opts.Rows <= 0 {
-		opts.Rows = 1_000_000
-	}
-	if opts.Customers <= 0 {
-		opts.Customers = max(1, opts.Rows/10)
-	}
+	say := ivmDefaults(&opts.Rows, &opts.Customers, &opts.Out, &opts.Log, opts.JSON)
 	if opts.Rounds <= 0 {
 		opts.Rounds = 3
-	}
-	if opts.Out == nil {
-		opts.Out = io.Discard
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	say := func(format string, args ...any) {
-		if !opts.JSON {
-			fmt.Fprintf(opts.Out, format+"\n", args...)
-		}
 	}
 	var views []ivmView
 	for _, v := range BackfillViews {

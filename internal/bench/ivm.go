@@ -227,6 +227,30 @@ func (d *ivmData) load(ctx context.Context, conn *pgx.Conn, system string, progr
 	})
 }
 
+// ivmDefaults fills the data-set and report options the side-by-side
+// benchmarks share (1,000,000 orders, a tenth as many customers, no
+// output, no log) and returns the report printer, silent with asJSON.
+func ivmDefaults(rows, customers *int64, out *io.Writer, log **slog.Logger, asJSON bool) (say func(format string, args ...any)) {
+	if *rows <= 0 {
+		*rows = 1_000_000
+	}
+	if *customers <= 0 {
+		*customers = max(1, *rows/10)
+	}
+	if *out == nil {
+		*out = io.Discard
+	}
+	if *log == nil {
+		*log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	w := *out
+	return func(format string, args ...any) {
+		if !asJSON {
+			fmt.Fprintf(w, format+"\n", args...)
+		}
+	}
+}
+
 // benchPeers are the two systems of a side-by-side benchmark: an embedded
 // Runnel server and a PostgreSQL database (a throwaway cluster unless a
 // URL names one), each with a connection; PostgreSQL's has work_mem set to
@@ -292,25 +316,9 @@ type ivmSystem struct {
 
 // RunIVM runs the benchmark and writes its report to opts.Out.
 func RunIVM(ctx context.Context, opts IVMOptions) ([]IVMResult, error) {
-	if opts.Rows <= 0 {
-		opts.Rows = 1_000_000
-	}
-	if opts.Customers <= 0 {
-		opts.Customers = max(1, opts.Rows/10)
-	}
+	say := ivmDefaults(&opts.Rows, &opts.Customers, &opts.Out, &opts.Log, opts.JSON)
 	if opts.Updates <= 0 {
 		opts.Updates = 20
-	}
-	if opts.Out == nil {
-		opts.Out = io.Discard
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	say := func(format string, args ...any) {
-		if !opts.JSON {
-			fmt.Fprintf(opts.Out, format+"\n", args...)
-		}
 	}
 
 	peers, err := startPeers(ctx, "ivm", opts.PostgresURL, opts.Log)

@@ -85,12 +85,7 @@ type LoadResult struct {
 
 // RunLoad runs the benchmark and writes its report to opts.Out.
 func RunLoad(ctx context.Context, opts LoadOptions) ([]LoadResult, error) {
-	if opts.Rows <= 0 {
-		opts.Rows = 1_000_000
-	}
-	if opts.Customers <= 0 {
-		opts.Customers = max(1, opts.Rows/10)
-	}
+	say := ivmDefaults(&opts.Rows, &opts.Customers, &opts.Out, &opts.Log, opts.JSON)
 	if opts.Rounds <= 0 {
 		opts.Rounds = 3
 	}
@@ -100,17 +95,6 @@ func RunLoad(ctx context.Context, opts LoadOptions) ([]LoadResult, error) {
 	for _, f := range opts.Formats {
 		if !containsFold(LoadFormats, f) {
 			return nil, fmt.Errorf("bench load: unknown format %q (known: %s)", f, strings.Join(LoadFormats, ", "))
-		}
-	}
-	if opts.Out == nil {
-		opts.Out = io.Discard
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	say := func(format string, args ...any) {
-		if !opts.JSON {
-			fmt.Fprintf(opts.Out, format+"\n", args...)
 		}
 	}
 	peers, err := startPeers(ctx, "load", opts.PostgresURL, opts.Log)
