@@ -143,10 +143,11 @@ func Collect(ctx context.Context, env *Env, node plan.Node) ([]types.Row, error)
 type runner struct {
 	env   *Env
 	cache map[*plan.Subquery]*subqueryResult
+	work  map[int][]types.Row // WITH RECURSIVE: each RecursiveUnion's current step
 }
 
 func newRunner(env *Env) *runner {
-	return &runner{env: env, cache: map[*plan.Subquery]*subqueryResult{}}
+	return &runner{env: env, cache: map[*plan.Subquery]*subqueryResult{}, work: map[int][]types.Row{}}
 }
 
 func (r *runner) install(ctx context.Context) context.Context {
@@ -167,6 +168,10 @@ func (r *runner) build(n plan.Node) (executor, error) {
 		return &scanExec{r: r, node: n}, nil
 	case *plan.Values:
 		return &valuesExec{r: r, node: n}, nil
+	case *plan.RecursiveUnion:
+		return &recursiveUnionExec{r: r, node: n}, nil // see recursive.go
+	case *plan.WorkTable:
+		return &workTableExec{rows: r.work[n.WorkID]}, nil
 	case *plan.Filter:
 		in, err := r.build(n.Input)
 		if err != nil {

@@ -119,6 +119,8 @@ func (b *builder) build(n plan.Node) (*Node, error) {
 // checkNode applies checkStreamable to a node's expressions.
 func checkNode(n plan.Node) error {
 	switch n := n.(type) {
+	case *plan.RecursiveUnion:
+		return unsupported("WITH RECURSIVE over a relation is not supported in a materialized view: a recursive query is not maintained incrementally (use it in a SELECT or a plain view)")
 	case *plan.Scan:
 		return checkStreamable(n.Filter)
 	case *plan.Filter:

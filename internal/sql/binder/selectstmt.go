@@ -26,9 +26,6 @@ func (b *Binder) bindSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, error)
 		return nil, unsupported("unsupported query")
 	}
 	if sel.WithClause != nil {
-		if sel.WithClause.Recursive {
-			return nil, unsupported("WITH RECURSIVE is not supported")
-		}
 		frame := map[string]*cteDef{}
 		b.ctes = append(b.ctes, frame)
 		defer func() { b.ctes = b.ctes[:len(b.ctes)-1] }()
@@ -40,6 +37,14 @@ func (b *Binder) bindSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, error)
 			q := cte.Ctequery.GetSelectStmt()
 			if q == nil {
 				return nil, b.errorf(cte.Location, sqlerr.FeatureNotSupported, "data-modifying statements in WITH are not supported")
+			}
+			if sel.WithClause.Recursive && selfReferences(cte.Ctequery, cte.Ctename) > 0 {
+				n, err := b.bindRecursiveCTE(cte, q, frame, outer) // see recursive.go
+				if err != nil {
+					return nil, err
+				}
+				frame[cte.Ctename] = &cteDef{node: n}
+				continue
 			}
 			n, err := b.bindSelect(q, outer)
 			if err != nil {
