@@ -1544,20 +1544,27 @@ func (e *Engine) get(ctx context.Context, v *Version, buf []*bufItem, table Tabl
 	if prefix == nil {
 		prefix = appendPrefix(nil, table, key)
 	}
-	// L0 files may interleave epochs: take the newest across them.
-	for _, f := range v.Levels[0] {
-		if (found && f.MaxEpoch <= bestE) || !sstMayContain(f, prefix, table) {
-			continue
+	// newestIn looks the key up in files that may interleave epochs (L0,
+	// a window's files) and keeps the newest version across them.
+	newestIn := func(files []*SSTMeta) error {
+		for _, f := range files {
+			if (found && f.MaxEpoch <= bestE) || !sstMayContain(f, prefix, table) {
+				continue
+			}
+			val, ep, ok, err := e.sstLookup(ctx, f, prefix, epoch)
+			if err != nil {
+				return err
+			}
+			if ok && (!found || ep > bestE) {
+				found, bestE = true, ep
+				bestDel = val[0] == tagDelete
+				bestVal = val[1:]
+			}
 		}
-		val, ep, ok, err := e.sstLookup(ctx, f, prefix, epoch)
-		if err != nil {
-			return nil, false, err
-		}
-		if ok && (!found || ep > bestE) {
-			found, bestE = true, ep
-			bestDel = val[0] == tagDelete
-			bestVal = val[1:]
-		}
+		return nil
+	}
+	if err := newestIn(v.Levels[0]); err != nil {
+		return nil, false, err
 	}
 	if found {
 		return result(bestVal, bestDel)
@@ -1566,19 +1573,8 @@ func (e *Engine) get(ctx context.Context, v *Version, buf []*bufItem, table Tabl
 	// files of its window; take the newest. L1..L6 normally hold only
 	// older versions of the table, but not when the table had no time
 	// decoder at an L0->L1 compaction, so their answer is compared too.
-	for _, f := range windowFiles(v, table) {
-		if (found && f.MaxEpoch <= bestE) || !sstMayContain(f, prefix, table) {
-			continue
-		}
-		val, ep, ok, err := e.sstLookup(ctx, f, prefix, epoch)
-		if err != nil {
-			return nil, false, err
-		}
-		if ok && (!found || ep > bestE) {
-			found, bestE = true, ep
-			bestDel = val[0] == tagDelete
-			bestVal = val[1:]
-		}
+	if err := newestIn(windowFiles(v, table)); err != nil {
+		return nil, false, err
 	}
 	// L1..: versions of a key in a shallower level are newer than in a
 	// deeper one, and a prefix lives in at most one file per level.

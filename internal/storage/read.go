@@ -107,28 +107,20 @@ func (e *Engine) newIter(ctx context.Context, v *Version, buf []*bufItem, table 
 		e.reads.opened.Add(selected)
 		e.reads.pruned.Add(pruned)
 	}()
-	for _, f := range v.Levels[0] {
-		if f.MinEpoch > epoch || !inRange(f) {
-			continue
+	// L0, then the window level's files of the table (the windows the
+	// scan's time range overlaps; window.go): files that may overlap in
+	// key range, each a source of its own.
+	for _, files := range [][]*SSTMeta{v.Levels[0], windowFiles(v, table)} {
+		for _, f := range files {
+			if f.MinEpoch > epoch || !inRange(f) {
+				continue
+			}
+			s, err := e.openSSTSource(ctx, f, loK, hiK, reverse)
+			if err != nil {
+				return fail(err)
+			}
+			srcs = append(srcs, s)
 		}
-		s, err := e.openSSTSource(ctx, f, loK, hiK, reverse)
-		if err != nil {
-			return fail(err)
-		}
-		srcs = append(srcs, s)
-	}
-	// The window level: the table's files of the windows the scan's time
-	// range overlaps, each a source of its own (files of one window may
-	// overlap in key range; window.go).
-	for _, f := range windowFiles(v, table) {
-		if f.MinEpoch > epoch || !inRange(f) {
-			continue
-		}
-		s, err := e.openSSTSource(ctx, f, loK, hiK, reverse)
-		if err != nil {
-			return fail(err)
-		}
-		srcs = append(srcs, s)
 	}
 	for l := 1; l < NumLevels; l++ {
 		var files []*SSTMeta
