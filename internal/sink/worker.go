@@ -500,6 +500,11 @@ func (w *Worker) round(ctx context.Context, committed uint64, rescan bool, targe
 			stale = nil
 			return nil
 		}
+		if epoch <= w.handed {
+			// I8: a Buffered target holds it, not durably yet (run drops
+			// the buffer before a rescan, so this is a guard).
+			return nil
+		}
 		addRange(&truncs)
 		if err := flush(); err != nil {
 			return err

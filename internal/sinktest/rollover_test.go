@@ -2,8 +2,11 @@ package sinktest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -46,8 +49,10 @@ func TestS3SinkRollover(t *testing.T) {
 // backlog) until the file is written, so a crash loses none of them. With
 // rollover_seconds = '3600' nothing is written during the test; the 100
 // rows stay pending across epochs and across a restart of the server,
-// which counts them again from the log. A worker that let the log truncate
-// an epoch once handed to the target would show 0 pending and lose them.
+// which counts them again from the log, and across a RECOVER (after which
+// the worker reads the log from its start). A worker that let the log
+// truncate an epoch once handed to the target would show 0 pending and
+// lose them.
 func TestFileSinkRolloverKeepsLog(t *testing.T) {
 	dir := t.TempDir()
 	srv := servertest.Start(t)
@@ -77,6 +82,12 @@ func TestFileSinkRolloverKeepsLog(t *testing.T) {
 		}
 	}
 	waitPending("three epochs after the insert")
+	// A recovery makes the worker read the log from its start: the open
+	// file's epoch is neither truncated nor handed to it twice.
+	mustExec(t, rw, "RECOVER")
+	mustExec(t, rw, "FLUSH")
+	mustExec(t, rw, "FLUSH")
+	waitPending("after a RECOVER")
 	srv = srv.Restart(t)
 	rw = srv.Connect(t)
 	waitPending("after a restart")
@@ -124,5 +135,83 @@ func TestS3SinkRolloverRedelivery(t *testing.T) {
 		if !slices.Contains(keys, k) {
 			t.Fatalf("the file %s written before the restart is gone: %v", k, keys)
 		}
+	}
+}
+
+// TestFileSinkRolloverPartsAndRecover: an fs sink with rollover_seconds =
+// '6' and max_row_count = '1000' splits the file that spans epochs into
+// parts of at most 1,000 rows, all named by the file's first epoch. A
+// RECOVER while the file is being built makes the worker read the log from
+// its start (a recovery may have lost truncations); it drops the file
+// being built and hands the target its epochs again, so each row is in
+// the files once (handing them again to the open file would write the
+// first epoch's rows twice).
+func TestFileSinkRolloverPartsAndRecover(t *testing.T) {
+	dir := t.TempDir()
+	srv := servertest.Start(t)
+	rw := srv.Connect(t)
+	mustExec(t, rw, "CREATE TABLE ev (id int, v text) APPEND ONLY")
+	mustExec(t, rw, fmt.Sprintf(`CREATE SINK ev_fs FROM ev WITH (connector = 'fs', fs.path = '%s', type = 'append-only',
+		rollover_seconds = '6', max_row_count = '1000') FORMAT PLAIN ENCODE JSON`, dir))
+	start := time.Now()
+	mustExec(t, rw, "INSERT INTO ev SELECT i, 'v' || i FROM generate_series(1, 4500) g(i)")
+	mustExec(t, rw, "FLUSH")
+	mustExec(t, rw, "RECOVER")
+	mustExec(t, rw, "INSERT INTO ev SELECT i, 'v' || i FROM generate_series(4501, 4800) g(i)")
+	mustExec(t, rw, "FLUSH")
+	flushed := time.Since(start)
+	want := rowsOf(t, rw, "SELECT id, v FROM ev")
+	name := regexp.MustCompile(`^([0-9]{20})_[0-9]+(_[0-9]+)?\.json$`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got []string
+		firsts := map[string]bool{}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".tmp-") {
+				continue // a part being written
+			}
+			m := name.FindStringSubmatch(e.Name())
+			if m == nil {
+				t.Fatalf("unexpected file %s", e.Name())
+			}
+			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if len(lines) > 1000 {
+				t.Fatalf("%s holds %d rows, more than max_row_count", e.Name(), len(lines))
+			}
+			for _, line := range lines {
+				var r struct {
+					ID int
+					V  string
+				}
+				if err := json.Unmarshal([]byte(line), &r); err != nil {
+					t.Fatalf("%s: %q: %v", e.Name(), line, err)
+				}
+				got = append(got, fmt.Sprintf("%d|%s", r.ID, r.V))
+			}
+			firsts[m[1]] = true
+		}
+		slices.Sort(got)
+		if len(got) > len(want) {
+			t.Fatalf("the files hold %d rows, the table %d: rows written twice", len(got), len(want))
+		}
+		if slices.Equal(got, want) {
+			if flushed < 6*time.Second && len(firsts) != 1 {
+				t.Fatalf("two epochs within rollover_seconds (%v) in files of %d first epochs, want one", flushed.Round(time.Millisecond), len(firsts))
+			}
+			t.Logf("2 epochs and a RECOVER in %v: %d files", flushed.Round(time.Millisecond), len(entries))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the files hold %d rows, want %d once each", len(got), len(want))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
