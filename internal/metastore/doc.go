@@ -50,5 +50,12 @@
 // report failure after COMMIT succeeded (committed, but the caller hears an
 // ambiguous error).
 //
+// Fencing: SetFence installs a check that every transaction (Tx, TxRetry,
+// SnapshotTx, Migrate) runs on its own connection after fn and just before
+// COMMIT; its error rolls the transaction back (definitely not committed).
+// A meta leader installs its term check there (internal/cluster), so the
+// catalog and the storage version have one writer (I1/I2). UnfencedTx
+// skips it, for the bookkeeping that decides who leads.
+//
 // This package knows no Runnel concepts; it imports nothing from Runnel.
 package metastore

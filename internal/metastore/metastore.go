@@ -35,6 +35,7 @@ type DB struct {
 	dialect Dialect
 	url     string
 	fault   atomic.Pointer[func(point string) error]
+	fence   atomic.Pointer[Fence]
 	// ckpt (SQLite) checkpoints the WAL in the background on a connection
 	// of its own, so that no commit pays for it.
 	ckpt *checkpointer
@@ -193,7 +194,7 @@ type Tx struct {
 // A BEGIN that fails because the database is busy is retried (fn has not
 // run, so this is always safe); nothing else is.
 func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) error {
-	return d.runTx(ctx, 1, nil, fn)
+	return d.runTx(ctx, 1, nil, false, fn)
 }
 
 // SnapshotTx is TxRetry in a transaction whose reads all see one
@@ -207,7 +208,7 @@ func (d *DB) SnapshotTx(ctx context.Context, attempts int, fn func(tx *Tx) error
 	if d.dialect == Postgres {
 		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead}
 	}
-	return d.runTx(ctx, max(attempts, 1), opts, fn)
+	return d.runTx(ctx, max(attempts, 1), opts, false, fn)
 }
 
 // TxRetry is Tx that also re-runs fn, up to attempts times in all, when an
@@ -219,17 +220,17 @@ func (d *DB) TxRetry(ctx context.Context, attempts int, fn func(tx *Tx) error) e
 	if attempts < 1 {
 		attempts = 1
 	}
-	return d.runTx(ctx, attempts, nil, fn)
+	return d.runTx(ctx, attempts, nil, false, fn)
 }
 
 // beginAttempts bounds retries of a busy BEGIN; with SQLite's 10 s busy
 // timeout per attempt, that is about a minute of contention.
 const beginAttempts = 6
 
-func (d *DB) runTx(ctx context.Context, fnAttempts int, opts *sql.TxOptions, fn func(tx *Tx) error) error {
+func (d *DB) runTx(ctx context.Context, fnAttempts int, opts *sql.TxOptions, unfenced bool, fn func(tx *Tx) error) error {
 	beginFailures, fnRuns := 0, 0
 	for {
-		err := d.txOnce(ctx, opts, fn)
+		err := d.txOnce(ctx, opts, unfenced, fn)
 		if err == nil {
 			return nil
 		}
@@ -257,7 +258,7 @@ func (d *DB) runTx(ctx context.Context, fnAttempts int, opts *sql.TxOptions, fn 
 	}
 }
 
-func (d *DB) txOnce(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) (err error) {
+func (d *DB) txOnce(ctx context.Context, opts *sql.TxOptions, unfenced bool, fn func(tx *Tx) error) (err error) {
 	start := time.Now()
 	defer func() { obs.MetastoreTx(time.Since(start), err != nil) }()
 	if err := d.faultAt(PointBegin); err != nil {
@@ -267,7 +268,8 @@ func (d *DB) txOnce(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) er
 	if err != nil {
 		return &txError{stage: stageBegin, definite: true, cause: fmt.Errorf("metastore: begin: %w", err)}
 	}
-	if err := fn(&Tx{tx: tx, dialect: d.dialect, db: d}); err != nil {
+	mtx := &Tx{tx: tx, dialect: d.dialect, db: d}
+	if err := fn(mtx); err != nil {
 		tx.Rollback()
 		return &txError{stage: stageFn, definite: true, cause: err, bare: true}
 	}
@@ -277,6 +279,15 @@ func (d *DB) txOnce(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) er
 		// that did not land but whose outcome the caller cannot know.
 		definite := !errors.Is(err, ErrAmbiguousCommit)
 		return &txError{stage: stageCommit, definite: definite, cause: fmt.Errorf("metastore: before commit: %w", err)}
+	}
+	// The fence runs last before COMMIT (after the before-commit fault
+	// point, where tests pause a leader), so that the lock it takes on
+	// the term row is held only for the COMMIT itself.
+	if !unfenced {
+		if err := d.checkFence(ctx, mtx); err != nil {
+			tx.Rollback()
+			return &txError{stage: stageFn, definite: true, cause: err, bare: true}
+		}
 	}
 	// Past this check COMMIT may reach the server; before it, a cancelled
 	// caller gets a clean "not committed".

@@ -1,0 +1,53 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/runneldb/runnel/internal/metastore"
+)
+
+// migrations is the cluster component's schema.
+var migrations = []metastore.Migration{
+	{Version: 1, Name: "meta leadership term and lease, worker nodes", SQL: `
+CREATE TABLE cluster_meta_term (
+	id INTEGER PRIMARY KEY,
+	term {{BIGINT}} NOT NULL,
+	holder {{TEXT}} NOT NULL,
+	since_ms {{BIGINT}} NOT NULL
+);
+CREATE TABLE cluster_meta_lease (
+	id INTEGER PRIMARY KEY,
+	term {{BIGINT}} NOT NULL,
+	expires_ms {{BIGINT}} NOT NULL
+);
+CREATE TABLE cluster_worker_node (
+	id {{BIGINT}} PRIMARY KEY,
+	host {{TEXT}} NOT NULL,
+	port INTEGER NOT NULL,
+	roles {{TEXT}} NOT NULL,
+	state {{TEXT}} NOT NULL,
+	parallelism INTEGER NOT NULL,
+	started_at_ms {{BIGINT}} NOT NULL,
+	heartbeat_ms {{BIGINT}} NOT NULL,
+	expires_ms {{BIGINT}} NOT NULL
+)`},
+}
+
+// Migrate creates or upgrades the cluster tables.
+func Migrate(ctx context.Context, db *metastore.DB) error {
+	return db.Migrate(ctx, "cluster", migrations)
+}
+
+// lockSuffix is the row-lock clause of a SELECT on PostgreSQL (SQLite has
+// none: its write transactions hold the database's write lock).
+func lockSuffix(d metastore.Dialect, clause string) string {
+	if d == metastore.Postgres {
+		return " " + clause
+	}
+	return ""
+}
+
+func toMS(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
