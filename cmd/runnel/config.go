@@ -28,6 +28,9 @@ import (
 //	http_listen = "127.0.0.1:5691"
 //	mysql_listen = "127.0.0.1:4002"
 //	pprof = true
+//	role = "all"
+//	advertise = "10.0.0.5:4566"
+//	lease_ttl = "10s"
 type fileConfig struct {
 	Listen          string `toml:"listen"`
 	DataDir         string `toml:"data_dir"`
@@ -48,6 +51,12 @@ type fileConfig struct {
 	MySQLListen string `toml:"mysql_listen"`
 	// Pprof serves /debug/pprof/ on the HTTP listener.
 	Pprof bool `toml:"pprof"`
+	// Role is the process's roles (all, meta, …; comma-separated).
+	Role string `toml:"role"`
+	// Advertise is the host:port recorded in the cluster's node table.
+	Advertise string `toml:"advertise"`
+	// LeaseTTL is the meta leadership and membership lease.
+	LeaseTTL string `toml:"lease_ttl"`
 }
 
 // applyConfigFile sets every flag that the command line and the
@@ -61,7 +70,7 @@ func applyConfigFile(fs *flag.FlagSet, path string, envNames map[string]string) 
 	if undec := md.Undecoded(); len(undec) > 0 {
 		return fmt.Errorf("config file %s: unknown setting %q", path, undec[0].String())
 	}
-	for key, v := range map[string]string{"barrier_interval": fc.BarrierInterval, "actor_stop_timeout": fc.ActorStopTimeout} {
+	for key, v := range map[string]string{"barrier_interval": fc.BarrierInterval, "actor_stop_timeout": fc.ActorStopTimeout, "lease_ttl": fc.LeaseTTL} {
 		if v == "" {
 			continue
 		}
@@ -77,6 +86,7 @@ func applyConfigFile(fs *flag.FlagSet, path string, envNames map[string]string) 
 		"log-format": fc.LogFormat, "log-level": fc.LogLevel, "http-listen": fc.HTTPListen,
 		"actor-stop-timeout": fc.ActorStopTimeout,
 		"mysql-listen":       fc.MySQLListen,
+		"role":               fc.Role, "advertise": fc.Advertise, "lease-ttl": fc.LeaseTTL,
 	}
 	if fc.Pprof {
 		values["pprof"] = "true"

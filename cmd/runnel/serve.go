@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runneldb/runnel/internal/cluster"
 	"github.com/runneldb/runnel/internal/server"
 )
 
@@ -69,6 +70,13 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	httpListen := fs.String("http-listen", envOr("RUNNEL_HTTP_LISTEN", "127.0.0.1:5691"), "HTTP listen address for /metrics, the /api/ JSON APIs, the dashboard and the time-series ingest APIs; empty disables it (env RUNNEL_HTTP_LISTEN)")
 	mysqlListen := fs.String("mysql-listen", os.Getenv("RUNNEL_MYSQL_LISTEN"), "MySQL wire-protocol listen address (GreptimeDB uses 127.0.0.1:4002); empty, the default, disables it (env RUNNEL_MYSQL_LISTEN)")
 	pprofOn := fs.Bool("pprof", os.Getenv("RUNNEL_PPROF") == "true", "serve /debug/pprof/ on the HTTP listener (env RUNNEL_PPROF=true)")
+	role := fs.String("role", envOr("RUNNEL_ROLE", "all"), "roles of this process: all (default), or meta (alone, for now); comma-separated (env RUNNEL_ROLE)")
+	advertise := fs.String("advertise", os.Getenv("RUNNEL_ADVERTISE"), "host:port other nodes and clients reach this node at, recorded in the cluster's node table (default: --listen; env RUNNEL_ADVERTISE)")
+	leaseTTL := fs.Duration("lease-ttl", cluster.DefaultLeaseTTL, "meta leadership and node membership lease: a standby takes over a leader silent this long (env RUNNEL_LEASE_TTL)")
+	if err := flagFromEnv(fs, "lease-ttl", "RUNNEL_LEASE_TTL"); err != nil {
+		fmt.Fprintln(stderr, "runnel:", err)
+		return 2
+	}
 	configFile := fs.String("config", os.Getenv("RUNNEL_CONFIG"), "TOML configuration file (flags and environment variables override it)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -81,6 +89,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			"streaming-cache-mb": "RUNNEL_STREAMING_CACHE_MB", "barrier-interval": "RUNNEL_BARRIER_INTERVAL",
 			"http-listen": "RUNNEL_HTTP_LISTEN", "pprof": "RUNNEL_PPROF", "mysql-listen": "RUNNEL_MYSQL_LISTEN",
 			"actor-stop-timeout": "RUNNEL_ACTOR_STOP_TIMEOUT",
+			"role": "RUNNEL_ROLE", "advertise": "RUNNEL_ADVERTISE", "lease-ttl": "RUNNEL_LEASE_TTL",
 		}
 		if err := applyConfigFile(fs, *configFile, envNames); err != nil {
 			fmt.Fprintln(stderr, "runnel:", err)
@@ -99,9 +108,21 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
 	}
 	log := slog.New(handler)
+	roles, err := cluster.ParseRoles(*role)
+	if err == nil {
+		err = runnableAlone(roles)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "runnel: --role %s: %v\n", *role, err)
+		return 2
+	}
+	if *leaseTTL <= 0 {
+		fmt.Fprintf(stderr, "runnel: --lease-ttl %v: must be positive\n", *leaseTTL)
+		return 2
+	}
 
 	ctx := context.Background()
-	srv, err := server.Open(ctx, server.Config{
+	cfg := server.Config{
 		Listen:           *listen,
 		DataDir:          *dataDir,
 		ObjectStoreURL:   *objURL,
@@ -113,10 +134,16 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		HTTPListen:       *httpListen,
 		MySQLListen:      *mysqlListen,
 		Pprof:            *pprofOn,
+		Advertise:        *advertise,
+		LeaseTTL:         *leaseTTL,
 		Logger:           log,
 
 		StreamingCacheBytes: *cacheMB << 20,
-	})
+	}
+	if !cluster.IsAll(roles) {
+		return serveMetaNode(ctx, cfg, log)
+	}
+	srv, err := server.Open(ctx, cfg)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
@@ -136,6 +163,44 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err := srv.Close(); err != nil {
+		log.Error("shutdown", "err", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
+
+// runnableAlone refuses the role sets that this build cannot run: every
+// role together (all) runs, and the meta role alone; the other roles
+// need the RPC between roles, which is not built yet (issue 16).
+func runnableAlone(roles []string) error {
+	if cluster.IsAll(roles) || (len(roles) == 1 && roles[0] == cluster.RoleMeta) {
+		return nil
+	}
+	for _, r := range roles {
+		switch r {
+		case cluster.RoleCompute:
+			return fmt.Errorf("the compute role cannot run apart from the others yet: it needs the meta-to-compute RPC (building actors, injecting and collecting barriers) and the exchange between compute nodes, which are not built; run --role all, or --role meta for a standby meta node")
+		case cluster.RoleFrontend:
+			return fmt.Errorf("the frontend role cannot run apart from the others yet: it needs the frontend-to-meta RPC (DDL, catalog) and DML routing to compute nodes, which are not built; run --role all, or --role meta for a standby meta node")
+		case cluster.RoleCompactor:
+			return fmt.Errorf("the compactor role cannot run apart from the others yet: claiming compaction jobs from the meta store is not built (compaction runs inside --role all); run --role all, or --role meta for a standby meta node")
+		}
+	}
+	return fmt.Errorf("this combination of roles cannot run apart from the others yet; run --role all, or --role meta")
+}
+
+// serveMetaNode runs a process with the meta role alone until SIGINT or
+// SIGTERM (server.MetaNode: membership, leadership, fencing).
+func serveMetaNode(ctx context.Context, cfg server.Config, log *slog.Logger) int {
+	node, err := server.OpenMetaNode(ctx, cfg)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := node.Run(ctx); err != nil {
 		log.Error("shutdown", "err", err)
 		return 1
 	}

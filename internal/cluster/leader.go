@@ -157,6 +157,9 @@ func (l *Leader) TryAcquire(ctx context.Context, force bool) (bool, LeaseInfo, e
 	var took bool
 	err := l.cfg.DB.UnfencedTx(ctx, func(tx *metastore.Tx) error {
 		took = false
+		if err := boundIdle(ctx, tx, l.cfg.TTL); err != nil {
+			return err
+		}
 		now := l.cfg.Clock()
 		// A cheap look first: a standby polls, and must not lock the
 		// term row (which every leader commit share-locks) for nothing.
@@ -218,7 +221,7 @@ func (l *Leader) Renew(ctx context.Context) error {
 		return ErrNotLeader
 	}
 	err := l.cfg.DB.UnfencedTx(ctx, func(tx *metastore.Tx) error {
-		if err := l.checkTerm(ctx, tx, mine, "FOR SHARE"); err != nil {
+		if err := l.checkTerm(ctx, tx, mine); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE cluster_meta_lease SET expires_ms = $1 WHERE id = 1 AND term = $2`, toMS(l.cfg.Clock().Add(l.cfg.TTL)), int64(mine))
@@ -231,10 +234,21 @@ func (l *Leader) Renew(ctx context.Context) error {
 }
 
 // checkTerm refuses with a FencedError unless the store's term is mine.
-func (l *Leader) checkTerm(ctx context.Context, tx *metastore.Tx, mine uint64, lock string) error {
+// On PostgreSQL it share-locks the term row until the transaction ends
+// (a takeover waits for it) and bounds the transaction's idle time in
+// the same statement (boundIdle), so that a process stopped between the
+// check and its COMMIT cannot hold a takeover up for longer than a lease.
+func (l *Leader) checkTerm(ctx context.Context, tx *metastore.Tx, mine uint64) error {
 	var term int64
 	var holder string
-	err := tx.QueryRow(ctx, `SELECT term, holder FROM cluster_meta_term WHERE id = 1`+lockSuffix(tx.Dialect(), lock)).Scan(&term, &holder)
+	var err error
+	if tx.Dialect() == metastore.Postgres {
+		var set string
+		err = tx.QueryRow(ctx, `SELECT term, holder, set_config('idle_in_transaction_session_timeout', $1, true) FROM cluster_meta_term WHERE id = 1 FOR SHARE`,
+			idleSetting(l.cfg.TTL)).Scan(&term, &holder, &set)
+	} else {
+		err = tx.QueryRow(ctx, `SELECT term, holder FROM cluster_meta_term WHERE id = 1`).Scan(&term, &holder)
+	}
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("cluster: check meta term: %w", err)
 	}
@@ -253,7 +267,7 @@ func (l *Leader) Fence(ctx context.Context, tx *metastore.Tx) error {
 	if mine == 0 {
 		return fmt.Errorf("commit refused: %w", ErrNotLeader)
 	}
-	if err := l.checkTerm(ctx, tx, mine, "FOR SHARE"); err != nil {
+	if err := l.checkTerm(ctx, tx, mine); err != nil {
 		if errors.Is(err, ErrFenced) {
 			l.markLost(err)
 		}
@@ -285,10 +299,12 @@ func (l *Leader) Campaign(ctx context.Context, force bool) error {
 	}
 }
 
-// KeepAlive renews the lease every third of it until the leadership is
-// lost or ctx ends. A failed renewal that was not refused (the store
-// unreachable) is retried: the term stays safe, a standby may take over.
-func (l *Leader) KeepAlive(ctx context.Context) {
+// Lead is the leader's loop: every third of the lease it runs duty, then
+// renews the lease, until the leadership is lost (or ctx ends). The duty
+// comes first so that a leader resumed after a pause (SIGSTOP past its
+// lease) tries a fenced commit before anything else: if a standby took
+// over meanwhile, that commit is refused and the node steps down.
+func (l *Leader) Lead(ctx context.Context, duty func(ctx context.Context) error) {
 	lost := l.Lost()
 	t := time.NewTicker(l.cfg.TTL / 3)
 	defer t.Stop()
@@ -300,8 +316,37 @@ func (l *Leader) KeepAlive(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		if duty != nil {
+			if err := duty(ctx); err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
+				l.cfg.Log.Warn("meta leader duty failed; retrying", "err", err)
+			}
+		}
+		if l.Term() == 0 {
+			return
+		}
 		if err := l.Renew(ctx); err != nil && !errors.Is(err, ErrFenced) && ctx.Err() == nil {
+			// Not refused, only failed (the store unreachable): retry;
+			// the term stays safe, a standby may take over meanwhile.
 			l.cfg.Log.Warn("renewing the meta lease failed; retrying", "err", err)
+		}
+	}
+}
+
+// Serve is a meta node's life: contend as a standby until this node
+// leads, then Lead until the leadership is lost, then step down to
+// standby and contend again; until ctx ends. onLead is called with each
+// term won (it may be nil).
+func (l *Leader) Serve(ctx context.Context, duty func(ctx context.Context) error, onLead func(term uint64)) {
+	for ctx.Err() == nil {
+		if err := l.Campaign(ctx, false); err != nil {
+			return
+		}
+		if onLead != nil {
+			onLead(l.Term())
+		}
+		l.Lead(ctx, duty)
+		if ctx.Err() == nil {
+			l.cfg.Log.Warn("stepped down to standby; contending for the meta leadership again")
 		}
 	}
 }

@@ -300,3 +300,55 @@ func TestConcurrentCampaignsOneWinner(t *testing.T) {
 		})
 	}
 }
+
+// TestStoppedBetweenCheckAndCommit (PostgreSQL): a leader stopped right
+// after its fence check holds the term row's share lock, which a
+// takeover waits for. The check bounds the transaction's idle time to
+// the lease, so the server ends the stopped leader's session, the
+// standby takes over within about a lease, and the stopped commit never
+// lands. Without the bound the takeover would wait as long as the
+// process stays stopped.
+func TestStoppedBetweenCheckAndCommit(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	dbA, dbB := open(t, url), open(t, url)
+	var clockA, clockB clock
+	const short = 500 * time.Millisecond
+	a := cluster.NewLeader(cluster.LeaderConfig{DB: dbA, Holder: "node-a", TTL: short, Clock: clockA.now})
+	b := cluster.NewLeader(cluster.LeaderConfig{DB: dbB, Holder: "node-b", TTL: short, Clock: clockB.now})
+	if took, _, err := a.TryAcquire(bg, false); err != nil || !took {
+		t.Fatalf("A acquire: took=%v err=%v", took, err)
+	}
+	dbA.SetFence(a.Fence)
+	catA, err := catalog.Open(bg, dbA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pauseAt(dbA, metastore.PointFenced)
+	p.armed.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		_, err := catA.CreateDatabase(bg, "late", "root")
+		done <- err
+	}()
+	<-p.paused
+	clockB.advance(time.Minute)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+	defer cancel()
+	took, li, err := b.TryAcquire(ctx, false)
+	if err != nil || !took || li.Term != 2 {
+		t.Fatalf("takeover past a stopped leader: took=%v lease=%+v err=%v", took, li, err)
+	}
+	t.Logf("takeover waited %v for the stopped leader's session to end", time.Since(start))
+	close(p.release)
+	if err := <-done; err == nil {
+		t.Fatal("the stopped leader's commit succeeded after the takeover")
+	}
+	catB, err := catalog.Open(bg, dbB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catB.DatabaseByName("late"); err == nil {
+		t.Fatal("the stopped leader's commit is visible")
+	}
+}

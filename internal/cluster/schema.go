@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/runneldb/runnel/internal/metastore"
@@ -51,3 +52,20 @@ func lockSuffix(d metastore.Dialect, clause string) string {
 func toMS(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMS(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// boundIdle limits, on PostgreSQL, how long this transaction may sit idle
+// with its row locks: a process stopped inside it (SIGSTOP, a paused VM)
+// has its session ended by the server after d, which releases the locks
+// that a takeover or another node's heartbeat waits for. Nothing it did
+// commits then (the COMMIT never arrives). SQLite has no such setting.
+func boundIdle(ctx context.Context, tx *metastore.Tx, d time.Duration) error {
+	if tx.Dialect() != metastore.Postgres {
+		return nil
+	}
+	var v string
+	return tx.QueryRow(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true)`, idleSetting(d)).Scan(&v)
+}
+
+func idleSetting(d time.Duration) string {
+	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+}

@@ -85,17 +85,23 @@ func Register(ctx context.Context, cfg MemberConfig) (*Member, error) {
 // while they are the largest) and inserts the row. Two nodes registering
 // at once may pick the same id; the loser's insert fails and it retries.
 func (m *Member) register(ctx context.Context) error {
+	m.mu.Lock()
+	host, port := m.cfg.Host, m.cfg.Port
+	m.mu.Unlock()
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		var id int64
 		err := m.cfg.DB.UnfencedTx(ctx, func(tx *metastore.Tx) error {
+			if err := boundIdle(ctx, tx, m.cfg.TTL); err != nil {
+				return err
+			}
 			if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(id), 0) + 1 FROM cluster_worker_node`).Scan(&id); err != nil {
 				return err
 			}
 			now := m.cfg.Clock()
 			_, err := tx.Exec(ctx, `INSERT INTO cluster_worker_node (id, host, port, roles, state, parallelism, started_at_ms, heartbeat_ms, expires_ms)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-				id, m.cfg.Host, m.cfg.Port, strings.Join(m.cfg.Roles, ","), StateRunning, m.cfg.Parallelism,
+				id, host, port, strings.Join(m.cfg.Roles, ","), StateRunning, m.cfg.Parallelism,
 				toMS(m.started), toMS(now), toMS(now.Add(m.cfg.TTL)))
 			return err
 		})
@@ -103,7 +109,7 @@ func (m *Member) register(ctx context.Context) error {
 			m.mu.Lock()
 			m.id = id
 			m.mu.Unlock()
-			m.cfg.Log.Info("registered in the cluster", "node_id", id, "host", m.cfg.Host, "port", m.cfg.Port, "roles", strings.Join(m.cfg.Roles, ","))
+			m.cfg.Log.Info("registered in the cluster", "node_id", id, "host", host, "port", port, "roles", strings.Join(m.cfg.Roles, ","))
 			return nil
 		}
 		lastErr = err
@@ -125,6 +131,9 @@ func (m *Member) Heartbeat(ctx context.Context) error {
 	now := m.cfg.Clock()
 	var n int64
 	err := m.cfg.DB.UnfencedTx(ctx, func(tx *metastore.Tx) error {
+		if err := boundIdle(ctx, tx, m.cfg.TTL); err != nil {
+			return err
+		}
 		res, err := tx.Exec(ctx, `UPDATE cluster_worker_node SET heartbeat_ms = $1, expires_ms = $2 WHERE id = $3 AND state = $4`,
 			toMS(now), toMS(now.Add(m.cfg.TTL)), id, StateRunning)
 		if err != nil {
@@ -171,6 +180,9 @@ func (m *Member) KeepAlive(ctx context.Context) {
 // Leave marks this node expired at once (a clean shutdown).
 func (m *Member) Leave(ctx context.Context) error {
 	return m.cfg.DB.UnfencedTx(ctx, func(tx *metastore.Tx) error {
+		if err := boundIdle(ctx, tx, m.cfg.TTL); err != nil {
+			return err
+		}
 		_, err := tx.Exec(ctx, `UPDATE cluster_worker_node SET state = $1, expires_ms = $2 WHERE id = $3`, StateExpired, toMS(m.cfg.Clock()), m.ID())
 		return err
 	})
@@ -205,10 +217,13 @@ func Nodes(ctx context.Context, db *metastore.DB) ([]Node, error) {
 // lapsed before now become expired, and rows expired for longer than
 // ExpiredRetention go. It runs in a fenced transaction (Tx), so only the
 // leader of the current term can do it. It returns the ids it expired.
-func ExpireLapsed(ctx context.Context, db *metastore.DB, now time.Time) ([]int64, error) {
+func ExpireLapsed(ctx context.Context, db *metastore.DB, now time.Time, ttl time.Duration) ([]int64, error) {
 	var ids []int64
 	err := db.Tx(ctx, func(tx *metastore.Tx) error {
 		ids = ids[:0]
+		if err := boundIdle(ctx, tx, ttl); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `SELECT id FROM cluster_worker_node WHERE state = $1 AND expires_ms < $2 ORDER BY id`, StateRunning, toMS(now))
 		if err != nil {
 			return err
@@ -244,9 +259,35 @@ func ExpireLapsed(ctx context.Context, db *metastore.DB, now time.Time) ([]int64
 // ExpireOthers marks every running node but keep expired (a process
 // with every role claims the whole cluster: any other node that believed
 // itself part of it is fenced). Fenced like ExpireLapsed.
-func ExpireOthers(ctx context.Context, db *metastore.DB, keep int64, now time.Time) error {
+func ExpireOthers(ctx context.Context, db *metastore.DB, keep int64, now time.Time, ttl time.Duration) error {
 	return db.Tx(ctx, func(tx *metastore.Tx) error {
+		if err := boundIdle(ctx, tx, ttl); err != nil {
+			return err
+		}
 		_, err := tx.Exec(ctx, `UPDATE cluster_worker_node SET state = $1, expires_ms = $2 WHERE state = $3 AND id <> $4`, StateExpired, toMS(now), StateRunning, keep)
 		return err
 	})
+}
+
+// SetAddress changes this node's advertised address (a server that
+// learns its port only when it starts listening).
+func (m *Member) SetAddress(ctx context.Context, host string, port int) error {
+	m.mu.Lock()
+	m.cfg.Host, m.cfg.Port = host, port
+	m.mu.Unlock()
+	return m.cfg.DB.UnfencedTx(ctx, func(tx *metastore.Tx) error {
+		if err := boundIdle(ctx, tx, m.cfg.TTL); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE cluster_worker_node SET host = $1, port = $2 WHERE id = $3`, host, port, m.ID())
+		return err
+	})
+}
+
+// SweepDuty is the meta leader's duty (Leader.Lead): ExpireLapsed now.
+func SweepDuty(db *metastore.DB, ttl time.Duration) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := ExpireLapsed(ctx, db, time.Now(), ttl)
+		return err
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/cluster"
 	"github.com/runneldb/runnel/internal/meta"
 	"github.com/runneldb/runnel/internal/pgwire"
 	"github.com/runneldb/runnel/internal/sink"
@@ -100,6 +101,10 @@ type Meta interface {
 	Recover(ctx context.Context, reason string) error
 	WaitEpochsWritten(ctx context.Context, group uint64, epochs []uint64) error
 	Recoveries() []meta.RecoveryRecord
+
+	// WorkerNodes lists the cluster's nodes (rw_worker_nodes, SHOW
+	// CLUSTER), read from the metadata store.
+	WorkerNodes(ctx context.Context) ([]cluster.Node, error)
 }
 
 // JobProgress is a creation in progress, as SHOW JOBS shows it.

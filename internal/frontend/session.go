@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"sort"
 	"strconv"
@@ -307,7 +308,7 @@ func (st *statement) executeRunnel(ctx context.Context, r parser.RunnelStmt) (pg
 		}
 		return pgwire.Result{Tag: "RECOVER"}, nil
 	case *parser.ShowObjects:
-		return st.showObjects(r)
+		return st.showObjects(ctx, r)
 	case *parser.Describe:
 		return st.describe(r.Schema, r.Name, true)
 	case *parser.ShowColumns:
@@ -338,6 +339,9 @@ func (st *statement) runnelColumns(r parser.RunnelStmt) ([]pgwire.Column, error)
 		if r.Kind == parser.ShowJobs {
 			return []pgwire.Column{{Name: "Id", Type: types.Int64}, {Name: "Statement", Type: types.Varchar}, {Name: "Progress", Type: types.Varchar}}, nil
 		}
+		if r.Kind == parser.ShowCluster {
+			return showClusterColumns, nil
+		}
 		return []pgwire.Column{{Name: "Name", Type: types.Varchar}}, nil
 	case *parser.Describe, *parser.ShowColumns:
 		return describeColumns, nil
@@ -349,8 +353,14 @@ func (st *statement) runnelColumns(r parser.RunnelStmt) ([]pgwire.Column, error)
 	return nil, nil
 }
 
+// showClusterColumns are SHOW CLUSTER's: one row per node (the rows of
+// rw_catalog.rw_worker_nodes, with the last heartbeat).
+var showClusterColumns = []pgwire.Column{{Name: "Id", Type: types.Int64}, {Name: "Addr", Type: types.Varchar},
+	{Name: "Type", Type: types.Varchar}, {Name: "State", Type: types.Varchar}, {Name: "Parallelism", Type: types.Int64},
+	{Name: "Started At", Type: types.Timestamptz}, {Name: "Last Heartbeat", Type: types.Timestamptz}}
+
 // showObjects answers SHOW TABLES / DATABASES / SCHEMAS / MATERIALIZED VIEWS / JOBS.
-func (st *statement) showObjects(r *parser.ShowObjects) (pgwire.Result, error) {
+func (st *statement) showObjects(ctx context.Context, r *parser.ShowObjects) (pgwire.Result, error) {
 	ss := st.sess
 	cols, _ := st.runnelColumns(r)
 	var rows []types.Row
@@ -362,6 +372,16 @@ func (st *statement) showObjects(r *parser.ShowObjects) (pgwire.Result, error) {
 	case parser.ShowSchemas:
 		for _, s := range ss.s.catalog.Schemas(ss.db.ID) {
 			rows = append(rows, types.Row{types.DVarchar(s.Name)})
+		}
+	case parser.ShowCluster:
+		nodes, err := ss.s.meta.WorkerNodes(ctx)
+		if err != nil {
+			return pgwire.Result{}, fmt.Errorf("SHOW CLUSTER: %w", err)
+		}
+		for _, n := range nodes {
+			rows = append(rows, types.Row{types.DInt64(n.ID), types.DVarchar(net.JoinHostPort(n.Host, strconv.Itoa(n.Port))),
+				types.DVarchar(strings.Join(n.Roles, ",")), types.DVarchar(n.State), types.DInt64(int64(n.Parallelism)),
+				types.DTimestamptz(n.StartedAt.UnixMicro()), types.DTimestamptz(n.Heartbeat.UnixMicro())})
 		}
 	case parser.ShowJobs:
 		for _, j := range ss.s.meta.CreatingJobs() {

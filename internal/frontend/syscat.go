@@ -97,6 +97,9 @@ type sysCtx struct {
 	cat  CatalogReader
 	db   *catalog.Database
 	rels []*catalog.Relation // the database's visible relations, by id
+	// err is a failure of a rows function that reads outside memory
+	// (rw_worker_nodes reads the metadata store); scanSystem returns it.
+	err error
 }
 
 func newSysCtx(ss *session) *sysCtx {
@@ -376,7 +379,11 @@ func scanSystem(ss *session, rel *catalog.Relation) (batch.RowIterator, error) {
 		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "system table %q cannot be read here", rel.Name)
 	}
 	t := sysTables[i]
-	vals := t.rows(newSysCtx(ss))
+	sc := newSysCtx(ss)
+	vals := t.rows(sc)
+	if sc.err != nil {
+		return nil, fmt.Errorf("system table %s.%s: %w", t.schema, t.name, sc.err)
+	}
 	rows := make([]types.Row, 0, len(vals))
 	for _, v := range vals {
 		if len(v) != len(t.cols) {

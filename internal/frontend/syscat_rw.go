@@ -1,7 +1,9 @@
 package frontend
 
 import (
+	"context"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
@@ -32,7 +34,25 @@ func rwSysTables() []*sysTable {
 		rw("rw_sinks", `id int4, name text, schema_id int4, owner text, connector text, sink_type text, definition text, append_only bool,
 			status text, pending_rows int8, pending_epochs int4, delivered_epoch int8, delivered_rows int8, last_error text`, sinkRows), // sink.go
 		rw("rw_failed_jobs", "id int4, name text, kind text, error text", failedJobRows), // statecatalog.go
+		rw("rw_worker_nodes", "id int4, host text, port int4, type text, state text, parallelism int4, started_at timestamptz", workerNodeRows),
 	}
+}
+
+// workerNodeRows lists the cluster's nodes as the metadata store has them
+// (internal/cluster): one row per node incarnation, its roles as type.
+func workerNodeRows(sc *sysCtx) [][]any {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes, err := sc.ss.s.meta.WorkerNodes(ctx)
+	if err != nil {
+		sc.err = err
+		return nil
+	}
+	out := make([][]any, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, []any{n.ID, n.Host, int64(n.Port), strings.Join(n.Roles, ","), n.State, int64(n.Parallelism), n.StartedAt})
+	}
+	return out
 }
 
 // relationRows lists the session database's relations of one kind, as

@@ -18,6 +18,7 @@ var ErrAmbiguousCommit = errors.New("metastore: commit outcome unknown")
 const (
 	PointBegin        = "begin"         // before BEGIN
 	PointBeforeCommit = "before-commit" // fn succeeded, COMMIT not yet sent
+	PointFenced       = "fenced"        // the fence (SetFence) passed, COMMIT not yet sent
 	PointAfterCommit  = "after-commit"  // COMMIT succeeded
 )
 
@@ -116,9 +117,10 @@ func isTransient(err error) bool {
 	return false
 }
 
-// SetFaultHook installs fn, which Tx calls at PointBegin, PointBeforeCommit
-// and PointAfterCommit. An error at PointBegin or PointBeforeCommit fails
-// the transaction before anything persisted; an error at PointAfterCommit is
+// SetFaultHook installs fn, which Tx calls at PointBegin, PointBeforeCommit,
+// PointFenced (only when a fence is installed) and PointAfterCommit. An
+// error at PointBegin, PointBeforeCommit or PointFenced fails the
+// transaction before anything persisted; an error at PointAfterCommit is
 // returned although the transaction committed, as an ambiguous error — the
 // lost-acknowledgement case. An error at PointBeforeCommit that wraps
 // ErrAmbiguousCommit is reported as ambiguous although nothing persisted, so

@@ -288,6 +288,10 @@ func (d *DB) txOnce(ctx context.Context, opts *sql.TxOptions, unfenced bool, fn 
 			tx.Rollback()
 			return &txError{stage: stageFn, definite: true, cause: err, bare: true}
 		}
+		if err := d.faultAt(PointFenced); err != nil {
+			tx.Rollback()
+			return &txError{stage: stageCommit, definite: true, cause: fmt.Errorf("metastore: before commit: %w", err)}
+		}
 	}
 	// Past this check COMMIT may reach the server; before it, a cancelled
 	// caller gets a clean "not committed".

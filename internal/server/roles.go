@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/cluster"
 	"github.com/runneldb/runnel/internal/compute"
 	"github.com/runneldb/runnel/internal/frontend"
 	"github.com/runneldb/runnel/internal/meta"
@@ -147,3 +148,7 @@ func (m metaRole) WaitEpochsWritten(ctx context.Context, group uint64, epochs []
 }
 
 func (m metaRole) Recoveries() []meta.RecoveryRecord { return m.s.epochs.Recoveries() }
+
+func (m metaRole) WorkerNodes(ctx context.Context) ([]cluster.Node, error) {
+	return m.s.WorkerNodes(ctx)
+}

@@ -9,9 +9,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/cluster"
 	"github.com/runneldb/runnel/internal/compute"
 	"github.com/runneldb/runnel/internal/frontend"
 	"github.com/runneldb/runnel/internal/httpapi"
@@ -70,8 +72,15 @@ type Config struct {
 	// (package mysqlwire; "" disables it, the default).
 	MySQLListen string
 	// Pprof serves /debug/pprof/ on the HTTP listener.
-	Pprof  bool
-	Logger *slog.Logger
+	Pprof bool
+	// Advertise is the host:port other nodes and clients reach this node
+	// at, recorded in the cluster's node table (default: the pgwire
+	// listener's address).
+	Advertise string
+	// LeaseTTL is the meta leadership lease and the membership lease
+	// (default cluster.DefaultLeaseTTL).
+	LeaseTTL time.Duration
+	Logger   *slog.Logger
 }
 
 func (c *Config) fill() {
@@ -102,6 +111,9 @@ func (c *Config) fill() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = cluster.DefaultLeaseTTL
+	}
 }
 
 // Server is a running single-process Runnel.
@@ -131,6 +143,10 @@ type Server struct {
 	// The MySQL listener (mysql.go).
 	mysql     *mysqlwire.Server
 	mysqlAddr string
+
+	// This node in the cluster tables and its meta leadership (cluster.go).
+	cluster     *clusterNode
+	steppedDown atomic.Bool
 }
 
 // Open opens (or creates) the data directory, loads the catalog and starts
@@ -139,15 +155,21 @@ type Server struct {
 func Open(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.fill()
 	s := &Server{cfg: cfg, log: cfg.Logger}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create data directory %s: %w", cfg.DataDir, err)
+	if err := ensureDataDir(cfg); err != nil {
+		return nil, err
 	}
 	var err error
 	if s.metaDB, err = metastore.Open(ctx, cfg.MetaStoreURL); err != nil {
 		return nil, err
 	}
+	// Leadership first: every commit below, the storage engine's first
+	// included, is fenced by this process's term (cluster.go).
+	if err := s.joinCluster(ctx); err != nil {
+		s.close()
+		return nil, err
+	}
 	if s.objects, err = objstore.Open(ctx, cfg.ObjectStoreURL); err != nil {
-		s.metaDB.Close()
+		s.close()
 		return nil, err
 	}
 	// A misconfigured or unreachable object store is reported now, not at
@@ -156,7 +178,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if err := objstore.ProbeUntil(ctx, s.objects, cfg.ObjectStoreWait, func(err error, next time.Duration) {
 		s.log.Warn("object store not usable yet; retrying", "object_store", cfg.ObjectStoreURL, "err", err, "retry_in", next)
 	}); err != nil {
-		s.metaDB.Close()
+		s.close()
 		return nil, fmt.Errorf("object store %s is not usable: %w", cfg.ObjectStoreURL, err)
 	}
 	s.store, err = storage.Open(ctx, storage.Options{
@@ -167,7 +189,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		Logger:           s.log,
 	})
 	if err != nil {
-		s.metaDB.Close()
+		s.close()
 		return nil, fmt.Errorf("open storage: %w", err)
 	}
 	if s.catalog, err = catalog.Open(ctx, s.metaDB); err != nil {
@@ -219,7 +241,16 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	s.startClusterLoops()
 	return s, nil
+}
+
+// ensureDataDir creates the data directory.
+func ensureDataDir(cfg Config) error {
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("create data directory %s: %w", cfg.DataDir, err)
+	}
+	return nil
 }
 
 // ListenAndServe listens on cfg.Listen and serves until Close.
@@ -234,8 +265,12 @@ func (s *Server) ListenAndServe() error {
 // Serve serves pgwire connections on ln until Close.
 func (s *Server) Serve(ln net.Listener) error {
 	s.ln = ln
+	s.advertiseListener(ln)
 	s.log.Info("runnel is ready", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir)
 	err := s.pg.Serve(ln)
+	if s.steppedDown.Load() {
+		return ErrSteppedDown
+	}
 	if errors.Is(err, net.ErrClosed) {
 		return nil
 	}
@@ -269,6 +304,7 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) close() error {
+	s.leaveCluster()
 	var errs []error
 	if s.store != nil {
 		errs = append(errs, s.store.Close())

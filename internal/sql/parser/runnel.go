@@ -18,7 +18,7 @@ type Recover struct{}
 
 // ShowObjects lists catalog objects: SHOW TABLES [FROM schema], SHOW
 // DATABASES, SHOW SCHEMAS, SHOW MATERIALIZED VIEWS [FROM schema], SHOW VIEWS,
-// SHOW SOURCES, SHOW JOBS.
+// SHOW SOURCES, SHOW JOBS, SHOW SINKS, SHOW CLUSTER.
 type ShowObjects struct {
 	Kind   ObjectKind
 	Schema string // "" when no FROM clause
@@ -36,6 +36,7 @@ const (
 	ShowSources
 	ShowJobs
 	ShowSinks
+	ShowCluster
 )
 
 // Describe shows the columns of a relation: DESCRIBE [schema.]name.
@@ -212,6 +213,8 @@ func parseShow(w []word) (RunnelStmt, bool, error) {
 		kind = ShowJobs
 	case isKw(w, 1, "sinks"):
 		kind = ShowSinks
+	case isKw(w, 1, "cluster"):
+		kind = ShowCluster
 	case isKw(w, 1, "materialized") && isKw(w, 2, "views"):
 		kind = ShowMaterializedViews
 		next = 3
