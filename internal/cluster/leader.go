@@ -317,7 +317,12 @@ func (l *Leader) Lead(ctx context.Context, duty func(ctx context.Context) error)
 		case <-t.C:
 		}
 		if duty != nil {
-			if err := duty(ctx); err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
+			err := duty(ctx)
+			switch {
+			case err == nil || ctx.Err() != nil:
+			case errors.Is(err, ErrFenced) || errors.Is(err, ErrNotLeader):
+				l.cfg.Log.Error("meta leader's commit refused: another node leads now", "err", err)
+			default:
 				l.cfg.Log.Warn("meta leader duty failed; retrying", "err", err)
 			}
 		}
