@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -211,4 +212,38 @@ func waitLog(t *testing.T, p *servertest.Process, text string) {
 	waitFor(t, map[string]*servertest.Process{"log": p}, fmt.Sprintf("%q in the log", text), func() bool {
 		return strings.Contains(readLog(t, p), text)
 	})
+}
+
+// TestClusterSettingsConfig: advertise and lease_ttl come from the
+// configuration file like every setting, a bad lease_ttl in the file or
+// in RUNNEL_LEASE_TTL is refused, and the flag wins over the file.
+func TestClusterSettingsConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runnel.toml")
+	if err := os.WriteFile(path, []byte("role = \"meta\"\nadvertise = \"10.0.0.5:4566\"\nlease_ttl = \"3s\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	role := fs.String("role", "all", "")
+	advertise := fs.String("advertise", "", "")
+	lease := fs.Duration("lease-ttl", 10*time.Second, "")
+	if err := fs.Parse([]string{"--lease-ttl", "4s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyConfigFile(fs, path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if *role != "meta" || *advertise != "10.0.0.5:4566" || *lease != 4*time.Second {
+		t.Fatalf("role=%s advertise=%s lease-ttl=%v", *role, *advertise, *lease)
+	}
+	if err := os.WriteFile(path, []byte("lease_ttl = \"soon\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyConfigFile(fs, path, nil); err == nil || !strings.Contains(err.Error(), "lease_ttl") {
+		t.Fatalf("bad lease_ttl in the file: %v", err)
+	}
+	t.Setenv("RUNNEL_LEASE_TTL", "soon")
+	var stderr strings.Builder
+	if code := serveMain(nil, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "RUNNEL_LEASE_TTL") {
+		t.Fatalf("serve with RUNNEL_LEASE_TTL=soon: exit %d, %q", code, stderr.String())
+	}
 }

@@ -34,9 +34,14 @@
 // is 0, and the node steps down (a meta node goes back to standby; a
 // single process stops serving) — it never crashes.
 //
-// The check holds the term row's share lock only from the check to COMMIT.
-// A process stopped in exactly that window delays a takeover until it is
-// resumed or its connection dies; safety is unaffected.
+// The check holds the term row's share lock only from the check to COMMIT,
+// and the lease and membership transactions lock their rows briefly. On
+// PostgreSQL each of them also bounds its idle time to one lease
+// (idle_in_transaction_session_timeout, set for the transaction only): a
+// process stopped inside one has its session ended by the server, which
+// releases the locks a takeover or a heartbeat waits for, and nothing of
+// that transaction commits. SQLite (one machine) has no such bound: a
+// process stopped inside a write transaction holds the database's lock.
 //
 // # Membership
 //

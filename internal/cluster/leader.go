@@ -233,6 +233,15 @@ func (l *Leader) Renew(ctx context.Context) error {
 	return err
 }
 
+// sqliteTermQuery is the fence's read on SQLite, compiled once (Prepare).
+const sqliteTermQuery = `SELECT term, holder FROM cluster_meta_term WHERE id = 1`
+
+// Prepare compiles the fence's query once, so that the check every commit
+// runs costs one small read (SQLite; a no-op on PostgreSQL).
+func (l *Leader) Prepare(ctx context.Context) error {
+	return l.cfg.DB.Prepare(ctx, sqliteTermQuery)
+}
+
 // checkTerm refuses with a FencedError unless the store's term is mine.
 // On PostgreSQL it share-locks the term row until the transaction ends
 // (a takeover waits for it) and bounds the transaction's idle time in
@@ -247,7 +256,7 @@ func (l *Leader) checkTerm(ctx context.Context, tx *metastore.Tx, mine uint64) e
 		err = tx.QueryRow(ctx, `SELECT term, holder, set_config('idle_in_transaction_session_timeout', $1, true) FROM cluster_meta_term WHERE id = 1 FOR SHARE`,
 			idleSetting(l.cfg.TTL)).Scan(&term, &holder, &set)
 	} else {
-		err = tx.QueryRow(ctx, `SELECT term, holder FROM cluster_meta_term WHERE id = 1`).Scan(&term, &holder)
+		err = tx.QueryRow(ctx, sqliteTermQuery).Scan(&term, &holder)
 	}
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("cluster: check meta term: %w", err)

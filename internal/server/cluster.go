@@ -79,6 +79,9 @@ func (s *Server) joinCluster(ctx context.Context) error {
 	if _, _, err := c.leader.TryAcquire(ctx, true); err != nil {
 		return fmt.Errorf("take the meta leadership: %w", err)
 	}
+	if err := c.leader.Prepare(ctx); err != nil {
+		return err
+	}
 	s.metaDB.SetFence(c.leader.Fence)
 	if err := cluster.ExpireOthers(ctx, s.metaDB, c.member.ID(), time.Now(), c.ttl); err != nil {
 		return err

@@ -12,4 +12,12 @@
 // wiring, the HTTP observer that reads all of them (observe_*.go), and the
 // accessors tests and benchmarks in other packages use (Internals,
 // StateSize, WaitSources, SourceRows).
+//
+// cluster.go puts the process in the cluster tables (internal/cluster):
+// it registers the node, takes the meta leadership by force (a process
+// with every role claims the cluster) and installs the term check as the
+// metastore's fence before the storage engine opens, so every catalog and
+// version commit is fenced (I1/I2); when the leadership is lost it steps
+// down (stops serving, Serve returns ErrSteppedDown). metanode.go runs
+// the meta role alone (`runnel serve --role meta`).
 package server
