@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
+	"github.com/runneldb/runnel/internal/cluster"
 	"github.com/runneldb/runnel/internal/metastore"
 	"github.com/runneldb/runnel/internal/objstore"
 	"github.com/runneldb/runnel/internal/storage"
@@ -39,6 +40,10 @@ const (
 var components = map[string]func() []metastore.Migration{
 	"storage": storage.Migrations,
 	"catalog": catalog.Migrations,
+	// The leadership and node tables: a restored process with every role
+	// takes the leadership over (a higher term) and marks the nodes of
+	// the backup expired.
+	"cluster": cluster.Migrations,
 }
 
 // Manifest describes one complete backup.

@@ -35,6 +35,10 @@ CREATE TABLE cluster_worker_node (
 )`},
 }
 
+// Migrations are the cluster component's schema steps (a backup restores
+// them with the tables' rows).
+func Migrations() []metastore.Migration { return append([]metastore.Migration(nil), migrations...) }
+
 // Migrate creates or upgrades the cluster tables.
 func Migrate(ctx context.Context, db *metastore.DB) error {
 	return db.Migrate(ctx, "cluster", migrations)
