@@ -89,7 +89,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			"streaming-cache-mb": "RUNNEL_STREAMING_CACHE_MB", "barrier-interval": "RUNNEL_BARRIER_INTERVAL",
 			"http-listen": "RUNNEL_HTTP_LISTEN", "pprof": "RUNNEL_PPROF", "mysql-listen": "RUNNEL_MYSQL_LISTEN",
 			"actor-stop-timeout": "RUNNEL_ACTOR_STOP_TIMEOUT",
-			"role": "RUNNEL_ROLE", "advertise": "RUNNEL_ADVERTISE", "lease-ttl": "RUNNEL_LEASE_TTL",
+			"role":               "RUNNEL_ROLE", "advertise": "RUNNEL_ADVERTISE", "lease-ttl": "RUNNEL_LEASE_TTL",
 		}
 		if err := applyConfigFile(fs, *configFile, envNames); err != nil {
 			fmt.Fprintln(stderr, "runnel:", err)
