@@ -212,13 +212,7 @@ func (c *conn) handshake() error {
 	g = append(g, 0)
 	g = append(g, nativePasswordPlugin...)
 	g = append(g, 0)
-	if err := c.pio.writePacket(g); err != nil {
-		return err
-	}
-	if err := c.pio.flush(); err != nil {
-		return err
-	}
-	pkt, err := c.pio.readPacket()
+	pkt, err := c.exchange(g)
 	if err != nil {
 		return err
 	}
@@ -325,13 +319,7 @@ func (c *conn) authenticate(user, plugin, authResp string) error {
 		// Ask for the password in clear text (AuthSwitchRequest).
 		sw := append([]byte{0xfe}, clearPasswordPlugin...)
 		sw = append(sw, 0)
-		if err := c.pio.writePacket(sw); err != nil {
-			return err
-		}
-		if err := c.pio.flush(); err != nil {
-			return err
-		}
-		pkt, err := c.pio.readPacket()
+		pkt, err := c.exchange(sw)
 		if err != nil {
 			return err
 		}
@@ -343,6 +331,17 @@ func (c *conn) authenticate(user, plugin, authResp string) error {
 		return denied()
 	}
 	return nil
+}
+
+// exchange sends one packet of the handshake and reads the client's reply.
+func (c *conn) exchange(payload []byte) ([]byte, error) {
+	if err := c.pio.writePacket(payload); err != nil {
+		return nil, err
+	}
+	if err := c.pio.flush(); err != nil {
+		return nil, err
+	}
+	return c.pio.readPacket()
 }
 
 func isLoopback(a net.Addr) bool {

@@ -231,7 +231,7 @@ func (c *conn) writeResult(ctx context.Context, res pgwire.Result, binaryRows, m
 		return sqlerr.New(sqlerr.FeatureNotSupported, "COPY is not supported over the MySQL protocol; use pgwire")
 	}
 	if res.Rows == nil {
-		return c.writeOK(affectedRows(res.Tag), more)
+		return c.writeOK(pgwire.AffectedRows(res.Tag), more)
 	}
 	defer res.Rows.Close()
 	return c.writeRows(ctx, res.Columns, res.Rows, binaryRows, more)
@@ -301,21 +301,6 @@ func (c *conn) writeRows(ctx context.Context, pcols []pgwire.Column, rows pgwire
 		}
 	}
 	return c.writeEOF(more)
-}
-
-// affectedRows reads the row count of a command tag ("INSERT 0 3",
-// "UPDATE 2", "DELETE 1"); other commands affect no rows.
-func affectedRows(tag string) uint64 {
-	f := strings.Fields(tag)
-	if len(f) < 2 {
-		return 0
-	}
-	switch f[0] {
-	case "INSERT", "UPDATE", "DELETE", "MERGE", "COPY", "SELECT":
-		n, _ := strconv.ParseUint(f[len(f)-1], 10, 64)
-		return n
-	}
-	return 0
 }
 
 // staticRows serves rows computed by this package (SHOW VARIABLES, @@var).

@@ -47,11 +47,20 @@ func translate(sql string, prepare bool) ([]translated, error) {
 		b.Reset()
 		stmtParams = 0
 	}
-	param := func() {
+	placeholder := func() string {
 		nparams++
 		stmtParams++
-		b.WriteByte('$')
-		b.WriteString(strconv.Itoa(nparams))
+		return "$" + strconv.Itoa(nparams)
+	}
+	// limitOperand renders one operand of LIMIT a, b.
+	limitOperand := func(v string) (string, error) {
+		if v != "?" {
+			return v, nil
+		}
+		if !prepare {
+			return "", sqlerr.New(sqlerr.SyntaxError, `syntax error at or near "?"`)
+		}
+		return placeholder(), nil
 	}
 	for i := 0; i < len(sql); {
 		c := sql[i]
@@ -113,7 +122,7 @@ func translate(sql string, prepare bool) ([]translated, error) {
 			}
 			i += 2 + end + 2
 		case c == '?' && prepare:
-			param()
+			b.WriteString(placeholder())
 			i++
 		case c == ';':
 			flush()
@@ -146,26 +155,13 @@ func translate(sql string, prepare bool) ([]translated, error) {
 					// LIMIT a, b skips a rows and returns b: the offset
 					// comes first in the text, so it is parameter n+1
 					// when both are placeholders.
-					var off, cnt string
-					if a == "?" {
-						if !prepare {
-							return nil, sqlerr.New(sqlerr.SyntaxError, `syntax error at or near "?"`)
-						}
-						nparams++
-						stmtParams++
-						off = "$" + strconv.Itoa(nparams)
-					} else {
-						off = a
+					off, err := limitOperand(a)
+					if err != nil {
+						return nil, err
 					}
-					if bb == "?" {
-						if !prepare {
-							return nil, sqlerr.New(sqlerr.SyntaxError, `syntax error at or near "?"`)
-						}
-						nparams++
-						stmtParams++
-						cnt = "$" + strconv.Itoa(nparams)
-					} else {
-						cnt = bb
+					cnt, err := limitOperand(bb)
+					if err != nil {
+						return nil, err
 					}
 					b.WriteString(" " + cnt + " OFFSET " + off)
 					i += n

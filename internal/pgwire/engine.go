@@ -3,6 +3,8 @@ package pgwire
 import (
 	"context"
 	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/runneldb/runnel/internal/types"
@@ -209,4 +211,21 @@ type CopySink interface {
 	// Abort is called instead of Finish when the COPY fails (client
 	// CopyFail, a bad row, a Write error, connection lost).
 	Abort()
+}
+
+// AffectedRows reads the row count of a command tag ("INSERT 0 3",
+// "UPDATE 2", "DELETE 1", "SELECT 5"), for protocols that report counts
+// rather than tags (MySQL's OK packet, SQL over HTTP); other commands
+// affect no rows.
+func AffectedRows(tag string) uint64 {
+	f := strings.Fields(tag)
+	if len(f) < 2 {
+		return 0
+	}
+	switch f[0] {
+	case "INSERT", "UPDATE", "DELETE", "MERGE", "COPY", "SELECT":
+		n, _ := strconv.ParseUint(f[len(f)-1], 10, 64)
+		return n
+	}
+	return 0
 }

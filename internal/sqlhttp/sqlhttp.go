@@ -178,7 +178,7 @@ func execAll(ctx context.Context, sess pgwire.Session, sql string, fn func(pgwir
 
 func toOutput(ctx context.Context, res pgwire.Result, budget *int) (output, error) {
 	if res.Rows == nil {
-		n := affectedRows(res.Tag)
+		n := pgwire.AffectedRows(res.Tag)
 		return output{AffectedRows: &n}, nil
 	}
 	defer res.Rows.Close()
@@ -284,20 +284,6 @@ func jsonValue(d types.Datum, t types.Type) json.RawMessage {
 	}
 	b, _ := json.Marshal(types.FormatText(d, t, nil))
 	return b
-}
-
-// affectedRows reads the row count of a command tag ("INSERT 0 3").
-func affectedRows(tag string) uint64 {
-	f := strings.Fields(tag)
-	if len(f) < 2 {
-		return 0
-	}
-	switch f[0] {
-	case "INSERT", "UPDATE", "DELETE", "MERGE", "SELECT":
-		n, _ := strconv.ParseUint(f[len(f)-1], 10, 64)
-		return n
-	}
-	return 0
 }
 
 // greptimeCodes maps SQLSTATEs to GreptimeDB's status codes.
