@@ -33,6 +33,9 @@ func (b *Binder) bindRecursiveCTE(cte *pg.CommonTableExpr, q *pg.SelectStmt, fra
 	if q.Op != pg.SetOperation_SETOP_UNION || q.Larg == nil || q.Rarg == nil {
 		return nil, b.errorf(cte.Location, "42P19", "recursive query \"%s\" does not have the form non-recursive-term UNION [ALL] recursive-term", name)
 	}
+	if cte.SearchClause != nil || cte.CycleClause != nil {
+		return nil, b.errorf(cte.Location, sqlerr.FeatureNotSupported, "SEARCH and CYCLE clauses of recursive queries are not supported")
+	}
 	if len(q.SortClause) > 0 {
 		return nil, b.errorf(cte.Location, sqlerr.FeatureNotSupported, "ORDER BY in a recursive query is not implemented")
 	}
