@@ -335,16 +335,7 @@ func TestFileSinkMaxRowCount(t *testing.T) {
 				if enc == "PARQUET" {
 					rows = parquetRows(t, data)
 				} else {
-					for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-						var r struct {
-							ID int
-							V  string
-						}
-						if err := json.Unmarshal([]byte(line), &r); err != nil {
-							t.Fatalf("%s: %q: %v", e.Name(), line, err)
-						}
-						rows = append(rows, fmt.Sprintf("%d|%s", r.ID, r.V))
-					}
+					rows = idvRows(t, e.Name(), data)
 				}
 				if len(rows) > 1000 {
 					t.Fatalf("%s: %s holds %d rows, more than max_row_count", enc, e.Name(), len(rows))
@@ -366,6 +357,24 @@ func TestFileSinkMaxRowCount(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+}
+
+// idvRows reads a JSON-lines file of rows {"id": int, "v": text} as
+// "id|v" lines.
+func idvRows(t *testing.T, name string, data []byte) []string {
+	t.Helper()
+	var rows []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r struct {
+			ID int
+			V  string
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%s: %q: %v", name, line, err)
+		}
+		rows = append(rows, fmt.Sprintf("%d|%s", r.ID, r.V))
+	}
+	return rows
 }
 
 func isCode(err error, code string) bool {

@@ -2,7 +2,6 @@ package sinktest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -182,20 +181,11 @@ func TestFileSinkRolloverPartsAndRecover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-			if len(lines) > 1000 {
-				t.Fatalf("%s holds %d rows, more than max_row_count", e.Name(), len(lines))
+			rows := idvRows(t, e.Name(), data)
+			if len(rows) > 1000 {
+				t.Fatalf("%s holds %d rows, more than max_row_count", e.Name(), len(rows))
 			}
-			for _, line := range lines {
-				var r struct {
-					ID int
-					V  string
-				}
-				if err := json.Unmarshal([]byte(line), &r); err != nil {
-					t.Fatalf("%s: %q: %v", e.Name(), line, err)
-				}
-				got = append(got, fmt.Sprintf("%d|%s", r.ID, r.V))
-			}
+			got = append(got, rows...)
 			firsts[m[1]] = true
 		}
 		slices.Sort(got)
