@@ -125,10 +125,27 @@ func (t *Table) drainLog(fn func(memEntry)) {
 	t.log = t.log[:0]
 }
 
-// settle moves the log into mem (before any read of mem).
+// settle moves the log into mem (before any read of mem). It runs before
+// every read, mostly with a log of one write or none (a join probes the
+// side it did not just write; Materialize reads before it writes): no
+// closure, no sort then.
 func (t *Table) settle() {
-	if len(t.log) > 0 {
-		t.drainLog(func(e memEntry) { t.mem.ReplaceOrInsert(e) })
+	switch len(t.log) {
+	case 0:
+	case 1:
+		t.mem.ReplaceOrInsert(t.log[0].memEntry)
+		t.log[0] = logEntry{}
+		t.log = t.log[:0]
+	default:
+		t.sortLog()
+		for i, e := range t.log {
+			if i+1 < len(t.log) && t.log[i+1].key == e.key {
+				continue // superseded by a later write
+			}
+			t.mem.ReplaceOrInsert(e.memEntry)
+		}
+		clear(t.log)
+		t.log = t.log[:0]
 	}
 }
 
