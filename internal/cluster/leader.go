@@ -67,17 +67,22 @@ type LeaseInfo struct {
 	Expires time.Time
 }
 
+// fillDefaults sets a lease, a clock and a logger left unset.
+func fillDefaults(ttl *time.Duration, clock *func() time.Time, log **slog.Logger) {
+	if *ttl <= 0 {
+		*ttl = DefaultLeaseTTL
+	}
+	if *clock == nil {
+		*clock = time.Now
+	}
+	if *log == nil {
+		*log = slog.Default()
+	}
+}
+
 // NewLeader returns a contender that holds nothing yet.
 func NewLeader(cfg LeaderConfig) *Leader {
-	if cfg.TTL <= 0 {
-		cfg.TTL = DefaultLeaseTTL
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
+	fillDefaults(&cfg.TTL, &cfg.Clock, &cfg.Log)
 	l := &Leader{cfg: cfg, lost: make(chan struct{})}
 	close(l.lost) // nothing held, nothing to lose
 	return l

@@ -65,6 +65,23 @@ func newLeader(db *metastore.DB, holder string, c *clock) *cluster.Leader {
 	return cluster.NewLeader(cluster.LeaderConfig{DB: db, Holder: holder, TTL: ttl, Clock: c.now})
 }
 
+// nodes are two nodes on one store, A leading (term 1), B a standby.
+type nodes struct {
+	dbA, dbB       *metastore.DB
+	a, b           *cluster.Leader
+	clockA, clockB clock
+}
+
+func twoNodes(t *testing.T, url string) *nodes {
+	t.Helper()
+	n := &nodes{dbA: open(t, url), dbB: open(t, url)}
+	n.a, n.b = newLeader(n.dbA, "node-a", &n.clockA), newLeader(n.dbB, "node-b", &n.clockB)
+	if took, _, err := n.a.TryAcquire(bg, false); err != nil || !took {
+		t.Fatalf("A acquire: took=%v err=%v", took, err)
+	}
+	return n
+}
+
 // pauser holds the transactions of one store at a fault point while armed.
 type pauser struct {
 	armed   atomic.Bool
@@ -100,13 +117,8 @@ func TestPausedLeaderCannotCommit(t *testing.T) {
 }
 
 func pausedLeader(t *testing.T, st store, paused string) {
-	url := st.url(t)
-	dbA, dbB := open(t, url), open(t, url)
-	var clockA, clockB clock
-	a, b := newLeader(dbA, "node-a", &clockA), newLeader(dbB, "node-b", &clockB)
-	if took, _, err := a.TryAcquire(bg, false); err != nil || !took {
-		t.Fatalf("A acquire: took=%v err=%v", took, err)
-	}
+	n := twoNodes(t, st.url(t))
+	dbA, dbB, a, b, clockB := n.dbA, n.dbB, n.a, n.b, &n.clockB
 	if a.Term() != 1 {
 		t.Fatalf("A's term = %d, want 1", a.Term())
 	}
@@ -219,13 +231,8 @@ func pausedLeader(t *testing.T, st store, paused string) {
 func TestLeaseRenewalAndForce(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
-			url := st.url(t)
-			dbA, dbB := open(t, url), open(t, url)
-			var clockA, clockB clock
-			a, b := newLeader(dbA, "node-a", &clockA), newLeader(dbB, "node-b", &clockB)
-			if took, _, err := a.TryAcquire(bg, false); err != nil || !took {
-				t.Fatalf("A acquire: took=%v err=%v", took, err)
-			}
+			n := twoNodes(t, st.url(t))
+			dbA, a, b, clockA, clockB := n.dbA, n.a, n.b, &n.clockA, &n.clockB
 			clockA.advance(ttl / 2)
 			clockB.advance(ttl + ttl/4) // past the first lease, within the renewed one
 			if err := a.Renew(bg); err != nil {

@@ -65,15 +65,7 @@ type Member struct {
 
 // Register inserts this node as running, under a new id.
 func Register(ctx context.Context, cfg MemberConfig) (*Member, error) {
-	if cfg.TTL <= 0 {
-		cfg.TTL = DefaultLeaseTTL
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
+	fillDefaults(&cfg.TTL, &cfg.Clock, &cfg.Log)
 	m := &Member{cfg: cfg, started: cfg.Clock()}
 	if err := m.register(ctx); err != nil {
 		return nil, err
