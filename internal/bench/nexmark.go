@@ -281,25 +281,34 @@ func watchNexmark(e *embedded, q NexmarkQuery, opts NexmarkOptions) (stop func()
 		return int64(float64(n) / float64(rows) * float64(opts.Events))
 	}
 	p := newProgress(opts.Progress, IsTerminal(opts.Progress), q.Name, "events", opts.Events)
+	stop = every(100*time.Millisecond, func() { p.update(events()) })
+	return func() {
+		stop()
+		p.clear()
+	}
+}
+
+// every calls fn every interval on a goroutine until the returned function
+// is called, which returns once that goroutine has exited.
+func every(interval time.Duration, fn func()) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(100 * time.Millisecond)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-t.C:
-				p.update(events())
+				fn()
 			}
 		}
 	}()
 	return func() {
 		close(done)
 		<-finished
-		p.clear()
 	}
 }
 
@@ -329,29 +338,17 @@ func scrapeMetrics(e *embedded, interval time.Duration) (stop func() int) {
 	if interval <= 0 {
 		return func() int { return 0 }
 	}
-	done := make(chan struct{})
-	n := make(chan int, 1)
 	url := "http://" + e.srv.HTTPAddr() + "/metrics"
-	go func() {
-		count := 0
-		defer func() { n <- count }()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			resp, err := http.Get(url)
-			if err != nil {
-				continue
-			}
-			if _, err := io.Copy(io.Discard, resp.Body); err == nil && resp.StatusCode == http.StatusOK {
-				count++
-			}
-			resp.Body.Close()
+	count := 0
+	stopTicks := every(interval, func() {
+		resp, err := http.Get(url)
+		if err != nil {
+			return
 		}
-	}()
-	return func() int { close(done); return <-n }
+		if _, err := io.Copy(io.Discard, resp.Body); err == nil && resp.StatusCode == http.StatusOK {
+			count++
+		}
+		resp.Body.Close()
+	})
+	return func() int { stopTicks(); return count }
 }
