@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs Runnel's default test suite: installs what the tests need (PostgreSQL
-# for differential tests, an S3-compatible server), then vet, the Go tests
+# for differential tests, an S3-compatible server), then gofmt and vet, the Go tests
 # (which include the .slt files under tests/ run against a real server) and
 # a short fuzz run of the wire-protocol message loop.
 #
@@ -10,6 +10,14 @@ cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
 export PATH="$PATH:$(go env GOPATH)/bin"
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "not gofmt-formatted (run gofmt -w):" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
 
 echo "== go vet"
 go vet ./...

@@ -54,7 +54,7 @@ type Backfill struct {
 	queue   []stream.Message
 	stopped bool
 
-	gate    *BackfillGate
+	gate *BackfillGate
 
 	// Rows counts snapshot rows emitted (for SHOW JOBS progress).
 	Rows atomic.Int64
