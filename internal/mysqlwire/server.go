@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -102,45 +101,35 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		ln.Close()
 	}()
-	var backoff time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			s.mu.Lock()
-			closing := s.closing
-			s.mu.Unlock()
-			if closing {
-				return ErrServerClosed
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return fmt.Errorf("mysqlwire: accept on %s: %w", ln.Addr(), err)
-			}
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("mysqlwire: accept failed", "addr", ln.Addr(), "err", err, "retry_in", backoff)
-			time.Sleep(backoff)
-			continue
-		}
-		backoff = 0
-		c := &conn{s: s, nc: nc, pio: packetIO{r: bufio.NewReaderSize(nc, 16<<10), w: bufio.NewWriterSize(nc, 32<<10), max: s.cfg.MaxPacketSize}}
+	return pgwire.AcceptLoop(ln, "mysqlwire", s.log, func() bool {
 		s.mu.Lock()
-		if s.closing {
-			s.mu.Unlock()
-			nc.Close()
-			return ErrServerClosed
-		}
-		s.nextID++
-		c.id = s.nextID
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
+		defer s.mu.Unlock()
+		return s.closing
+	}, s.startConn, ErrServerClosed)
+}
+
+// startConn registers and starts a connection goroutine; false when the
+// server is shutting down.
+func (s *Server) startConn(nc net.Conn) bool {
+	c := &conn{s: s, nc: nc, pio: packetIO{r: bufio.NewReaderSize(nc, 16<<10), w: bufio.NewWriterSize(nc, 32<<10), max: s.cfg.MaxPacketSize}}
+	s.mu.Lock()
+	if s.closing {
 		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			c.serve()
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
-		}()
+		return false
 	}
+	s.nextID++
+	c.id = s.nextID
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+	return true
 }
 
 // errShutdown is the cause of every statement context at Shutdown.

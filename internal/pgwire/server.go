@@ -133,30 +133,40 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		ln.Close()
 	}()
+	return AcceptLoop(ln, "pgwire", s.log, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.closing
+	}, s.startConn, ErrServerClosed)
+}
+
+// AcceptLoop accepts connections on ln and hands each to start, the
+// accept loop of every wire protocol Runnel serves (pgwire, mysqlwire).
+// It returns closed once closing reports true after an accept error, or
+// when start refuses a connection (the server is shutting down; the
+// connection is closed). Temporary accept errors (out of file
+// descriptors and the like) back off instead of giving up on every
+// future client; ln closed by someone else is an error naming proto.
+func AcceptLoop(ln net.Listener, proto string, log *slog.Logger, closing func() bool, start func(net.Conn) bool, closed error) error {
 	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			s.mu.Lock()
-			closing := s.closing
-			s.mu.Unlock()
-			if closing {
-				return ErrServerClosed
+			if closing() {
+				return closed
 			}
 			if errors.Is(err, net.ErrClosed) {
-				return fmt.Errorf("pgwire: accept on %s: %w", ln.Addr(), err)
+				return fmt.Errorf("%s: accept on %s: %w", proto, ln.Addr(), err)
 			}
-			// Out of file descriptors and similar conditions pass: back
-			// off instead of giving up on every future client.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("pgwire: accept failed", "addr", ln.Addr(), "err", err, "retry_in", backoff)
+			log.Warn(proto+": accept failed", "addr", ln.Addr(), "err", err, "retry_in", backoff)
 			time.Sleep(backoff)
 			continue
 		}
 		backoff = 0
-		if !s.startConn(nc) {
+		if !start(nc) {
 			nc.Close()
-			return ErrServerClosed
+			return closed
 		}
 	}
 }
