@@ -2,7 +2,9 @@ package frontend
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/runneldb/runnel/internal/batch"
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/promql"
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -71,7 +73,7 @@ func (r *promReader) Tables() []*promql.Table { return r.tables }
 // seeks past each series' keys outside it (tsdb.SeriesScan: every
 // iterator from the query's one snapshot); rows past the TTL are hidden
 // by the storage read itself.
-func (r *promReader) Scan(ctx context.Context, t *promql.Table, minMicros, maxMicros int64) (promql.Rows, error) {
+func (r *promReader) Scan(ctx context.Context, t *promql.Table, minMicros, maxMicros int64, cols, seriesCols []int) (promql.Rows, error) {
 	rel := t.Ref.(*catalog.Relation)
 	table := storage.TableID(rel.StateTable)
 	opt := storage.ReadOptions{Time: &storage.TimeRange{Min: minMicros, Max: maxMicros, Valid: true}}
@@ -80,13 +82,81 @@ func (r *promReader) Scan(ctx context.Context, t *promql.Table, minMicros, maxMi
 	}, minMicros, maxMicros)
 	if sc == nil {
 		it, _, err := r.src.ScanTime(ctx, rel, minMicros, maxMicros)
-		return it, err
+		if err != nil {
+			return nil, err
+		}
+		return everyRowNew{it}, nil
 	}
 	colTypes := make([]types.Type, len(rel.Columns))
 	for i, c := range rel.Columns {
 		colTypes[i] = c.Type
 	}
-	return &storageRows{it: sc, types: colTypes, rel: rel}, nil
+	sr := &seriesRows{sc: sc, types: colTypes, rel: rel, cols: make([]bool, len(colTypes)), all: make([]bool, len(colTypes))}
+	for _, c := range cols {
+		if c >= 0 && c < len(colTypes) {
+			sr.cols[c], sr.all[c] = true, true
+		}
+	}
+	for _, c := range seriesCols {
+		if c >= 0 && c < len(colTypes) {
+			sr.all[c] = true
+		}
+	}
+	return sr, nil
 }
+
+// seriesRows decodes a time-series table's rows for PromQL: in each row
+// only the columns the query reads (the time and the fields), and the
+// tags only where the scan's series prefix changes (tsdb.SeriesScan's
+// NewSeries), into one reused row. The tags of a series are constant, so
+// decoding them (a string copy each) once per series instead of once per
+// sample saves most of a whole-range query's decoding.
+type seriesRows struct {
+	sc        *tsdb.SeriesScan
+	types     []types.Type
+	rel       *catalog.Relation
+	cols, all []bool // decoded in every row; in a series' first row
+	row       types.Row
+	n         int
+}
+
+func (r *seriesRows) Next(ctx context.Context) (types.Row, bool, error) {
+	// I5: a long scan notices cancellation.
+	if r.n++; r.n%256 == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+	}
+	if !r.sc.Next() {
+		if err := r.sc.Err(); err != nil {
+			return nil, false, fmt.Errorf("scan %s %s: %w", r.rel.Kind, r.rel.Name, err)
+		}
+		return nil, false, nil
+	}
+	newSeries := r.sc.NewSeries()
+	want := r.cols
+	if newSeries {
+		want = r.all
+	}
+	row, err := types.DecodeValueColumns(r.sc.Value(), r.types, want, r.row)
+	if err != nil {
+		return nil, false, fmt.Errorf("scan %s %s: corrupt row: %w", r.rel.Kind, r.rel.Name, err)
+	}
+	r.row = row
+	return row, newSeries, nil
+}
+
+func (r *seriesRows) Close() { r.sc.Close() }
+
+// everyRowNew adapts a plain row scan (a table SeriesScan does not
+// understand): it cannot tell series apart, so every row is a new one.
+type everyRowNew struct{ it batch.RowIterator }
+
+func (e everyRowNew) Next(ctx context.Context) (types.Row, bool, error) {
+	row, err := e.it.Next(ctx)
+	return row, true, err
+}
+
+func (e everyRowNew) Close() { e.it.Close() }
 
 func (r *promReader) Close() { r.snap.Close() }

@@ -188,20 +188,20 @@ type fakeSource struct {
 func (f *fakeSource) Open(context.Context, string) (promql.Reader, error) { return f, nil }
 func (f *fakeSource) Tables() []*promql.Table                             { return f.tables }
 func (f *fakeSource) Close()                                              {}
-func (f *fakeSource) Scan(_ context.Context, t *promql.Table, lo, hi int64) (promql.Rows, error) {
+func (f *fakeSource) Scan(_ context.Context, t *promql.Table, lo, hi int64, _, _ []int) (promql.Rows, error) {
 	f.scans = append(f.scans, fmt.Sprintf("%s [%d, %d]", t.Name, lo, hi))
 	return &fakeRows{rows: f.rows[t.Name]}, nil
 }
 
 type fakeRows struct{ rows []types.Row }
 
-func (r *fakeRows) Next(context.Context) (types.Row, error) {
+func (r *fakeRows) Next(context.Context) (types.Row, bool, error) {
 	if len(r.rows) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	row := r.rows[0]
 	r.rows = r.rows[1:]
-	return row, nil
+	return row, true, nil
 }
 func (r *fakeRows) Close() {}
 

@@ -40,16 +40,21 @@ type Reader interface {
 	// maxMicros] (Unix µs): the reader skips the SSTs whose time range is
 	// outside it (storage.ReadOptions.Time); rows outside it may still be
 	// returned and are filtered by the caller. Rows past the table's TTL
-	// are never returned.
-	Scan(ctx context.Context, t *Table, minMicros, maxMicros int64) (Rows, error)
+	// are never returned. Each row holds the columns in cols, and the
+	// first row of each series (Rows.Next's newSeries) also those in
+	// seriesCols; a reader may leave every other column NULL (undecoded).
+	Scan(ctx context.Context, t *Table, minMicros, maxMicros int64, cols, seriesCols []int) (Rows, error)
 	Close()
 }
 
-// Rows iterates rows (all of the table's columns, by column index). Next
-// returns nil at the end. The row returned may be reused by the next call
-// (the caller keeps no row, only values copied out of it).
+// Rows iterates rows (the table's columns by column index). Next returns
+// a nil row at the end. newSeries is false only when the row's series
+// (the key columns before the time index) is the previous row's: its
+// seriesCols have the previous row's values, and the reader may have left
+// them undecoded (NULL) in this row. A reader that cannot tell says true. The row returned may be reused by
+// the next call (the caller keeps no row, only values copied out of it).
 type Rows interface {
-	Next(ctx context.Context) (types.Row, error)
+	Next(ctx context.Context) (row types.Row, newSeries bool, err error)
 	Close()
 }
 
@@ -161,32 +166,49 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *storage.Se
 	return &seriesSet{list: all, i: -1}
 }
 
-// scan reads p's table over [mint, maxt] (ms) into series. Consecutive
-// rows of one series (a table is keyed by its tags or series id, then
-// time) reuse the previous row's lookup.
+// scan reads p's table over [mint, maxt] (ms) into series. Only the time
+// and the selected fields are decoded in every row; the tags only where a
+// series starts (Rows' newSeries), and the matchers and the series lookup
+// run there too, so a row of a series already seen costs its time and
+// values.
 func (q *querier) scan(ctx context.Context, p *plan, mint, maxt int64) ([]*series, error) {
 	t := p.t
 	lo, hi := msToMicros(mint), msToMicros(maxt)+999
 	if maxt >= math.MaxInt64/1000 {
 		hi = math.MaxInt64
 	}
-	rows, err := q.r.Scan(ctx, t, lo, hi)
+	cols := []int{t.Time}
+	for _, f := range p.fields {
+		cols = append(cols, f.Index)
+	}
+	tagCols := make([]int, len(t.Tags))
+	for i, c := range t.Tags {
+		tagCols[i] = c.Index
+	}
+	rows, err := q.r.Scan(ctx, t, lo, hi, cols, tagCols)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	bySeries := map[string][]*series{} // tag values key -> one series per field
 	var out []*series
-	var prevTags []string
-	var prev []*series
+	// cur is the current series' per-field series, nil when its tags do
+	// not match (its rows are skipped until the next series).
+	var cur []*series
 	vals := make([]string, len(t.Tags))
 	for {
-		row, err := rows.Next(ctx)
+		row, newSeries, err := rows.Next(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if row == nil {
 			break
+		}
+		if newSeries {
+			cur = p.series(row, vals, bySeries, &out)
+		}
+		if cur == nil {
+			continue
 		}
 		td := row[t.Time]
 		if td.IsNull() {
@@ -195,32 +217,6 @@ func (q *querier) scan(ctx context.Context, p *plan, mint, maxt int64) ([]*serie
 		ts := microsToMs(td.Int())
 		if ts < mint || ts > maxt {
 			continue
-		}
-		match := true
-		for i, c := range t.Tags {
-			vals[i] = labelValue(row[c.Index])
-			for _, m := range p.tagMatch[i] {
-				if !m.Matches(vals[i]) {
-					match = false
-				}
-			}
-		}
-		if !match {
-			continue
-		}
-		cur := prev
-		if cur == nil || !slices.Equal(vals, prevTags) {
-			key := strings.Join(vals, "\xff")
-			cur = bySeries[key]
-			if cur == nil {
-				cur = make([]*series, len(p.fields))
-				for i, f := range p.fields {
-					cur[i] = &series{lset: seriesLabels(t, vals, f, p.multi)}
-					out = append(out, cur[i])
-				}
-				bySeries[key] = cur
-			}
-			prev, prevTags = cur, slices.Clone(vals)
 		}
 		for i, f := range p.fields {
 			v, ok := fieldValue(row[f.Index])
@@ -237,6 +233,31 @@ func (q *querier) scan(ctx context.Context, p *plan, mint, maxt int64) ([]*serie
 		}
 	}
 	return res, nil
+}
+
+// series returns the per-field series of the row's tag values, creating
+// them (into out) on first sight, or nil when the tags do not match.
+func (p *plan) series(row types.Row, vals []string, bySeries map[string][]*series, out *[]*series) []*series {
+	t := p.t
+	for i, c := range t.Tags {
+		vals[i] = labelValue(row[c.Index])
+		for _, m := range p.tagMatch[i] {
+			if !m.Matches(vals[i]) {
+				return nil
+			}
+		}
+	}
+	key := strings.Join(vals, "\xff")
+	cur := bySeries[key]
+	if cur == nil {
+		cur = make([]*series, len(p.fields))
+		for i, f := range p.fields {
+			cur[i] = &series{lset: seriesLabels(t, vals, f, p.multi)}
+			*out = append(*out, cur[i])
+		}
+		bySeries[key] = cur
+	}
+	return cur
 }
 
 func seriesLabels(t *Table, vals []string, f Column, multi bool) labels.Labels {

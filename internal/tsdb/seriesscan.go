@@ -40,6 +40,12 @@ type SeriesScan struct {
 	// prefix is the series prefix of the last key split: the next key
 	// of the same series needs only its time decoded.
 	prefix []byte
+	// gen counts the series prefixes split (a new one each time the
+	// prefix changes); rowGen is gen at the last row returned, and
+	// newSeries tells whether that row's prefix differs from the row
+	// before it (NewSeries).
+	gen, rowGen uint64
+	newSeries   bool
 	// Reopens counts the seeks (tests and benchmarks read it).
 	Reopens int
 }
@@ -79,6 +85,7 @@ func (s *SeriesScan) split(key []byte) (int, int64, bool) {
 			}
 		}
 		s.prefix = append(s.prefix[:0], key[:len(key)-len(b)]...)
+		s.gen++
 	}
 	n := len(key) - len(b)
 	d, _, err := types.DecodeKey(b, s.tt, false, false)
@@ -126,7 +133,11 @@ func (s *SeriesScan) Next() bool {
 		n, t, ok := s.split(key)
 		switch {
 		case !ok:
-			return true // not a key this scan understands: the caller filters
+			// Not a key this scan understands: the caller filters. The
+			// row after it starts a series again.
+			s.newSeries = true
+			s.rowGen = s.gen - 1
+			return true
 		case (t < s.lo || t > s.hi) && s.stepped < readAhead:
 			s.stepped++
 		case t < s.lo:
@@ -145,6 +156,8 @@ func (s *SeriesScan) Next() bool {
 			}
 		default:
 			s.stepped = 0
+			s.newSeries = s.gen != s.rowGen
+			s.rowGen = s.gen
 			return true
 		}
 	}
@@ -169,6 +182,14 @@ func successor(prefix []byte) []byte {
 	}
 	return nil
 }
+
+// NewSeries reports whether the current row's series (its key before
+// the time index: vnode, tags or series id) differs from the previous
+// row's; false means every key column before the time is the same, so
+// the tags need not be decoded again. The first row is a new series.
+// Memcomparable encodings are self-delimiting, so equal prefix bytes are
+// equal columns.
+func (s *SeriesScan) NewSeries() bool { return s.newSeries }
 
 func (s *SeriesScan) Key() []byte   { return s.it.Key() }
 func (s *SeriesScan) Value() []byte { return s.it.Value() }

@@ -51,7 +51,16 @@ func TestSeriesScan(t *testing.T) {
 	for _, w := range [][2]int64{{500, 509}, {0, 999}, {990, 2000}, {-5, 3}, {2000, 3000}} {
 		sc := NewSeriesScan(rel, open, w[0], w[1])
 		var got []string
+		prev := -1
 		for sc.Next() {
+			// NewSeries: exactly when the series id differs from the
+			// previous row's (reopens and skipped keys in between
+			// change nothing).
+			series := int(sc.Key()[3])
+			if sc.NewSeries() != (series != prev) {
+				t.Errorf("window %v: row of series %d after %d: NewSeries %v", w, series, prev, sc.NewSeries())
+			}
+			prev = series
 			_, ts, _ := sc.split(sc.Key())
 			got = append(got, fmt.Sprint(sc.Key()[3], "@", ts))
 		}

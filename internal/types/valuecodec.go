@@ -200,6 +200,15 @@ func (r *valueReader) bytes(n uint64) []byte {
 // when it has capacity) and returns it. Strings are copied out of b, so b
 // may be reused afterwards.
 func DecodeValueRow(b []byte, types []Type, dst Row) (Row, error) {
+	return DecodeValueColumns(b, types, nil, dst)
+}
+
+// DecodeValueColumns is DecodeValueRow decoding only the columns i with
+// want[i] (nil: all): the others are skipped without materializing their
+// values (no string copy) and are NULL in the row. The whole encoding is
+// still checked, as by DecodeValueRow. A scan that needs two columns of
+// a wide row (PromQL reading a time and a field) pays for two.
+func DecodeValueColumns(b []byte, types []Type, want []bool, dst Row) (Row, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrValueCorrupt)
 	}
@@ -228,7 +237,12 @@ func DecodeValueRow(b []byte, types []Type, dst Row) (Row, error) {
 			dst[i] = NullDatum
 			continue
 		}
-		dst[i] = r.datum(types[i])
+		if want != nil && (i >= len(want) || !want[i]) {
+			dst[i] = NullDatum
+			r.skip(types[i])
+		} else {
+			dst[i] = r.datum(types[i])
+		}
 		if r.err != nil {
 			return nil, fmt.Errorf("column %d (%s): %w", i, types[i].Name(), r.err)
 		}
@@ -311,6 +325,28 @@ func (r *valueReader) datum(t Type) Datum {
 	}
 	r.fail("kind %d has no value encoding", t.Kind)
 	return NullDatum
+}
+
+// skip moves past one payload of type t, checking it as datum would
+// where that costs no allocation (kinds whose check needs the value are
+// decoded and dropped).
+func (r *valueReader) skip(t Type) {
+	switch t.Kind {
+	case KindBool:
+		if p := r.bytes(1); r.err == nil && p[0] > 1 {
+			r.fail("bool byte %#x", p[0])
+		}
+	case KindInt64, KindDate, KindTime, KindTimestamp, KindTimestamptz:
+		r.varint()
+	case KindFloat32:
+		r.bytes(4)
+	case KindFloat64:
+		r.bytes(8)
+	case KindVarchar, KindUnknown, KindJsonb, KindBytea, KindUUID:
+		r.bytes(r.uvarint())
+	default:
+		r.datum(t)
+	}
 }
 
 func (r *valueReader) numeric() Datum {
