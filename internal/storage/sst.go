@@ -246,17 +246,98 @@ func (r *objReadable) ReadAt(ctx context.Context, p []byte, off int64) error {
 func (r *objReadable) Close() error { return nil }
 func (r *objReadable) Size() int64  { return r.size }
 func (r *objReadable) NewReadHandle(objstorage.ReadBeforeSize) objstorage.ReadHandle {
-	return objReadHandle{r}
+	return &objReadHandle{r: r}
 }
 
-type objReadHandle struct{ r *objReadable }
+// Read-ahead of a read handle (one per sstable iterator): once an
+// iterator has read readAheadAfter blocks back to back (a scan walking the
+// file), each miss fetches readAheadMin bytes and then twice as much at
+// every further miss, up to readAheadMax, and the next blocks are served
+// from that buffer. A scan of a whole SST then costs a few object-store
+// GETs instead of one per 16 KiB block: on the local store each GET opened
+// the file (open, fstat, fcntl, pread, close), ~15 % of a whole-day PromQL
+// query's CPU (docs/benchmarks.md); on S3 each is a request. Point reads
+// and seeks read exact blocks (no sequence). Pebble still verifies every
+// block's checksum and keeps blocks in its cache as before: only the
+// fetching changes. Memory: at most readAheadMax per open iterator, or
+// readAheadCompaction for a compaction's inputs (a few at a time).
+const (
+	readAheadAfter      = 2
+	readAheadMin        = 64 << 10
+	readAheadMax        = 1 << 20
+	readAheadCompaction = 4 << 20
+)
 
-func (h objReadHandle) ReadAt(ctx context.Context, p []byte, off int64) error {
-	return h.r.ReadAt(ctx, p, off)
+// objReadHandle reads one iterator's blocks, with read-ahead for
+// sequential reads. Pebble never calls one handle concurrently.
+type objReadHandle struct {
+	r *objReadable
+	// buf holds the object's bytes [bufOff, bufOff+len(buf)).
+	buf    []byte
+	bufOff int64
+	// next is the end of the last block read (or found in the cache),
+	// seq how many blocks in a row started there, ra the next fetch size.
+	next    int64
+	seq     int
+	ra      int64
+	compact bool
+	// gets counts the object-store reads (tests).
+	gets int
 }
-func (h objReadHandle) Close() error                                 { return nil }
-func (h objReadHandle) SetupForCompaction()                          {}
-func (h objReadHandle) RecordCacheHit(context.Context, int64, int64) {}
+
+func (h *objReadHandle) ReadAt(ctx context.Context, p []byte, off int64) error {
+	n := int64(len(p))
+	h.note(off, n)
+	if h.r.data != nil {
+		return h.r.ReadAt(ctx, p, off)
+	}
+	if off >= h.bufOff && off+n <= h.bufOff+int64(len(h.buf)) {
+		copy(p, h.buf[off-h.bufOff:])
+		return nil
+	}
+	h.buf = nil
+	if h.seq < readAheadAfter && !h.compact {
+		h.gets++
+		return h.r.ReadAt(ctx, p, off)
+	}
+	switch {
+	case h.compact:
+		h.ra = readAheadCompaction
+	case h.ra == 0:
+		h.ra = readAheadMin
+	default:
+		h.ra = min(2*h.ra, readAheadMax)
+	}
+	size := min(max(n, h.ra), h.r.size-off)
+	if size < n {
+		size = n // past the end: ReadAt reports it
+	}
+	buf := make([]byte, size)
+	h.gets++
+	if err := h.r.ReadAt(ctx, buf, off); err != nil {
+		return err
+	}
+	copy(p, buf)
+	h.buf, h.bufOff = buf, off
+	return nil
+}
+
+// note tracks whether reads follow each other (a block at the end of the
+// previous one).
+func (h *objReadHandle) note(off, n int64) {
+	if off == h.next {
+		h.seq++
+	} else {
+		h.seq, h.ra = 0, 0
+	}
+	h.next = off + n
+}
+
+func (h *objReadHandle) Close() error        { h.buf = nil; return nil }
+func (h *objReadHandle) SetupForCompaction() { h.compact = true }
+
+// RecordCacheHit keeps the sequence through blocks found in the cache.
+func (h *objReadHandle) RecordCacheHit(_ context.Context, off, size int64) { h.note(off, size) }
 
 // bytesReadable serves a freshly written SST from memory (used to verify an
 // object before it is uploaded, and by tests).
