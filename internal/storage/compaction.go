@@ -55,6 +55,18 @@ type CompactionJob struct {
 	// Sizes for the compaction log event (set once the outputs are written).
 	inputBytes, outputBytes uint64
 	outputs                 int
+	// remote: a compactor process runs the merge (compactor.go);
+	// executedBy names the one whose result was taken (under mu).
+	remote     bool
+	executedBy string
+}
+
+// ExecutedBy names the compactor process that ran a remote job's merge
+// ("" for a job run in this process, or before a result was handed back).
+func (j *CompactionJob) ExecutedBy() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.executedBy
 }
 
 // logCompaction logs the finished job's event (obs.EventCompaction):
@@ -81,6 +93,9 @@ func (e *Engine) logCompaction(j *CompactionJob) {
 	}
 	if j.err != nil && !j.committed {
 		attrs = append(attrs, slog.String("error", j.err.Error()))
+	}
+	if j.remote {
+		attrs = append(attrs, slog.String("executed_by", j.ExecutedBy()))
 	}
 	obs.Event(e.log, level, obs.EventCompaction, attrs...)
 }
@@ -438,19 +453,32 @@ func (e *Engine) StartCompaction(ctx context.Context, force bool) (*CompactionJo
 	}
 	jctx, cancel := context.WithCancel(context.Background())
 	j := &CompactionJob{Inputs: p.inputs, Level: p.outLevel, e: e, cancel: cancel, done: make(chan struct{}), started: time.Now()}
-	w, err := e.newOutputWriter(ctx, jobKindCompaction, p.inputs, reserve, func(n int) error {
-		if n == 0 {
-			return e.compactionHook(HookBeforeFirstOutput, j)
+	var w *outputWriter
+	var err error
+	if e.opts.RemoteCompaction && e.offloadable(p) {
+		// A compactor process runs the merge (compactor.go).
+		j.remote = true
+		var rec *jobRecord
+		if rec, err = e.createTask(ctx, p, v, reserve, horizon); err == nil {
+			j.ID = rec.ID
 		}
-		return e.compactionHook(HookBetweenOutputs, j)
-	})
+	} else {
+		w, err = e.newOutputWriter(ctx, jobKindCompaction, p.inputs, reserve, func(n int) error {
+			if n == 0 {
+				return e.compactionHook(HookBeforeFirstOutput, j)
+			}
+			return e.compactionHook(HookBetweenOutputs, j)
+		})
+		if err == nil {
+			w.ctx = jctx
+			j.ID = w.job.ID
+		}
+	}
 	if err != nil {
 		cancel()
 		cleanup()
 		return nil, fmt.Errorf("storage: plan compaction: %w", err)
 	}
-	w.ctx = jctx
-	j.ID = w.job.ID
 	e.compactMu.Lock()
 	e.compactions[j.ID] = j
 	e.compactMu.Unlock()
@@ -466,7 +494,11 @@ func (e *Engine) StartCompaction(ctx context.Context, force bool) (*CompactionJo
 		}()
 		j.err = e.survive(fmt.Sprintf("compaction %d", j.ID), func() error {
 			var err error
-			j.committed, err = e.runCompaction(jctx, j, v, p, w, horizon)
+			if j.remote {
+				j.committed, err = e.awaitRemote(jctx, j, p, horizon)
+			} else {
+				j.committed, err = e.runCompaction(jctx, j, v, p, w, horizon)
+			}
 			return err
 		})
 		if errors.Is(j.err, errPanicked) {
@@ -518,86 +550,10 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 		return abort(err)
 	}
 	if !p.dropOnly {
-		srcs := make([]source, 0, len(p.files))
-		for _, f := range p.files {
-			r, err := e.tc.get(ctx, f)
-			if err != nil {
-				return abort(err)
-			}
-			s, err := newSSTSource(ctx, r, objectKey(f.ID), nil, nil, false)
-			if err != nil {
-				return abort(err)
-			}
-			srcs = append(srcs, s)
-		}
-		m := newMergeIter(srcs, false)
-		// Keep every version newer than the horizon and the newest one at
-		// or below it (dropped if it is a tombstone and nothing older can
-		// lie below); drop data of unregistered tables.
-		// A key past its table's TTL is dropped whole, every version at
-		// every level of the compaction: expiry is a property of the key,
-		// so the versions left in deeper levels are expired too and never
-		// resurface (retention.go). The inputs leave through the delta and
-		// GC (I1); an SST holding only expired rows yields no output.
-		exps := e.expiries()
-		var below, live bool
-		keep := func(s source, first bool) (bool, error) {
-			if first {
-				below, live = false, v.hasTable(s.table())
-				if exp := exps[s.table()]; live && exp != nil && exp(s.rest()) {
-					live = false
-				}
-			}
-			if !live {
-				return false, nil
-			}
-			if s.epoch() > horizon {
-				return true, nil
-			}
-			if below {
-				return false, nil
-			}
-			below = true
-			if p.bottommost {
-				del, _, err := s.value()
-				if err != nil {
-					return false, err
-				}
-				if del {
-					return false, nil
-				}
-			}
-			return true, nil
-		}
-		err := e.buildSSTsRouted(ctx, m, keep, p.cuts, p.route, func(obj []byte, meta *SSTMeta, windowed bool) error {
-			if cancelled() {
-				return errCancelled
-			}
-			if !windowed && p.outLevel == WindowLevel {
-				// A key of a window compaction whose time cannot be
-				// decoded (it was routed when written, so this means a
-				// changed decoder): abort, the inputs stay.
-				return fmt.Errorf("compaction %d: a key of table %v has no time window", j.ID, meta.Tables)
-			}
-			if err := w.emit(obj, meta); err != nil {
-				return err
-			}
-			w.windowed = append(w.windowed, windowed)
-			return nil
-		})
-		m.close()
-		if err != nil {
-			if cancelled() {
-				err = fmt.Errorf("%w: %w", errCancelled, err)
-			}
+		spec := mergeSpec{files: p.files, live: v.hasTable, horizon: horizon, bottommost: p.bottommost,
+			cuts: p.cuts, route: p.route, outLevel: p.outLevel, exps: e.expiries()}
+		if err := e.mergeInputs(ctx, j, spec, w, cancelled); err != nil {
 			return abort(err)
-		}
-		if len(w.metas) == 0 {
-			// Everything was dropped: still run the before-first-output
-			// point so every pause point is reachable.
-			if err := e.compactionHook(HookBeforeFirstOutput, j); err != nil {
-				return abort(err)
-			}
 		}
 	} else if err := e.compactionHook(HookBeforeFirstOutput, j); err != nil {
 		return abort(err)
@@ -614,6 +570,25 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 	j.commitStarted = true
 	j.mu.Unlock()
 
+	return e.commitCompaction(ctx, j, p, horizon, w.metas, w.windowed, abort, func(tx *metastore.Tx) error {
+		// Unused reserved ids never got an object, but queue them so the
+		// record's promise is closed out.
+		var unused []uint64
+		for _, o := range w.job.Outputs[w.used:] {
+			unused = append(unused, o)
+		}
+		return queueForDeletion(ctx, tx, unused, e.opts.Clock())
+	})
+}
+
+// commitCompaction commits a compaction's outputs in one version delta
+// that removes its inputs, after commit-start was decided under j.mu
+// (I2). The delta is written by this engine, the meta leader, through
+// its fenced metastore (a compactor process never writes the version,
+// I1/I2: one writer); inTx closes out the job's unused output ids in the
+// same transaction. Outcomes as runCompaction's.
+func (e *Engine) commitCompaction(ctx context.Context, j *CompactionJob, p *compactionPick, horizon uint64, metas []*SSTMeta, windowed []bool,
+	abort func(error) (bool, error), inTx func(tx *metastore.Tx) error) (bool, error) {
 	e.writeMu.Lock()
 	defer e.writeMu.Unlock()
 	if err := e.reloadIfNeeded(ctx); err != nil {
@@ -635,21 +610,15 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 		d.SafeEpoch = cur.SafeEpoch
 	}
 	d.Removed = p.inputs
-	for i, m := range w.metas {
+	for i, m := range metas {
 		l := p.outLevel
-		if i < len(w.windowed) && w.windowed[i] {
+		if i < len(windowed) && windowed[i] {
 			l = WindowLevel
 		}
 		d.Added = append(d.Added, LevelSST{Level: l, SST: m})
 	}
 	nv, err := e.commitDelta(context.Background(), d, func(tx *metastore.Tx) error {
-		// Unused reserved ids never got an object, but queue them so the
-		// record's promise is closed out.
-		var unused []uint64
-		for _, o := range w.job.Outputs[w.used:] {
-			unused = append(unused, o)
-		}
-		if err := queueForDeletion(ctx, tx, unused, e.opts.Clock()); err != nil {
+		if err := inTx(tx); err != nil {
 			return err
 		}
 		return e.compactionHook(HookDuringCommitWrite, j)
@@ -665,18 +634,116 @@ func (e *Engine) runCompaction(ctx context.Context, j *CompactionJob, v *Version
 	e.mu.Lock()
 	e.installLocked(nv)
 	e.mu.Unlock()
-	e.warmOutputs(w.metas)
+	e.warmOutputs(metas)
 	for _, f := range p.files {
 		j.inputBytes += f.Size
 	}
-	for _, m := range w.metas {
+	for _, m := range metas {
 		j.outputBytes += m.Size
 	}
-	j.outputs = len(w.metas)
+	j.outputs = len(metas)
 	if err := e.compactionHook(HookAfterCommit, j); err != nil && !errors.Is(err, ErrSimulatedCrash) {
 		e.log.Warn("storage: after-commit hook", "err", err)
 	}
 	return true, nil
+}
+
+// mergeSpec is what a compaction's merge needs: everything is data but
+// the liveness and expiry functions, so that a compactor process
+// (compactor.go) runs the very merge the meta node runs in-process.
+type mergeSpec struct {
+	files      []*SSTMeta // newest data first
+	live       func(TableID) bool
+	horizon    uint64
+	bottommost bool
+	cuts       [][]byte
+	route      map[TableID]windowSpec
+	outLevel   int
+	exps       map[TableID]func(rest []byte) bool
+}
+
+// mergeInputs merges the inputs into outputs uploaded by w (each output's
+// id reserved in the job record before its PUT: I1(b)). It keeps every
+// version newer than the horizon and the newest one at or below it
+// (dropped if it is a tombstone and nothing older can lie below), and
+// drops data of tables that are not live. A key past its table's TTL is
+// dropped whole, every version at every level of the compaction: expiry
+// is a property of the key, so the versions left in deeper levels are
+// expired too and never resurface (retention.go). The inputs leave
+// through the delta and GC (I1); an SST holding only expired rows yields
+// no output.
+func (e *Engine) mergeInputs(ctx context.Context, j *CompactionJob, s mergeSpec, w *outputWriter, cancelled func() bool) error {
+	srcs := make([]source, 0, len(s.files))
+	for _, f := range s.files {
+		r, err := e.tc.get(ctx, f)
+		if err != nil {
+			return err
+		}
+		src, err := newSSTSource(ctx, r, objectKey(f.ID), nil, nil, false)
+		if err != nil {
+			return err
+		}
+		srcs = append(srcs, src)
+	}
+	m := newMergeIter(srcs, false)
+	var below, live bool
+	keep := func(src source, first bool) (bool, error) {
+		if first {
+			below, live = false, s.live(src.table())
+			if exp := s.exps[src.table()]; live && exp != nil && exp(src.rest()) {
+				live = false
+			}
+		}
+		if !live {
+			return false, nil
+		}
+		if src.epoch() > s.horizon {
+			return true, nil
+		}
+		if below {
+			return false, nil
+		}
+		below = true
+		if s.bottommost {
+			del, _, err := src.value()
+			if err != nil {
+				return false, err
+			}
+			if del {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	err := e.buildSSTsRouted(ctx, m, keep, s.cuts, s.route, func(obj []byte, meta *SSTMeta, windowed bool) error {
+		if cancelled() {
+			return errCancelled
+		}
+		if !windowed && s.outLevel == WindowLevel {
+			// A key of a window compaction whose time cannot be
+			// decoded (it was routed when written, so this means a
+			// changed decoder): abort, the inputs stay.
+			return fmt.Errorf("compaction %d: a key of table %v has no time window", j.ID, meta.Tables)
+		}
+		if err := w.emit(obj, meta); err != nil {
+			return err
+		}
+		w.windowed = append(w.windowed, windowed)
+		return nil
+	})
+	m.close()
+	if err != nil {
+		if cancelled() {
+			err = fmt.Errorf("%w: %w", errCancelled, err)
+		}
+		return err
+	}
+	if len(w.metas) == 0 {
+		// Everything was dropped: still run the before-first-output
+		// point so every pause point is reachable.
+		return e.compactionHook(HookBeforeFirstOutput, j)
+	}
+	return nil
 }
 
 // warmOutputs opens the readers of a compaction's outputs (footer, index

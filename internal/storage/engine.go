@@ -85,6 +85,13 @@ type Options struct {
 	// GCInterval runs the deletion-queue fast path periodically (default
 	// 30 s; negative: only when RunGC is called).
 	GCInterval time.Duration
+	// RemoteCompaction hands the compactions a compactor process can run
+	// to compactor processes through task rows in the metastore, and
+	// commits their results (compactor.go); the others still run here.
+	RemoteCompaction bool
+	// RemotePoll is how often a remote compaction's task is looked at
+	// (default 200 ms).
+	RemotePoll time.Duration
 }
 
 // HookPoint names a pause point of a compaction job.
@@ -254,6 +261,9 @@ func (o *Options) setDefaults() {
 	if o.GCInterval == 0 {
 		o.GCInterval = 30 * time.Second
 	}
+	if o.RemotePoll <= 0 {
+		o.RemotePoll = 200 * time.Millisecond
+	}
 }
 
 // Open loads the committed version. Jobs left by a previous process are
@@ -367,6 +377,14 @@ func (e *Engine) callMetaWriteHook(op string, after bool) error {
 // aborted, in one transaction. Outputs referenced by the version are never
 // queued (defence in depth).
 func (e *Engine) abortJob(ctx context.Context, id uint64, outputs []uint64) error {
+	return e.abortJobIf(ctx, id, outputs, nil)
+}
+
+// abortJobIf is abortJob when guard (if not nil), run first in the
+// abort's transaction, passes; its error is returned as is. A job's
+// compaction task row (compactor.go) goes in the same transaction: a
+// compactor still working on it finds its claim gone (I1/I2).
+func (e *Engine) abortJobIf(ctx context.Context, id uint64, outputs []uint64, guard func(ctx context.Context, tx *metastore.Tx) error) error {
 	e.mu.RLock()
 	refs := e.cur.objects()
 	e.mu.RUnlock()
@@ -378,6 +396,14 @@ func (e *Engine) abortJob(ctx context.Context, id uint64, outputs []uint64) erro
 	}
 	now := e.opts.Clock()
 	err := e.metaTx(ctx, "abort-job", func(tx *metastore.Tx) error {
+		if guard != nil {
+			if err := guard(ctx, tx); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM storage_compaction_tasks WHERE job_id = $1`, int64(id)); err != nil {
+			return err
+		}
 		j, err := loadJob(ctx, tx, id)
 		if err != nil {
 			return err
@@ -396,6 +422,9 @@ func (e *Engine) abortJob(ctx context.Context, id uint64, outputs []uint64) erro
 		}
 		return setJobState(ctx, tx, id, []string{JobPlanned, JobRunning, JobCommitting}, JobAborted, now)
 	})
+	if errors.Is(err, errNotReaped) {
+		return err
+	}
 	if err != nil {
 		e.mu.Lock()
 		e.orphanJobs[id] = struct{}{}
@@ -692,6 +721,9 @@ type outputWriter struct {
 	// windowed[i]: metas[i] goes to the window level (compactions).
 	windowed []bool
 	before   func(n int) error // called before output n (0-based) is written
+	// claim, for a compactor process, fails unless its claim on the job
+	// still holds; it runs in the transaction that reserves more ids.
+	claim func(ctx context.Context, tx *metastore.Tx) error
 }
 
 func (e *Engine) newOutputWriter(ctx context.Context, kind string, inputs []LevelFile, reserve int, before func(int) error) (*outputWriter, error) {
@@ -722,6 +754,11 @@ func (w *outputWriter) emit(obj []byte, meta *SSTMeta) error {
 	if w.used == len(w.job.Outputs) {
 		var ids []uint64
 		err := w.e.metaTx(w.ctx, "extend-job", func(tx *metastore.Tx) error {
+			if w.claim != nil {
+				if err := w.claim(w.ctx, tx); err != nil {
+					return err
+				}
+			}
 			var err error
 			ids, err = addJobOutputs(w.ctx, tx, w.job, 4, w.e.opts.Clock())
 			return err

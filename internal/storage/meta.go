@@ -42,6 +42,12 @@ INSERT INTO storage_counters (name, value) VALUES ('version_id', 0)`,
 	// A row per object a backup in progress copies (backup.go): GC's
 	// fast path leaves them queued until the backup releases them.
 	SQL: `CREATE TABLE storage_backup_pins (backup_id TEXT NOT NULL, object_id BIGINT NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (backup_id, object_id))`,
+}, {
+	Version: 5,
+	Name:    "compaction tasks claimed by compactor nodes",
+	// A row per compaction planned for a compactor process
+	// (compactor.go), next to its job record.
+	SQL: compactionTaskMigration,
 }}
 
 // migrate creates or upgrades the storage tables.
