@@ -20,11 +20,13 @@ import (
 
 // TestRoleRefusals: --role is validated before anything starts, from the
 // flag, RUNNEL_ROLE and the configuration file alike; roles that cannot
-// run apart yet are refused (exit 2) with a message saying what is not
-// built, never started as a pretend node.
+// run apart yet (compute, frontend, and any combination but all) are
+// refused (exit 2) with a message saying what is not built, never
+// started as a pretend node. meta and compactor run alone
+// (TestMetaNodesFailover, TestCompactorNode).
 func TestRoleRefusals(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "runnel.toml")
-	if err := os.WriteFile(cfg, []byte("role = \"compactor\"\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("role = \"frontend,compactor\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -35,7 +37,8 @@ func TestRoleRefusals(t *testing.T) {
 		{args: []string{"--role", "compute"}, want: "compute role cannot run apart from the others yet: it needs the meta-to-compute RPC"},
 		{args: []string{"--role", "frontend"}, want: "frontend role cannot run apart from the others yet: it needs the frontend-to-meta RPC"},
 		{args: []string{"--role", "meta,frontend"}, want: "frontend role cannot run apart"},
-		{args: []string{"--config", cfg}, want: "compactor role cannot run apart from the others yet: claiming compaction jobs from the meta store is not built"},
+		{args: []string{"--config", cfg}, want: "frontend role cannot run apart from the others yet"},
+		{args: []string{"--role", "meta,compactor"}, want: "this combination of roles cannot run apart from the others yet; run --role all, or --role meta or --role compactor alone"},
 		{env: "compute", want: "--role compute: the compute role cannot run apart"},
 		{args: []string{"--role", "metta"}, want: `unknown role "metta" (roles: all, meta, compute, frontend, compactor, comma-separated)`},
 		{args: []string{"--role", "meta,"}, want: "has an empty entry"},

@@ -70,13 +70,14 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	httpListen := fs.String("http-listen", envOr("RUNNEL_HTTP_LISTEN", "127.0.0.1:5691"), "HTTP listen address for /metrics, the /api/ JSON APIs, the dashboard and the time-series ingest APIs; empty disables it (env RUNNEL_HTTP_LISTEN)")
 	mysqlListen := fs.String("mysql-listen", os.Getenv("RUNNEL_MYSQL_LISTEN"), "MySQL wire-protocol listen address (GreptimeDB uses 127.0.0.1:4002); empty, the default, disables it (env RUNNEL_MYSQL_LISTEN)")
 	pprofOn := fs.Bool("pprof", os.Getenv("RUNNEL_PPROF") == "true", "serve /debug/pprof/ on the HTTP listener (env RUNNEL_PPROF=true)")
-	role := fs.String("role", envOr("RUNNEL_ROLE", "all"), "roles of this process: all (default), or meta (alone, for now); comma-separated (env RUNNEL_ROLE)")
+	role := fs.String("role", envOr("RUNNEL_ROLE", "all"), "roles of this process: all (default), or meta or compactor (alone, for now); comma-separated (env RUNNEL_ROLE)")
 	advertise := fs.String("advertise", os.Getenv("RUNNEL_ADVERTISE"), "host:port other nodes and clients reach this node at, recorded in the cluster's node table (default: --listen; env RUNNEL_ADVERTISE)")
 	leaseTTL := fs.Duration("lease-ttl", cluster.DefaultLeaseTTL, "meta leadership and node membership lease: a standby takes over a leader silent this long (env RUNNEL_LEASE_TTL)")
 	if err := flagFromEnv(fs, "lease-ttl", "RUNNEL_LEASE_TTL"); err != nil {
 		fmt.Fprintln(stderr, "runnel:", err)
 		return 2
 	}
+	remoteCompaction := fs.Bool("remote-compaction", os.Getenv("RUNNEL_REMOTE_COMPACTION") == "true", "leave the merges of compactions to compactor nodes (--role compactor) that claim them from the metadata store; this process plans and commits them (env RUNNEL_REMOTE_COMPACTION=true)")
 	configFile := fs.String("config", os.Getenv("RUNNEL_CONFIG"), "TOML configuration file (flags and environment variables override it)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -90,6 +91,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			"http-listen": "RUNNEL_HTTP_LISTEN", "pprof": "RUNNEL_PPROF", "mysql-listen": "RUNNEL_MYSQL_LISTEN",
 			"actor-stop-timeout": "RUNNEL_ACTOR_STOP_TIMEOUT",
 			"role":               "RUNNEL_ROLE", "advertise": "RUNNEL_ADVERTISE", "lease-ttl": "RUNNEL_LEASE_TTL",
+			"remote-compaction": "RUNNEL_REMOTE_COMPACTION",
 		}
 		if err := applyConfigFile(fs, *configFile, envNames); err != nil {
 			fmt.Fprintln(stderr, "runnel:", err)
@@ -136,9 +138,13 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		Pprof:            *pprofOn,
 		Advertise:        *advertise,
 		LeaseTTL:         *leaseTTL,
+		RemoteCompaction: *remoteCompaction,
 		Logger:           log,
 
 		StreamingCacheBytes: *cacheMB << 20,
+	}
+	if len(roles) == 1 && roles[0] == cluster.RoleCompactor {
+		return serveCompactorNode(ctx, cfg, log)
 	}
 	if !cluster.IsAll(roles) {
 		return serveMetaNode(ctx, cfg, log)
@@ -171,10 +177,11 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 }
 
 // runnableAlone refuses the role sets that this build cannot run: every
-// role together (all) runs, and the meta role alone; the other roles
-// need the RPC between roles, which is not built yet (issue 16).
+// role together (all) runs, and the meta role or the compactor role
+// alone; the other roles need the RPC between roles, which is not built
+// yet (issue 16).
 func runnableAlone(roles []string) error {
-	if cluster.IsAll(roles) || (len(roles) == 1 && roles[0] == cluster.RoleMeta) {
+	if cluster.IsAll(roles) || (len(roles) == 1 && (roles[0] == cluster.RoleMeta || roles[0] == cluster.RoleCompactor)) {
 		return nil
 	}
 	for _, r := range roles {
@@ -183,11 +190,28 @@ func runnableAlone(roles []string) error {
 			return fmt.Errorf("the compute role cannot run apart from the others yet: it needs the meta-to-compute RPC (building actors, injecting and collecting barriers) and the exchange between compute nodes, which are not built; run --role all, or --role meta for a standby meta node")
 		case cluster.RoleFrontend:
 			return fmt.Errorf("the frontend role cannot run apart from the others yet: it needs the frontend-to-meta RPC (DDL, catalog) and DML routing to compute nodes, which are not built; run --role all, or --role meta for a standby meta node")
-		case cluster.RoleCompactor:
-			return fmt.Errorf("the compactor role cannot run apart from the others yet: claiming compaction jobs from the meta store is not built (compaction runs inside --role all); run --role all, or --role meta for a standby meta node")
 		}
 	}
-	return fmt.Errorf("this combination of roles cannot run apart from the others yet; run --role all, or --role meta")
+	return fmt.Errorf("this combination of roles cannot run apart from the others yet; run --role all, or --role meta or --role compactor alone")
+}
+
+// serveCompactorNode runs a process with the compactor role alone until
+// SIGINT or SIGTERM (server.CompactorNode: claims compaction tasks from
+// the metadata store; the meta leader commits their results).
+func serveCompactorNode(ctx context.Context, cfg server.Config, log *slog.Logger) int {
+	node, err := server.OpenCompactorNode(ctx, cfg)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := node.Run(ctx); err != nil {
+		log.Error("shutdown", "err", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
 }
 
 // serveMetaNode runs a process with the meta role alone until SIGINT or

@@ -78,9 +78,14 @@ type Config struct {
 	// listener's address).
 	Advertise string
 	// LeaseTTL is the meta leadership lease and the membership lease
-	// (default cluster.DefaultLeaseTTL).
+	// (default cluster.DefaultLeaseTTL); a compactor node's claims on
+	// compaction tasks last as long.
 	LeaseTTL time.Duration
-	Logger   *slog.Logger
+	// RemoteCompaction leaves the merges of compactions to compactor
+	// nodes (`--role compactor`) that claim them from the metadata
+	// store; this process plans and commits them (storage.Options).
+	RemoteCompaction bool
+	Logger           *slog.Logger
 }
 
 func (c *Config) fill() {
@@ -186,6 +191,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		Meta:             s.metaDB,
 		BlockCacheBytes:  cfg.BlockCacheBytes,
 		WriteBufferBytes: cfg.WriteBufferBytes,
+		RemoteCompaction: cfg.RemoteCompaction,
 		Logger:           s.log,
 	})
 	if err != nil {
