@@ -132,6 +132,16 @@ func (b *Binder) trySemiJoin(c *pg.Node, r *rel) (*semiJoin, error) {
 			residual = append(residual, conj)
 		}
 	}
+	if isIn {
+		// The IN list's expression is evaluated on the subquery's side of
+		// the join, where no enclosing row exists: one that names the
+		// enclosing query keeps the subquery form (it was XX000 "outer
+		// reference without an outer row", from PostgreSQL's subselect
+		// tests: x IN (SELECT outer.a + b FROM ...)).
+		if _, outer, ok := b.classifyRefs(sub.TargetList[0].GetResTarget().Val, sr, r); !ok || outer {
+			return nil, nil
+		}
+	}
 	if negated && isIn && (len(keysL) > 0 || len(residual) > 0) {
 		return nil, nil // correlated NOT IN: keep the subquery expression
 	}

@@ -354,6 +354,11 @@ func (b *Binder) bindRowCompare(op string, l, r []*pg.Node, ec *exprCtx) (expr.E
 	if len(l) != len(r) {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "unequal number of entries in row expressions")
 	}
+	if len(l) == 0 {
+		// As PostgreSQL; folding zero comparisons indexed an empty list
+		// (ROW() = ROW() was a panic that closed the session).
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "cannot compare rows of zero length")
+	}
 	var parts []expr.Expr
 	for i := range l {
 		e, err := b.bindBinary(op, l[i], r[i], ec)

@@ -388,7 +388,16 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 		if _, dup := wc.named[wd.Name]; dup {
 			return nil, b.errorf(wd.Location, sqlerr.WindowingError, "window \"%s\" is already defined", wd.Name)
 		}
-		wc.named[wd.Name] = wd
+		// A window may build on one defined before it in the list (as in
+		// PostgreSQL), so resolving in order never meets a cycle: before,
+		// WINDOW w AS () resolved w through itself until the stack overflowed.
+		own := &pg.WindowDef{Refname: wd.Refname, PartitionClause: wd.PartitionClause, OrderClause: wd.OrderClause,
+			FrameOptions: wd.FrameOptions, StartOffset: wd.StartOffset, EndOffset: wd.EndOffset, Location: wd.Location}
+		r, err := b.resolveWindowDef(own, wc)
+		if err != nil {
+			return nil, err
+		}
+		wc.named[wd.Name] = r
 	}
 	if hasAgg {
 		wc.base = len(ac.group) // aggregates are appended after binding

@@ -47,13 +47,10 @@ func (b *Binder) resolveWindowDef(wd *pg.WindowDef, wc *winCtx) (*pg.WindowDef, 
 	if ref == "" {
 		return wd, nil
 	}
+	// wc.named holds resolved definitions (no reference left in them).
 	base, ok := wc.named[ref]
 	if !ok {
 		return nil, b.errorf(wd.Location, sqlerr.UndefinedObject, "window \"%s\" does not exist", ref)
-	}
-	base, err := b.resolveWindowDef(base, wc)
-	if err != nil {
-		return nil, err
 	}
 	out := &pg.WindowDef{PartitionClause: base.PartitionClause, OrderClause: base.OrderClause,
 		FrameOptions: base.FrameOptions, StartOffset: base.StartOffset, EndOffset: base.EndOffset, Location: wd.Location}
