@@ -83,15 +83,17 @@ type target struct {
 	// can be COPYed into the target itself: always for an append-only
 	// sink (direct), for an upsert sink's batches of new keys (txn.probe).
 	plain bool
-	// probedIn counts the upsert batches COPYed into the target itself
-	// (tests check the path is taken).
-	probedIn int
+	// probedIn counts the upsert batches COPYed into the target itself,
+	// probes the probes (tests check the path is taken, and how often).
+	probedIn, probes int
 	// merge: apply an upsert sink's stage with one MERGE (PostgreSQL 15
 	// and later), else with DELETE ... USING and INSERT ... ON CONFLICT.
 	merge bool
 	// order holds the sink columns the target's rows are written in the
 	// order of (see sortKey); nil: any order.
 	order []int
+	// bufs are the buffers of the next delivery (txnBuffers).
+	bufs txnBuffers
 }
 
 // useMerge lets tests take the pre-15 path (DELETE and ON CONFLICT) on a
@@ -536,7 +538,9 @@ func (t *target) Begin(ctx context.Context, epoch uint64) (sink.Txn, error) {
 		_ = tx.Rollback(ctx)
 		return nil, err
 	}
-	return &txn{t: t, tx: tx, epoch: epoch, skip: uint64(has) >= epoch, probe: t.plain && t.cfg.Upsert()}, nil
+	x := &txn{t: t, tx: tx, epoch: epoch, skip: uint64(has) >= epoch, probe: t.plain && t.cfg.Upsert(), txnBuffers: t.bufs}
+	t.bufs = txnBuffers{}
+	return x, nil
 }
 
 // maxStagedKeys (a variable for tests) bounds the keys an upsert delivery
@@ -556,37 +560,75 @@ type txn struct {
 	tx    pgx.Tx
 	epoch uint64
 	skip  bool
-	// staged counts the rows sent to the staging table; keys holds the
-	// staged keys of an upsert sink, direct the keys COPYed into the
-	// target in this transaction (memcomparable), until the stage is
-	// applied.
+	// staged counts the rows sent to the staging table.
 	staged int
-	keys   map[string]struct{}
-	direct map[string]struct{}
-	// pending holds encoded rows not sent yet (header included), all for
-	// the target (pendingDirect) or all for the stage; pendingRows counts
-	// them.
-	pending       []byte
+	// pendingDirect: the pending rows are for the target itself, not
+	// the stage; pendingRows counts them.
 	pendingDirect bool
 	pendingRows   int
+	// inflight is the COPY running in the background (nil: none): it
+	// sends one chunk while the worker reads the next rows from the log.
+	// Every other use of the connection waits for it first (wait).
+	inflight chan error
+	// probe: batches of inserts only of an upsert sink are gathered
+	// (cand, their keys in candKeys) and checked against the target
+	// together (resolve, one probe per maxCandRows rows); if none of
+	// their keys is there they are COPYed into the target itself, like an
+	// append-only sink's. Off for the rest of the epoch after a probe
+	// finds a key (an epoch of updates pays one).
+	probe bool
+	txnBuffers
+}
+
+// txnBuffers are a delivery's buffers and key sets, kept by the target
+// from one epoch to the next (target.bufs): grown afresh for every epoch
+// they cost a quarter of the connector's CPU time (growslice and map
+// growth in a profile of TestTargetThroughput, docs/benchmarks.md).
+type txnBuffers struct {
+	// keys holds the staged keys of an upsert sink, direct the keys
+	// COPYed into the target in this transaction (memcomparable), until
+	// the stage is applied; candKeys those of cand.
+	keys, direct, candKeys map[string]struct{}
+	cand                   []sink.Change
+	// last and order dedupe one Write's batch.
+	last  map[string]int
+	order []string
+	kb    []byte
+	// pending holds encoded rows not sent yet (header included), all for
+	// the target (pendingDirect) or all for the stage. spare is the
+	// buffer to encode into next (the other one may be in flight).
+	pending, spare []byte
 	// rowEnds[i] is where pending row i ends in pending; rowKeys holds
 	// the rows' keys (keyBytes of the target's order) back to back,
 	// keyEnds[i] where row i's ends: send puts the rows in key order.
 	rowEnds []int
 	rowKeys []byte
 	keyEnds []int
-	// inflight is the COPY running in the background (nil: none): it
-	// sends one chunk while the worker reads the next rows from the log.
-	// Every other use of the connection waits for it first (wait). spare
-	// is the buffer to encode into next.
-	inflight chan error
-	spare    []byte
-	// probe: an upsert batch of inserts only is first checked against the
-	// target (exists); if none of its keys is there it is COPYed into the
-	// target itself, like an append-only sink's. Off for the rest of the
-	// epoch after a probe finds a key (an epoch of updates pays one).
-	probe bool
 }
+
+// release hands the buffers back to the target for the next epoch (no
+// COPY may be in flight: it reads one of them).
+func (x *txn) release() {
+	b := x.txnBuffers
+	x.txnBuffers = txnBuffers{}
+	if b.keys == nil && b.pending == nil {
+		return
+	}
+	clear(b.keys)
+	clear(b.direct)
+	clear(b.candKeys)
+	clear(b.cand[:cap(b.cand)]) // the rows go to the GC
+	b.cand = b.cand[:0]
+	x.t.bufs = b
+}
+
+// maxCandRows (a variable for tests) is how many new-key rows an upsert
+// delivery gathers before one probe decides where they go. A probe per
+// worker batch (4,096 rows) cost a round trip each, which on a loaded
+// machine waits for the backend to be scheduled: 49 per 200,000 rows
+// (docs/benchmarks.md). 64 Ki keys are one index scan and a ~1 MB
+// parameter.
+var maxCandRows = 64 << 10
 
 func (x *txn) Write(ctx context.Context, changes []sink.Change) error {
 	if x.skip || len(changes) == 0 {
@@ -604,19 +646,48 @@ func (x *txn) Write(ctx context.Context, changes []sink.Change) error {
 	}
 	// The last change of each key wins (the key's earlier changes in the
 	// batch are superseded).
-	last := map[string]int{}
-	var order []string
-	var kb []byte
-	for i, c := range changes {
-		kb = keyBytes(kb[:0], c.Row, cfg)
-		k := string(kb)
-		if _, seen := last[k]; !seen {
-			order = append(order, k)
-		}
-		last[k] = i
-	}
 	if x.keys == nil {
-		x.keys, x.direct = map[string]struct{}{}, map[string]struct{}{}
+		x.keys, x.direct, x.candKeys, x.last = map[string]struct{}{}, map[string]struct{}{}, map[string]struct{}{}, map[string]int{}
+	}
+	last := x.last
+	clear(last)
+	order := x.order[:0]
+	for i, c := range changes {
+		x.kb = keyBytes(x.kb[:0], c.Row, cfg)
+		if _, seen := last[string(x.kb)]; !seen {
+			order = append(order, string(x.kb))
+			last[order[len(order)-1]] = i
+		} else {
+			last[string(x.kb)] = i
+		}
+	}
+	x.order = order
+	// A batch of new-key candidates: inserts only, of keys not staged,
+	// not COPYed into the target and not gathered already in this
+	// transaction (those must reach the target after the earlier change).
+	cand := x.probe
+	for _, k := range order {
+		if !cand {
+			break
+		}
+		_, staged := x.keys[k]
+		_, direct := x.direct[k]
+		_, gathered := x.candKeys[k]
+		cand = changes[last[k]].Op.IsInsert() && !staged && !direct && !gathered
+	}
+	if cand {
+		for _, k := range order {
+			x.cand = append(x.cand, changes[last[k]])
+			x.candKeys[k] = struct{}{}
+		}
+		if len(x.cand) >= maxCandRows {
+			return x.resolve(ctx)
+		}
+		return nil
+	}
+	// The gathered rows go first: they come before this batch.
+	if err := x.resolve(ctx); err != nil {
+		return err
 	}
 	// A key staged already changes again: its staged change goes to the
 	// target first, so the target sees the key's changes in order.
@@ -633,34 +704,53 @@ func (x *txn) Write(ctx context.Context, changes []sink.Change) error {
 		}
 	}
 	batch := make([]sink.Change, len(order))
-	direct := x.probe
 	for i, k := range order {
 		batch[i] = changes[last[k]]
-		_, again := x.direct[k]
-		direct = direct && batch[i].Op.IsInsert() && !again
-	}
-	if direct {
-		// No key of the batch is staged or was COPYed into the target in
-		// this transaction (above; those rows may not be sent yet), so if
-		// the target lacks them all, inserting them keeps every key's
-		// order.
-		found, err := x.exists(ctx, batch)
-		if err != nil {
-			return err
-		}
-		if !found {
-			x.t.probedIn++
-			for _, k := range order {
-				x.direct[k] = struct{}{}
-			}
-			return x.add(ctx, batch, true)
-		}
-		x.probe = false
-	}
-	for _, k := range order {
 		x.keys[k] = struct{}{}
 	}
 	return x.add(ctx, batch, false)
+}
+
+// resolve decides where the gathered new-key rows go: one probe of the
+// target for all their keys; if it holds none, they are COPYed into the
+// target itself (no key is staged or was COPYed in this transaction,
+// Write made sure, so every key's order is kept), otherwise staged.
+func (x *txn) resolve(ctx context.Context) error {
+	if len(x.cand) == 0 {
+		return nil
+	}
+	cand := x.cand
+	x.cand = x.cand[:0]
+	found, err := x.exists(ctx, cand)
+	if err != nil {
+		return err
+	}
+	if !found {
+		x.t.probedIn++
+		if len(x.direct)+len(x.candKeys) > maxStagedKeys {
+			// Bounds the key sets (the stage is empty or applied: the
+			// target then holds every row sent).
+			if err := x.apply(ctx, true); err != nil {
+				return err
+			}
+		}
+		for k := range x.candKeys {
+			x.direct[k] = struct{}{}
+		}
+		clear(x.candKeys)
+		return x.add(ctx, cand, true)
+	}
+	x.probe = false
+	if len(x.keys)+len(x.direct)+len(x.candKeys) > maxStagedKeys {
+		if err := x.apply(ctx, true); err != nil {
+			return err
+		}
+	}
+	for k := range x.candKeys {
+		x.keys[k] = struct{}{}
+	}
+	clear(x.candKeys)
+	return x.add(ctx, cand, false)
 }
 
 // exists reports whether the target holds any key of changes.
@@ -669,6 +759,26 @@ func (x *txn) exists(ctx context.Context, changes []sink.Change) (bool, error) {
 		return false, err
 	}
 	cfg := x.t.cfg
+	x.t.probes++
+	var found bool
+	if len(cfg.Key) == 1 {
+		switch k := cfg.Key[0]; cfg.Columns[k].Type.Kind {
+		case types.KindInt16, types.KindInt32, types.KindInt64:
+			// Integer keys go as one binary int8[]: no text to format
+			// and parse (a NULL key never matches: left out).
+			ints := make([]int64, 0, len(changes))
+			for _, c := range changes {
+				if d := c.Row[k]; !d.IsNull() {
+					ints = append(ints, d.Int())
+				}
+			}
+			q := fmt.Sprintf("SELECT EXISTS (SELECT 1 FROM %s WHERE %s = ANY($1::int8[]))", x.t.qualified(), quote(x.t.cols[k].name))
+			if err := x.tx.QueryRow(ctx, q, ints).Scan(&found); err != nil {
+				return false, fmt.Errorf("probe %s: %w", x.t.qualified(), err)
+			}
+			return found, nil
+		}
+	}
 	params, conds, cols := make([]string, len(cfg.Key)), make([]string, len(cfg.Key)), make([]string, len(cfg.Key))
 	args := make([]any, len(cfg.Key))
 	for i, k := range cfg.Key {
@@ -683,7 +793,6 @@ func (x *txn) exists(ctx context.Context, changes []sink.Change) (bool, error) {
 		}
 		args[i] = arr
 	}
-	var found bool
 	q := "SELECT EXISTS (SELECT 1 FROM " + x.t.qualified() + " AS t JOIN unnest(" + strings.Join(params, ", ") + ") AS u(" + strings.Join(cols, ", ") + ") ON " + strings.Join(conds, " AND ") + ")"
 	if len(cfg.Key) == 1 {
 		// One index scan over the sorted keys, whatever the plan (the
@@ -715,12 +824,16 @@ func (x *txn) add(ctx context.Context, changes []sink.Change, direct bool) error
 		x.rowEnds, x.rowKeys, x.keyEnds = x.rowEnds[:0], x.rowKeys[:0], x.keyEnds[:0]
 	}
 	withDel := !direct && x.t.cfg.Upsert()
+	// Only rows COPYed into the target itself are sorted here: the apply
+	// statements read the stage in key order anyway (stageSource), so
+	// sorting a staged chunk was CPU spent twice (docs/benchmarks.md).
+	sortChunk := direct && len(x.t.order) > 0
 	for _, c := range changes {
 		var err error
 		if x.pending, err = x.t.encode(x.pending, c, withDel); err != nil {
 			return err
 		}
-		if len(x.t.order) > 0 {
+		if sortChunk {
 			x.rowEnds = append(x.rowEnds, len(x.pending))
 			x.rowKeys = appendKey(x.rowKeys, c.Row, x.t.order, x.t.cfg)
 			x.keyEnds = append(x.keyEnds, len(x.rowKeys))
@@ -818,6 +931,9 @@ func (x *txn) wait() error {
 // transaction; at commit ON COMMIT DELETE ROWS does it). Then every row
 // added is in the target, visible to the probe: the key sets empty.
 func (x *txn) apply(ctx context.Context, more bool) error {
+	if err := x.resolve(ctx); err != nil {
+		return err
+	}
 	if err := x.send(ctx); err != nil {
 		return err
 	}
@@ -908,13 +1024,19 @@ func (t *target) encode(buf []byte, c sink.Change, withDel bool) ([]byte, error)
 
 func (x *txn) Commit(ctx context.Context) error {
 	if x.skip {
+		x.release()
 		return x.tx.Rollback(ctx)
 	}
+	defer func() {
+		_ = x.wait() // the COPY in flight, if any, reads a buffer
+		x.release()
+	}()
 	// apply waits for the COPY in flight (a direct one included).
 	// I8 (and I7 end to end): the rows and the progress row commit in one
 	// PostgreSQL transaction, so the target holds an epoch's rows exactly
 	// when it records the epoch.
 	if err := x.apply(ctx, false); err != nil {
+		_ = x.wait()
 		_ = x.tx.Rollback(ctx)
 		return err
 	}
@@ -927,6 +1049,7 @@ func (x *txn) Commit(ctx context.Context) error {
 
 func (x *txn) Rollback() {
 	_ = x.wait()
+	x.release()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = x.tx.Rollback(ctx)

@@ -107,19 +107,22 @@ func rows(t *testing.T, pg *pgx.Conn, q string) []string {
 // key often.
 func TestUpsertEpochsMatchModel(t *testing.T) {
 	for _, merge := range []bool{true, false} {
-		for _, plain := range []bool{false, true} {
-			t.Run(fmt.Sprintf("merge=%v,plain=%v", merge, plain), func(t *testing.T) {
+		for _, v := range []struct{ plain, textKey bool }{{false, false}, {true, false}, {true, true}} {
+			plain, textKey := v.plain, v.textKey
+			t.Run(fmt.Sprintf("merge=%v,plain=%v,textKey=%v", merge, plain, textKey), func(t *testing.T) {
 				// Small bounds: the stage is applied early, and rows are
 				// sent in many COPYs, one in flight while more are added.
-				useMerge, maxStagedKeys, copyChunk = merge, 16, 300
-				defer func() { useMerge, maxStagedKeys, copyChunk = true, 256<<10, 4<<20 }()
-				testUpsertEpochs(t, rand.New(rand.NewPCG(seed(t), 7)), plain)
+				useMerge, maxStagedKeys, copyChunk, maxCandRows = merge, 16, 300, 24
+				defer func() { useMerge, maxStagedKeys, copyChunk, maxCandRows = true, 256<<10, 4<<20, 64<<10 }()
+				testUpsertEpochs(t, rand.New(rand.NewPCG(seed(t), 7)), plain, textKey)
 			})
 		}
 	}
 }
 
-func testUpsertEpochs(t *testing.T, r *rand.Rand, plain bool) {
+// textKey: the key is a text column (the probe's generic path; an
+// integer key takes its int8[] path).
+func testUpsertEpochs(t *testing.T, r *rand.Rand, plain, textKey bool) {
 	ctx := context.Background()
 	cfg := &sink.Config{
 		Name: "up", Type: sink.TypeUpsert, Key: []int{0}, Options: map[string]string{"table.name": "tgt"},
@@ -128,6 +131,10 @@ func testUpsertEpochs(t *testing.T, r *rand.Rand, plain bool) {
 	ddl := "CREATE TABLE tgt (k int PRIMARY KEY, n numeric(12,2), s varchar(8), ts text, b bigint, extra text DEFAULT 'x')"
 	if plain {
 		ddl = "CREATE TABLE tgt (k int PRIMARY KEY, n numeric, s text, ts timestamp, b bigint, extra text DEFAULT 'x')"
+	}
+	if textKey {
+		cfg.Columns[0].Type = types.Text
+		ddl = strings.Replace(ddl, "k int", "k text", 1)
 	}
 	tg, pg := targetOf(t, cfg, ddl)
 	has, err := tg.Open(ctx)
@@ -148,6 +155,9 @@ func testUpsertEpochs(t *testing.T, r *rand.Rand, plain bool) {
 	model := map[int32]string{}
 	value := func(k int32) (types.Row, string) {
 		row := types.Row{types.DInt32(k), types.NullDatum, types.NullDatum, types.NullDatum, types.NullDatum}
+		if textKey {
+			row[0] = types.DVarchar(strconv.Itoa(int(k)))
+		}
 		txt := []string{strconv.Itoa(int(k)), "NULL", "NULL", "NULL", "NULL"}
 		if r.IntN(5) > 0 {
 			cents := r.Int64N(2_000_000) - 1_000_000
@@ -380,5 +390,58 @@ func TestRowsReachTargetInKeyOrder(t *testing.T) {
 				deliver(2, types.OpUpdateInsert, 1)
 			}
 		})
+	}
+}
+
+// TestNewKeysProbedTogether: an upsert epoch of new keys handed over in
+// the worker's batches is probed once per maxCandRows rows, not once per
+// batch (each probe is a round trip that waits for the COPY in flight),
+// and its rows still go into the target itself; an epoch updating those
+// keys pays one probe and goes through the stage.
+func TestNewKeysProbedTogether(t *testing.T) {
+	ctx := context.Background()
+	maxCandRows = 8192
+	defer func() { maxCandRows = 64 << 10 }()
+	cfg := &sink.Config{Name: "s", Type: sink.TypeUpsert, Key: []int{0}, Options: map[string]string{"table.name": "tgt"},
+		Columns: []sink.Column{{Name: "k", Type: types.Int64}, {Name: "v", Type: types.Int64}}}
+	tg, pg := targetOf(t, cfg, "CREATE TABLE tgt (k bigint PRIMARY KEY, v bigint)")
+	if _, err := tg.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	x := tg.(*target)
+	const n = 20_000
+	deliver := func(epoch uint64, ops ...types.Op) {
+		t.Helper()
+		var changes []sink.Change
+		for k := int64(0); k < n; k++ {
+			for _, op := range ops {
+				changes = append(changes, sink.Change{Op: op, Row: types.Row{types.DInt64(k), types.DInt64(k + int64(epoch))}})
+			}
+		}
+		txn, err := tg.Begin(ctx, epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(changes); i += 4096 {
+			if err := txn.Write(ctx, changes[i:min(i+4096, len(changes))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txn.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var c int
+		if err := pg.QueryRow(ctx, "SELECT count(*) FROM tgt WHERE v = k + $1", int64(epoch)).Scan(&c); err != nil || c != n {
+			t.Fatalf("epoch %d: %d rows with v = k + %d (%v), want %d", epoch, c, epoch, err, n)
+		}
+	}
+	deliver(1, types.OpInsert)
+	// 20,000 rows in batches of 4,096: gathered until 8,192, three groups.
+	if x.probes != 3 || x.probedIn != 3 {
+		t.Fatalf("new keys: %d probes, %d groups COPYed into the target; want 3 and 3", x.probes, x.probedIn)
+	}
+	deliver(2, types.OpUpdateDelete, types.OpUpdateInsert)
+	if x.probes != 4 || x.probedIn != 3 {
+		t.Fatalf("updates: %d probes in all, %d groups COPYed into the target; want 4 and 3", x.probes, x.probedIn)
 	}
 }
