@@ -281,9 +281,11 @@ func watchNexmark(e *embedded, q NexmarkQuery, opts NexmarkOptions) (stop func()
 		return int64(float64(n) / float64(rows) * float64(opts.Events))
 	}
 	p := newProgress(opts.Progress, IsTerminal(opts.Progress), q.Name, "events", opts.Events)
-	stop = every(100*time.Millisecond, func() { p.update(events()) })
+	// A local, not the named result: the returned closure is assigned to
+	// stop on return, and calling stop from inside it would recurse.
+	stopTicker := every(100*time.Millisecond, func() { p.update(events()) })
 	return func() {
-		stop()
+		stopTicker()
 		p.clear()
 	}
 }
