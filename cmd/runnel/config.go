@@ -31,6 +31,7 @@ import (
 //	role = "all"
 //	advertise = "10.0.0.5:4566"
 //	lease_ttl = "10s"
+//	remote_compaction = true
 type fileConfig struct {
 	Listen          string `toml:"listen"`
 	DataDir         string `toml:"data_dir"`
@@ -57,6 +58,8 @@ type fileConfig struct {
 	Advertise string `toml:"advertise"`
 	// LeaseTTL is the meta leadership and membership lease.
 	LeaseTTL string `toml:"lease_ttl"`
+	// RemoteCompaction leaves compactions' merges to compactor nodes.
+	RemoteCompaction bool `toml:"remote_compaction"`
 }
 
 // applyConfigFile sets every flag that the command line and the
@@ -90,6 +93,9 @@ func applyConfigFile(fs *flag.FlagSet, path string, envNames map[string]string) 
 	}
 	if fc.Pprof {
 		values["pprof"] = "true"
+	}
+	if fc.RemoteCompaction {
+		values["remote-compaction"] = "true"
 	}
 	if fc.StreamingCacheMB != 0 {
 		values["streaming-cache-mb"] = strconv.FormatInt(fc.StreamingCacheMB, 10)

@@ -217,26 +217,27 @@ func waitLog(t *testing.T, p *servertest.Process, text string) {
 	})
 }
 
-// TestClusterSettingsConfig: advertise and lease_ttl come from the
+// TestClusterSettingsConfig: advertise, lease_ttl and remote_compaction come from the
 // configuration file like every setting, a bad lease_ttl in the file or
 // in RUNNEL_LEASE_TTL is refused, and the flag wins over the file.
 func TestClusterSettingsConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runnel.toml")
-	if err := os.WriteFile(path, []byte("role = \"meta\"\nadvertise = \"10.0.0.5:4566\"\nlease_ttl = \"3s\"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("role = \"meta\"\nadvertise = \"10.0.0.5:4566\"\nlease_ttl = \"3s\"\nremote_compaction = true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	role := fs.String("role", "all", "")
 	advertise := fs.String("advertise", "", "")
 	lease := fs.Duration("lease-ttl", 10*time.Second, "")
+	remote := fs.Bool("remote-compaction", false, "")
 	if err := fs.Parse([]string{"--lease-ttl", "4s"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := applyConfigFile(fs, path, nil); err != nil {
 		t.Fatal(err)
 	}
-	if *role != "meta" || *advertise != "10.0.0.5:4566" || *lease != 4*time.Second {
-		t.Fatalf("role=%s advertise=%s lease-ttl=%v", *role, *advertise, *lease)
+	if *role != "meta" || *advertise != "10.0.0.5:4566" || *lease != 4*time.Second || !*remote {
+		t.Fatalf("role=%s advertise=%s lease-ttl=%v remote-compaction=%v", *role, *advertise, *lease, *remote)
 	}
 	if err := os.WriteFile(path, []byte("lease_ttl = \"soon\"\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -189,6 +189,16 @@ func TestRemoteCompactionLostClaim(t *testing.T) {
 					if err := <-runErr; !errors.Is(err, ErrClaimLost) {
 						t.Fatalf("resumed compactor: %v; want ErrClaimLost", err)
 					}
+					// It deleted what it wrote (nothing can reference it).
+					rec, err := loadJob(ctx, meta, j.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, o := range rec.Outputs {
+						if _, err := store.Stat(ctx, objectKey(o)); err == nil {
+							t.Fatalf("output %s of the lost claim is still in the store", objectKey(o))
+						}
+					}
 					checkI1(t, store, meta)
 				}
 				// A second compactor completes the re-planned job.
@@ -266,4 +276,37 @@ func TestCompactorClaimSkipsLocked(t *testing.T) {
 	if ok, err := j.Result(); !ok || err != nil {
 		t.Fatalf("job: %v %v", ok, err)
 	}
+}
+
+// TestRemoteCompactionUnclaimed: a task no compactor claims within half
+// the GC grace period is aborted (its record would soon be too old for
+// the commit fence), freeing its inputs for the next plan; nothing was
+// written, nothing is left (I1).
+func TestRemoteCompactionUnclaimed(t *testing.T) {
+	noLeaks(t)
+	ctx := context.Background()
+	clock := newFakeClock()
+	store, meta := objstore.NewMem(), openMeta(t)
+	e := openEngine(t, store, meta, func(o *Options) {
+		o.RemoteCompaction, o.RemotePoll, o.Clock, o.GCGrace = true, 5*time.Millisecond, clock.now, time.Hour
+	})
+	model := fillForCompaction(t, e)
+	j, err := e.StartCompaction(ctx, true)
+	if err != nil || j == nil {
+		t.Fatalf("start: %v %v", j, err)
+	}
+	clock.advance(31 * time.Minute)
+	<-j.Done()
+	if ok, err := j.Result(); ok || err == nil || !strings.Contains(err.Error(), "no compactor claimed it") {
+		t.Fatalf("unclaimed job: committed %v, %v", ok, err)
+	}
+	jobOutputsQueued(t, meta, j.ID)
+	if n := taskCount(t, meta); n != 0 {
+		t.Fatalf("%d task rows left", n)
+	}
+	verifyModel(t, e, model)
+	if _, err := e.RunGC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyReferenced(t, store, meta)
 }

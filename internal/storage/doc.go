@@ -41,6 +41,14 @@
 // (inputs, reserved output ids, state Planned -> Running -> Committing ->
 // Committed | Aborted) is durable before its first output.
 //
+// With Options.RemoteCompaction the merge runs in a compactor process
+// (compactor.go): the engine writes the job record and a task row with
+// the plan, a Compactor claims the task (FOR UPDATE SKIP LOCKED on
+// PostgreSQL) under a lease, uploads under the record's reserved ids and
+// hands the outputs back, and the engine commits the delta itself (one
+// writer of the version, I1/I2); a lapsed claim or a cancel aborts the
+// job. Both ways share mergeInputs and commitCompaction.
+//
 // # Retention and time ranges (retention.go)
 //
 // A table with a Retention (a time-series table) has its row time decoded
