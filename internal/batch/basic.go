@@ -57,6 +57,11 @@ func (s *scanExec) Next(ctx context.Context) (types.Row, error) {
 // the primary key and the source supports it, else a full scan. A NULL in
 // the prefix matches nothing (nil iterator, no error).
 func (s *scanExec) open(ctx context.Context) (RowIterator, error) {
+	if s.node.Index != nil {
+		if it, ok, err := s.openIndex(ctx); err != nil || ok {
+			return it, err
+		}
+	}
 	if ks, ok := s.r.env.Data.(KeyScanner); ok && len(s.node.KeyPrefix) > 0 {
 		ec := s.r.evalCtx(ctx)
 		prefix := make(types.Row, len(s.node.KeyPrefix))

@@ -34,6 +34,16 @@ type KeyScanner interface {
 	ScanKey(ctx context.Context, rel *catalog.Relation, prefix types.Row) (it RowIterator, ok bool, err error)
 }
 
+// IndexScanner is a DataSource that can read an index's rows (in the
+// index's column order) whose first len(eq) key columns equal eq and
+// whose next key column lies between lo and hi (inclusive; nil is open).
+// ok is false when it cannot (a transaction block's writes, a DML
+// statement's own table: the index does not hold them); the caller then
+// reads the relation.
+type IndexScanner interface {
+	ScanIndex(ctx context.Context, index *catalog.Relation, eq types.Row, lo, hi *types.Datum) (it RowIterator, ok bool, err error)
+}
+
 // Env is what an execution needs from its session.
 type Env struct {
 	Data DataSource

@@ -25,6 +25,12 @@ const (
 	// (as in RisingWave) but cannot be queried; Columns are the query's,
 	// StateTables its plan's (the last one is the sink's log store).
 	KindSink
+	// KindIndex is CREATE INDEX: a streaming job keeping a copy of a
+	// table's or materialized view's rows in its own state table, keyed by
+	// the index columns and then the base relation's key (Index says
+	// which). Batch queries read it by key range instead of scanning the
+	// base relation; it cannot be queried by name.
+	KindIndex
 )
 
 func (k RelationKind) String() string {
@@ -41,6 +47,8 @@ func (k RelationKind) String() string {
 		return "system table"
 	case KindSink:
 		return "sink"
+	case KindIndex:
+		return "index"
 	}
 	return "relation"
 }
@@ -110,6 +118,34 @@ type Relation struct {
 	StateLayout *StateLayout `json:",omitempty"`
 	// Comment is COMMENT ON's text ("" when none).
 	Comment string `json:",omitempty"`
+	// Index describes an index (KindIndex), nil for other relations.
+	Index *IndexSpec `json:",omitempty"`
+}
+
+// IndexSpec is what CREATE INDEX declared. The index's Columns are the
+// key columns as declared, then the base relation's key columns not among
+// them, then the included ones, each named as in the base relation; its
+// PK is the first two groups (index columns, then the base key), so every
+// base row has exactly one index row.
+type IndexSpec struct {
+	// On is the indexed table or materialized view.
+	On ObjectID
+	// Columns are the declared key columns (base column names), Desc
+	// their order.
+	Columns []string
+	Desc    []bool
+	// Include lists INCLUDE's columns; IncludeAll (no INCLUDE clause, as
+	// in RisingWave) stores every column of the base relation.
+	Include    []string `json:",omitempty"`
+	IncludeAll bool     `json:",omitempty"`
+}
+
+// KeyDesc returns, for each of the index's PK columns, whether it is
+// ordered descending (only declared index columns can be).
+func (s *IndexSpec) KeyDesc(pkLen int) []bool {
+	out := make([]bool, pkLen)
+	copy(out, s.Desc)
+	return out
 }
 
 // StateLayout is how a streaming job's state is laid out: each state

@@ -167,6 +167,9 @@ func (s *Frontend) planView(ss *session, rel *catalog.Relation, stmt string) (*s
 // did, in its owner's context: the meta node's rebuild re-plans views with
 // it (a cluster's meta node would store the plan instead).
 func (s *Frontend) PlanView(rel *catalog.Relation) (*streamplan.Node, error) {
+	if rel.Kind == catalog.KindIndex {
+		return s.planIndex(rel) // index.go
+	}
 	root, _, err := s.planView(s.internalSession(rel), rel, createViewText(quoteIdent(rel.Name), rel))
 	return root, err
 }

@@ -117,6 +117,31 @@ func (d *snapshotSource) ScanKey(ctx context.Context, rel *catalog.Relation, pre
 	return &vnodeRows{snap: d.snap, tbl: tbl, prefix: prefix, rel: rel, types: schema.Types}, true, nil
 }
 
+// ScanIndex reads an index's rows by key range (batch.IndexScanner): one
+// range when the equality prefix fixes the vnode (it holds the index's
+// first column, its distribution key), else one per vnode. The index is
+// read from the same snapshot as its relation (I7: both at one committed
+// epoch).
+func (d *snapshotSource) ScanIndex(ctx context.Context, index *catalog.Relation, eq types.Row, lo, hi *types.Datum) (batch.RowIterator, bool, error) {
+	schema, ok := relationStateSchema(index)
+	if !ok || index.Kind != catalog.KindIndex {
+		return nil, false, nil
+	}
+	if d.ownWritesPending {
+		return nil, false, errOwnWritesPending
+	}
+	if err := d.failed(index); err != nil {
+		return nil, false, err
+	}
+	tbl := state.New(storage.TableID(index.StateTable), schema, snapshotStore{d.snap}, d.snap.Epoch())
+	r := &vnodeRows{snap: d.snap, tbl: tbl, rel: index, types: schema.Types,
+		bounds: func(v uint16) ([]byte, []byte) { return tbl.VnodeRangeBounds(v, eq, lo, hi) }}
+	if v, ok := tbl.PrefixVnode(eq); ok {
+		r.vnode, r.last = int(v), int(v)+1
+	}
+	return r, true, nil
+}
+
 // snapshotStore is a read-only state.Store over a snapshot, so that a
 // state.Table encodes the key of a point read exactly as the table's
 // writer did.
@@ -150,14 +175,17 @@ func (p *pointRow) Next(context.Context) (types.Row, error) {
 
 func (p *pointRow) Close() {}
 
-// vnodeRows reads one key prefix in every vnode in turn.
+// vnodeRows reads one key prefix in every vnode in turn (or, with
+// bounds, the range bounds gives in each vnode of [vnode, last)).
 type vnodeRows struct {
 	snap   *storage.Snapshot
 	tbl    *state.Table
 	prefix types.Row
+	bounds func(vnode uint16) (lower, upper []byte)
 	rel    *catalog.Relation
 	types  []types.Type
 	vnode  int
+	last   int // 0: types.VnodeCount
 	cur    *storageRows
 }
 
@@ -171,13 +199,22 @@ func (r *vnodeRows) Next(ctx context.Context) (types.Row, error) {
 			r.cur.Close()
 			r.cur = nil
 		}
-		if r.vnode >= types.VnodeCount {
+		last := r.last
+		if last == 0 {
+			last = types.VnodeCount
+		}
+		if r.vnode >= last {
 			return nil, nil
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		lower, upper, _ := r.tbl.VnodePrefixBounds(uint16(r.vnode), r.prefix)
+		var lower, upper []byte
+		if r.bounds != nil {
+			lower, upper = r.bounds(uint16(r.vnode))
+		} else {
+			lower, upper, _ = r.tbl.VnodePrefixBounds(uint16(r.vnode), r.prefix)
+		}
 		r.vnode++
 		it, err := r.snap.Iter(ctx, storage.TableID(r.rel.StateTable), lower, upper, storage.ReadOptions{})
 		if err != nil {
@@ -200,7 +237,7 @@ func relationStateSchema(rel *catalog.Relation) (state.Schema, bool) {
 	switch rel.Kind {
 	case catalog.KindTable:
 		return streamplan.TableStateSchema(rel), rel.StateTable != 0
-	case catalog.KindMaterializedView:
+	case catalog.KindMaterializedView, catalog.KindIndex:
 		return streamplan.ViewStateSchema(rel), rel.StateTable != 0
 	}
 	return state.Schema{}, false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,7 +131,7 @@ func (ss *session) drop(ctx context.Context, d *binder.Drop) (pgwire.Result, err
 	for _, n := range d.Names {
 		var err error
 		switch d.Type {
-		case binder.ObjTable, binder.ObjMaterializedView, binder.ObjView, binder.ObjSource:
+		case binder.ObjTable, binder.ObjMaterializedView, binder.ObjView, binder.ObjSource, binder.ObjIndex:
 			err = ss.dropRelation(ctx, d, n)
 		case binder.ObjDatabase:
 			err = ss.dropDatabase(ctx, d, n.Name)
@@ -156,6 +157,8 @@ func relKindFor(t binder.ObjectType) catalog.RelationKind {
 		return catalog.KindView
 	case binder.ObjSource:
 		return catalog.KindSource
+	case binder.ObjIndex:
+		return catalog.KindIndex
 	}
 	return catalog.KindTable
 }
@@ -178,13 +181,22 @@ func (ss *session) dropRelation(ctx context.Context, d *binder.Drop, n binder.Qu
 			ss.client.Notice(pgwire.Notice{Message: fmt.Sprintf("%s %q does not exist, skipping", want, n.Name)})
 			return nil
 		}
-		return sqlerr.Errorf(sqlerr.UndefinedTable, "%s %q does not exist", want, n.Name)
+		code := sqlerr.UndefinedTable
+		if want == catalog.KindIndex {
+			code = sqlerr.UndefinedObject // PostgreSQL's for a missing index
+		}
+		return sqlerr.Errorf(code, "%s %q does not exist", want, n.Name)
 	}
 	if rel.Kind != want {
 		return sqlerr.Errorf(sqlerr.WrongObjectType, "%q is not a %s", n.Name, want).
 			WithHint("Use DROP %s to remove a %s.", strings.ToUpper(rel.Kind.String()), rel.Kind)
 	}
-	if deps := s.catalog.Dependents(rel.ID); len(deps) > 0 && !d.Cascade {
+	// A relation's indexes go with it without CASCADE, as in PostgreSQL
+	// (the drop removes them first: metasrv's dropOrder).
+	deps := slices.DeleteFunc(s.catalog.Dependents(rel.ID), func(r *catalog.Relation) bool {
+		return r.Kind == catalog.KindIndex && r.Index != nil && r.Index.On == rel.ID
+	})
+	if len(deps) > 0 && !d.Cascade {
 		var names []string
 		for _, dep := range deps {
 			names = append(names, fmt.Sprintf("%s %s depends on %s %s", dep.Kind, dep.Name, rel.Kind, rel.Name))

@@ -71,12 +71,14 @@ func (st *statement) showCreate(r *parser.ShowCreate) (pgwire.Result, error) {
 		parser.ShowViews:             catalog.KindView,
 		parser.ShowSources:           catalog.KindSource,
 		parser.ShowSinks:             catalog.KindSink,
+		parser.ShowIndex:             catalog.KindIndex,
 	}[r.Kind], map[parser.ObjectKind]string{
 		parser.ShowTables:            "a table",
 		parser.ShowMaterializedViews: "a materialized view",
 		parser.ShowViews:             "a view",
 		parser.ShowSources:           "a source",
 		parser.ShowSinks:             "a sink",
+		parser.ShowIndex:             "an index",
 	}[r.Kind]
 	if rel.Kind != want {
 		return pgwire.Result{}, sqlerr.Errorf(sqlerr.WrongObjectType, "%q is not %s", rel.Name, what)
@@ -102,6 +104,8 @@ func createStatement(cat CatalogReader, rel *catalog.Relation) (qualified, text 
 		return qualified, "CREATE VIEW " + qualified + " AS " + rel.Definition
 	case catalog.KindSink:
 		return qualified, createSinkText(rel, qualified)
+	case catalog.KindIndex:
+		return indexText(cat, rel) // index.go
 	}
 	return qualified, createTableText(rel, qualified)
 }

@@ -315,6 +315,8 @@ func (st *statement) executeRunnel(ctx context.Context, r parser.RunnelStmt) (pg
 		return st.describe(r.Schema, r.Name, false)
 	case *parser.ShowCreate:
 		return st.showCreate(r)
+	case *parser.ShowIndexes:
+		return st.showIndexes(r) // index.go
 	case *parser.AlterRename:
 		kind := catalog.KindSource
 		if r.Sink {
@@ -347,6 +349,8 @@ func (st *statement) runnelColumns(r parser.RunnelStmt) ([]pgwire.Column, error)
 		return describeColumns, nil
 	case *parser.ShowCreate:
 		return showCreateColumns, nil
+	case *parser.ShowIndexes:
+		return showIndexesColumns, nil
 	case *parser.CancelJobs:
 		return cancelJobsColumns, nil
 	}

@@ -249,6 +249,8 @@ func (st *statement) executeBound(ctx context.Context, p *sql.Prepared, params [
 		return ss.createTable(ctx, b)
 	case *binder.CreateView:
 		return ss.createView(ctx, b)
+	case *binder.CreateIndex:
+		return ss.createIndex(ctx, b) // index.go
 	case *binder.ExplainCreateView:
 		return ss.explainCreateView(b)
 	case *binder.Drop:

@@ -97,6 +97,9 @@ type sysCtx struct {
 	cat  CatalogReader
 	db   *catalog.Database
 	rels []*catalog.Relation // the database's visible relations, by id
+	// indexes are the database's indexes (CREATE INDEX), by id: they
+	// are in pg_class and pg_index, not in the relations' other listings.
+	indexes []*catalog.Relation
 	// err is a failure of a rows function that reads outside memory
 	// (rw_worker_nodes reads the metadata store); scanSystem returns it.
 	err error
@@ -106,11 +109,18 @@ func newSysCtx(ss *session) *sysCtx {
 	cat := ss.s.catalog
 	dbID := ss.db.ID
 	// Sinks are not relations to pg_catalog (rw_catalog.rw_sinks lists them).
-	rels := cat.Relations(func(r *catalog.Relation) bool {
+	var rels, indexes []*catalog.Relation
+	for _, r := range cat.Relations(func(r *catalog.Relation) bool {
 		return r.DatabaseID == dbID && !r.Creating && r.Kind != catalog.KindSink
-	})
+	}) {
+		if r.Kind == catalog.KindIndex {
+			indexes = append(indexes, r)
+		} else {
+			rels = append(rels, r)
+		}
+	}
 	sort.Slice(rels, func(i, j int) bool { return rels[i].ID < rels[j].ID })
-	return &sysCtx{ss: ss, cat: cat, db: ss.db, rels: rels}
+	return &sysCtx{ss: ss, cat: cat, db: ss.db, rels: rels, indexes: indexes}
 }
 
 func (sc *sysCtx) schemaOID(s *catalog.Schema) int64 {
@@ -157,6 +167,8 @@ func relkind(r *catalog.Relation) string {
 		return "v"
 	case catalog.KindMaterializedView:
 		return "m"
+	case catalog.KindIndex:
+		return "i"
 	}
 	return "r"
 }

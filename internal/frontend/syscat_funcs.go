@@ -282,6 +282,9 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 	case "pg_get_indexdef":
 		return mk(types.Text, 1, 3, true, func(a []types.Datum) (types.Datum, error) {
 			n, _ := datumInt(a[0])
+			if x := c.relByOID(n); x != nil && x.Kind == catalog.KindIndex {
+				return indexDefDatum(newSysCtx(ss), x, a)
+			}
 			r := c.relByOID(n - pkIndexBase)
 			if r == nil || !hasPKIndex(r) {
 				return types.Datum{}, nil
@@ -296,9 +299,7 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 					return textDatum(pgQuoteIdent(r.Columns[r.PK[k-1]].Name)), nil
 				}
 			}
-			sc := newSysCtx(ss)
-			return textDatum(fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s.%s USING btree (%s)", pgQuoteIdent(pkName(r)),
-				pgQuoteIdent(sc.schemaName(r.SchemaID)), pgQuoteIdent(r.Name), pkColumnList(r))), nil
+			return textDatum(pkIndexDef(newSysCtx(ss), r)), nil
 		})
 	case "pg_get_constraintdef":
 		return mk(types.Text, 1, 2, true, func(a []types.Datum) (types.Datum, error) {
@@ -560,3 +561,32 @@ func splitQualifiedName(s string) ([]string, error) {
 
 // codeInvalidName is SQLSTATE invalid_name.
 const codeInvalidName = "42602"
+
+// pkIndexDef is pg_get_indexdef of a table's primary-key index.
+func pkIndexDef(sc *sysCtx, r *catalog.Relation) string {
+	return fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s.%s USING btree (%s)", pgQuoteIdent(pkName(r)),
+		pgQuoteIdent(sc.schemaName(r.SchemaID)), pgQuoteIdent(r.Name), pkColumnList(r))
+}
+
+// pgIndexDef is pg_get_indexdef of an index (PostgreSQL's spelling:
+// "USING btree", which psql's \d cuts the column list after).
+func pgIndexDef(cat CatalogReader, x *catalog.Relation) string {
+	_, text := indexText(cat, x)
+	return strings.Replace(text, " (", " USING btree (", 1)
+}
+
+// indexDefDatum answers pg_get_indexdef(index [, column, pretty]) for an
+// index: its definition, or with column k > 0 that attribute's name ("" past
+// the last).
+func indexDefDatum(sc *sysCtx, x *catalog.Relation, a []types.Datum) (types.Datum, error) {
+	if len(a) > 1 {
+		if k, _ := datumInt(a[1]); k > 0 {
+			attrs := indexAttrs(sc, x)
+			if int(k) > len(attrs) {
+				return textDatum(""), nil
+			}
+			return textDatum(pgQuoteIdent(attrs[k-1].col.Name)), nil
+		}
+	}
+	return textDatum(pgIndexDef(sc.cat, x)), nil
+}

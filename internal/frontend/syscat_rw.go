@@ -26,6 +26,7 @@ func rwSysTables() []*sysTable {
 			epoch int8, error text, abandoned text`, recoveryRows),
 		rw("rw_tables", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindTable)),
 		rw("rw_materialized_views", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindMaterializedView)),
+		rw("rw_indexes", "id int4, name text, primary_table_id int4, schema_id int4, owner text, definition text", indexRowsRW),
 		rw("rw_views", "id int4, name text, schema_id int4, owner text, definition text, append_only bool", relationRows(catalog.KindView)),
 		rw("rw_streaming_errors", `database text, job text, expression_errors int8, inconsistencies int8,
 			last_executor text, last_error text, last_at timestamptz`, streamingErrorRows),
@@ -138,6 +139,17 @@ func sourceStatsRows(sc *sysCtx) [][]any {
 	var out [][]any
 	for _, st := range connector.AllStats() {
 		out = append(out, []any{st.Name, st.Rows, st.Skipped, st.LastSkipped, st.Status, st.CaughtUp, st.Notices})
+	}
+	return out
+}
+
+// indexRowsRW is rw_indexes: the database's indexes with the relation
+// each indexes (primary_table_id) and its CREATE INDEX statement.
+func indexRowsRW(sc *sysCtx) [][]any {
+	var out [][]any
+	for _, x := range sc.indexes {
+		_, def := indexText(sc.cat, x)
+		out = append(out, []any{int64(x.ID), x.Name, int64(x.Index.On), int64(x.SchemaID), x.Owner, def})
 	}
 	return out
 }

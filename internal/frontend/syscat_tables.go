@@ -1,7 +1,9 @@
 package frontend
 
 import (
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/runneldb/runnel/internal/catalog"
@@ -42,6 +44,7 @@ func buildSysTables() []*sysTable {
 			indisclustered bool, indisvalid bool, indcheckxmin bool, indisready bool, indislive bool,
 			indisreplident bool, indkey int2vector, indcollation oidvector, indclass oidvector, indoption int2vector,
 			indexprs text, indpred text`, indexRows),
+		pg("pg_indexes", "schemaname name, tablename name, indexname name, tablespace name, indexdef text", indexesRows),
 		pg("pg_constraint", `oid oid, conname name, connamespace oid, contype char, condeferrable bool,
 			condeferred bool, convalidated bool, conrelid oid, contypid oid, conindid oid, conparentid oid,
 			confrelid oid, confupdtype char, confdeltype char, confmatchtype char, conislocal bool,
@@ -174,11 +177,15 @@ func classRows(sc *sysCtx) [][]any {
 			am = 0
 		}
 		out = append(out, row(oid, r.Name, sc.schemaOIDByID(r.SchemaID), sc.ownerOID(r.Owner), am,
-			hasPKIndex(r), relkind(r), len(columnsOf(r))))
+			hasPKIndex(r) || sc.hasIndexes(r.ID), relkind(r), len(columnsOf(r))))
 		if hasPKIndex(r) {
 			out = append(out, row(pkIndexBase+oid, pkName(r), sc.schemaOIDByID(r.SchemaID), sc.ownerOID(r.Owner),
 				403, false, "i", len(r.PK)))
 		}
+	}
+	for _, x := range sc.indexes {
+		out = append(out, row(userOID(x.ID), x.Name, sc.schemaOIDByID(x.SchemaID), sc.ownerOID(x.Owner), 403, false, "i",
+			len(indexAttrs(sc, x))))
 	}
 	for i, t := range sysTables {
 		ns := int64(oidPgCatalog)
@@ -217,6 +224,11 @@ func attributeRows(sc *sysCtx) [][]any {
 			for i, c := range r.PK {
 				add(pkIndexBase+oid, attr{i + 1, r.Columns[c]}, false)
 			}
+		}
+	}
+	for _, x := range sc.indexes {
+		for i, a := range indexAttrs(sc, x) {
+			add(userOID(x.ID), attr{i + 1, a.col}, false)
 		}
 	}
 	for i, t := range sysTables {
@@ -283,6 +295,68 @@ func indexRows(sc *sysCtx) [][]any {
 		out = append(out, []any{pkIndexBase + oid, oid, len(r.PK), len(r.PK), true, false, true, false, true,
 			false, true, false, true, true, false, pkAttnums(r), zeroVector(len(r.PK)), zeroVector(len(r.PK)),
 			zeroVector(len(r.PK)), nil, nil})
+	}
+	for _, x := range sc.indexes {
+		attrs := indexAttrs(sc, x)
+		nums := make([]string, len(attrs))
+		for i, a := range attrs {
+			nums[i] = strconv.Itoa(a.num)
+		}
+		// indoption: DESC (1) with PostgreSQL's default for it, NULLS FIRST (2).
+		opts := make([]string, len(attrs))
+		for i := range opts {
+			opts[i] = "0"
+			if i < len(x.Index.Desc) && x.Index.Desc[i] {
+				opts[i] = "3"
+			}
+		}
+		out = append(out, []any{userOID(x.ID), userOID(x.Index.On), len(attrs), len(x.Index.Columns), false, false, false, false, true,
+			false, true, false, true, true, false, strings.Join(nums, " "), zeroVector(len(attrs)), zeroVector(len(attrs)),
+			strings.Join(opts, " "), nil, nil})
+	}
+	return out
+}
+
+// hasIndexes reports whether a relation has indexes (pg_class.relhasindex).
+func (sc *sysCtx) hasIndexes(id catalog.ObjectID) bool {
+	for _, x := range sc.indexes {
+		if x.Index != nil && x.Index.On == id {
+			return true
+		}
+	}
+	return false
+}
+
+// indexAttrs are an index's attributes as PostgreSQL shows them: its
+// declared key columns, then its INCLUDE columns (an index without
+// INCLUDE stores every column, but declares none), numbered (num) by
+// their position in the base relation.
+func indexAttrs(sc *sysCtx, x *catalog.Relation) []attr {
+	base, ok := sc.cat.Relation(x.Index.On)
+	if !ok {
+		return nil
+	}
+	var out []attr
+	for _, name := range append(slices.Clone(x.Index.Columns), x.Index.Include...) {
+		if i := base.ColumnIndex(name); i >= 0 {
+			out = append(out, attr{i + 1, base.Columns[i]})
+		}
+	}
+	return out
+}
+
+// indexesRows is pg_indexes: primary keys and CREATE INDEX's indexes.
+func indexesRows(sc *sysCtx) [][]any {
+	var out [][]any
+	for _, r := range sc.rels {
+		if hasPKIndex(r) {
+			out = append(out, []any{sc.schemaName(r.SchemaID), r.Name, pkName(r), nil, pkIndexDef(sc, r)})
+		}
+	}
+	for _, x := range sc.indexes {
+		if base, ok := sc.cat.Relation(x.Index.On); ok {
+			out = append(out, []any{sc.schemaName(x.SchemaID), base.Name, x.Name, nil, pgIndexDef(sc.cat, x)})
+		}
 	}
 	return out
 }

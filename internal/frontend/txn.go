@@ -236,6 +236,16 @@ func (d *txSource) ScanKey(ctx context.Context, rel *catalog.Relation, prefix ty
 	return &stateRows{it: it}, true, nil
 }
 
+// ScanIndex reads an index from the block's snapshot unless the block
+// wrote to its relation: the index does not hold the block's writes, so
+// the relation is read instead (ok false).
+func (d *txSource) ScanIndex(ctx context.Context, index *catalog.Relation, eq types.Row, lo, hi *types.Datum) (batch.RowIterator, bool, error) {
+	if index.Index == nil || d.tx.tables[index.Index.On] != nil {
+		return nil, false, nil
+	}
+	return d.snapshotSource.ScanIndex(ctx, index, eq, lo, hi)
+}
+
 // write applies one statement's writes to rel: inside a block they are
 // staged in the block's write set (epoch 0: nothing to acknowledge yet),
 // otherwise sent to the table's actor at once.

@@ -30,7 +30,7 @@ func (s *Service) dropRelation(ctx context.Context, rel *catalog.Relation) error
 	switch rel.Kind {
 	case catalog.KindTable:
 		return s.dropTable(ctx, rel)
-	case catalog.KindMaterializedView:
+	case catalog.KindMaterializedView, catalog.KindIndex:
 		return s.dropView(ctx, rel)
 	case catalog.KindSink:
 		return s.dropView(ctx, rel) // stops its worker too (I3)

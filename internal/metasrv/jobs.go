@@ -121,7 +121,9 @@ func (s *Service) rebuild(ctx context.Context, curr uint64, in func(*catalog.Rel
 		start = append(start, p)
 	}
 	for _, rel := range rels {
-		if rel.Kind != catalog.KindMaterializedView || s.droppedSince(rel) {
+		// Indexes are views over one relation (streamplan.BuildIndex),
+		// rebuilt after it (ids grow: a base is older than its index).
+		if (rel.Kind != catalog.KindMaterializedView && rel.Kind != catalog.KindIndex) || s.droppedSince(rel) {
 			continue
 		}
 		if rel.Creating {

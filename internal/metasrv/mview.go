@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,7 +34,9 @@ type creation struct {
 func (s *Service) createMaterializedView(ctx context.Context, rel *catalog.Relation, columns []plan.Column, root *streamplan.Node) error {
 	err := s.createJobState(ctx, rel, root, rel.Name, func() {
 		rel.DistKey = streamplan.MaterializeSchema(root).DistKey
-		rel.Columns = jobColumns(root, columns)
+		if rel.Kind != catalog.KindIndex { // an index's columns are named after its base's
+			rel.Columns = jobColumns(root, columns)
+		}
 	})
 	if err != nil {
 		return err
@@ -53,7 +56,7 @@ func (s *Service) createMaterializedView(ctx context.Context, rel *catalog.Relat
 	}()
 	cancelled := func() error {
 		if cause := context.Cause(ctx); errors.Is(cause, errJobCancelled) {
-			return sqlerr.Errorf(sqlerr.QueryCanceled, "CREATE MATERIALIZED VIEW %s was cancelled by CANCEL JOBS %d", rel.Name, rel.ID)
+			return sqlerr.Errorf(sqlerr.QueryCanceled, "CREATE %s %s was cancelled by CANCEL JOBS %d", strings.ToUpper(rel.Kind.String()), rel.Name, rel.ID)
 		}
 		return ctx.Err()
 	}
@@ -190,7 +193,7 @@ func errCreationInterrupted(rel *catalog.Relation) error { return compute.ErrCre
 // viewSpec is what a view's job is instantiated with (backfill: a new
 // view reads its upstreams' snapshots first).
 func (s *Service) viewSpec(rel *catalog.Relation, backfill bool) compute.JobSpec {
-	return compute.JobSpec{Name: "materialized view " + rel.Name, Backfill: backfill, Strict: s.strictConsistency()}
+	return compute.JobSpec{Name: rel.Kind.String() + " " + rel.Name, Backfill: backfill, Strict: s.strictConsistency()}
 }
 
 // startView instantiates a new view's actors and connects them to their
@@ -221,7 +224,7 @@ func (s *Service) rebuildView(ctx context.Context, rel *catalog.Relation, curr u
 	}
 	root, err := s.fe.PlanView(rel)
 	if err != nil {
-		return nil, fmt.Errorf("rebuild materialized view %s: %w", rel.Name, err)
+		return nil, fmt.Errorf("rebuild %s %s: %w", rel.Kind, rel.Name, err)
 	}
 	return s.rebuildJob(rel, root, rel.Name, s.viewSpec(rel, false), curr)
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/runneldb/runnel/internal/catalog"
@@ -108,7 +109,7 @@ func (m metaRole) CreatingJobs() []frontend.JobProgress {
 	var rows []frontend.JobProgress
 	for _, b := range m.s.compute.Backfills() {
 		progress := fmt.Sprintf("%d rows backfilled, %d/%d upstream actors done, %s", b.Rows, b.Done, b.Upstreams, time.Since(b.Started).Round(time.Millisecond))
-		rows = append(rows, frontend.JobProgress{ID: b.Rel.ID, Definition: "CREATE MATERIALIZED VIEW " + b.Rel.Name, Progress: progress})
+		rows = append(rows, frontend.JobProgress{ID: b.Rel.ID, Definition: "CREATE " + strings.ToUpper(b.Rel.Kind.String()) + " " + b.Rel.Name, Progress: progress})
 	}
 	return rows
 }

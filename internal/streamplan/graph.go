@@ -206,7 +206,7 @@ func stateSchemas(n *Node, job string) ([]state.Schema, error) {
 	case OpSink:
 		return []state.Schema{exec.SinkLogSchema(job+" log store", n.Types())}, nil
 	case OpMaterialize:
-		s := state.Schema{Name: job, Types: n.Types(), PK: n.Key, ConstraintName: job + "_pkey"}
+		s := state.Schema{Name: job, Types: n.Types(), PK: n.Key, Desc: n.KeyDesc, ConstraintName: job + "_pkey"}
 		for _, c := range n.Schema {
 			s.ColumnNames = append(s.ColumnNames, c.Name)
 		}

@@ -135,6 +135,9 @@ type Node struct {
 	CloseCol int
 	// SinkAppendOnly: the sink keeps only inserts (OpSink).
 	SinkAppendOnly bool
+	// KeyDesc orders OpMaterialize's key columns descending where set (an
+	// index's DESC columns); nil: all ascending.
+	KeyDesc []bool
 
 	// StateTables lists the state tables the operator owns, in plan order.
 	StateTables  []catalog.TableID

@@ -26,7 +26,10 @@ func TableStateSchema(rel *catalog.Relation) state.Schema {
 // ViewStateSchema is the state-table schema of a materialized view's rows.
 func ViewStateSchema(rel *catalog.Relation) state.Schema {
 	st := TableStateSchema(rel)
-	st.Name = fmt.Sprintf("materialized view %s (state table %d)", rel.Name, rel.StateTable)
+	st.Name = fmt.Sprintf("%s %s (state table %d)", rel.Kind, rel.Name, rel.StateTable)
+	if rel.Index != nil {
+		st.Desc = rel.Index.KeyDesc(len(rel.PK))
+	}
 	return st
 }
 

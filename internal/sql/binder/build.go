@@ -204,6 +204,7 @@ func (b *Binder) build(r *rel) (plan.Node, error) {
 		cp := *s
 		cp.Filter = cond
 		cp.KeyPrefix = keyPrefix(s.Rel, conds)
+		cp.Index = b.chooseIndex(s.Rel, conds, len(cp.KeyPrefix)) // indexscan.go
 		return &cp, nil
 	}
 	return &plan.Filter{Input: node, Cond: cond}, nil

@@ -182,6 +182,10 @@ func (b *Binder) bindRangeVar(rv *pg.RangeVar, outer *scope) (*rel, error) {
 	if r.Kind == catalog.KindSink {
 		return nil, b.errAt(sqlerr.Errorf(sqlerr.WrongObjectType, "%q is a sink: it cannot be queried", r.Name), rv.Location)
 	}
+	if r.Kind == catalog.KindIndex {
+		// Queries on its table read it (Scan.Index); it has no rows of its own to name.
+		return nil, b.errAt(sqlerr.Errorf(sqlerr.WrongObjectType, "%q is an index", r.Name), rv.Location)
+	}
 	if !slices.Contains(b.deps, r.ID) {
 		b.deps = append(b.deps, r.ID)
 	}

@@ -17,6 +17,8 @@ func (b *Binder) bindOther(n *pg.Node) (Statement, bool, error) {
 		s, err = b.bindDropFunction(n.GetDropStmt())
 	case n.GetDropStmt() != nil:
 		s, err = b.bindDrop(n.GetDropStmt())
+	case n.GetIndexStmt() != nil:
+		s, err = b.bindCreateIndex(n.GetIndexStmt()) // index.go
 	case n.GetCreateFunctionStmt() != nil:
 		s, err = b.bindCreateFunction(n.GetCreateFunctionStmt())
 	case n.GetDropdbStmt() != nil:

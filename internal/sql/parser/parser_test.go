@@ -87,7 +87,15 @@ func TestRunnelStatements(t *testing.T) {
 	if c := sts[0].Runnel.(*ShowCreate); c.Kind != ShowMaterializedViews || c.Schema != "s" || c.Name != "Mv" {
 		t.Fatalf("got %+v", c)
 	}
-	for _, bad := range []string{"SHOW COLUMNS t", "SHOW COLUMNS FROM", "SHOW CREATE INDEX i", "SHOW CREATE TABLE a b"} {
+	sts, _ = Parse(`SHOW CREATE INDEX s.i`)
+	if c := sts[0].Runnel.(*ShowCreate); c.Kind != ShowIndex || c.Schema != "s" || c.Name != "i" {
+		t.Fatalf("got %+v", c)
+	}
+	sts, _ = Parse(`SHOW INDEXES FROM "T"`)
+	if c := sts[0].Runnel.(*ShowIndexes); c.Schema != "" || c.Name != "T" {
+		t.Fatalf("got %+v", c)
+	}
+	for _, bad := range []string{"SHOW COLUMNS t", "SHOW COLUMNS FROM", "SHOW CREATE INDEX", "SHOW INDEXES t", "SHOW CREATE TABLE a b"} {
 		if _, err := Parse(bad); sqlerr.Code(err) != sqlerr.SyntaxError {
 			t.Fatalf("%s: got %v, want 42601", bad, err)
 		}

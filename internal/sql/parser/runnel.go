@@ -37,7 +37,13 @@ const (
 	ShowJobs
 	ShowSinks
 	ShowCluster
+	ShowIndex // SHOW CREATE INDEX (SHOW INDEXES is its own statement)
 )
+
+// ShowIndexes lists a relation's indexes: SHOW INDEXES FROM|IN [schema.]name.
+type ShowIndexes struct {
+	Schema, Name string
+}
 
 // Describe shows the columns of a relation: DESCRIBE [schema.]name.
 type Describe struct {
@@ -68,6 +74,7 @@ func (*Describe) runnelStmt()    {}
 func (*CancelJobs) runnelStmt()  {}
 func (*ShowColumns) runnelStmt() {}
 func (*ShowCreate) runnelStmt()  {}
+func (*ShowIndexes) runnelStmt() {}
 
 // word is one token of the small front's lexer.
 type word struct {
@@ -218,6 +225,15 @@ func parseShow(w []word) (RunnelStmt, bool, error) {
 	case isKw(w, 1, "materialized") && isKw(w, 2, "views"):
 		kind = ShowMaterializedViews
 		next = 3
+	case isKw(w, 1, "indexes") || isKw(w, 1, "index") || isKw(w, 1, "indices"):
+		if !isKw(w, 2, "from") && !isKw(w, 2, "in") {
+			return nil, true, syntaxErrorf("syntax error: expected SHOW INDEXES FROM [schema.]name")
+		}
+		schema, name, n, err := qualifiedName(w, 3)
+		if err != nil || n != len(w) {
+			return nil, true, syntaxErrorf("syntax error: expected SHOW INDEXES FROM [schema.]name")
+		}
+		return &ShowIndexes{Schema: schema, Name: name}, true, nil
 	case isKw(w, 1, "columns"):
 		if !isKw(w, 2, "from") && !isKw(w, 2, "in") {
 			return nil, true, syntaxErrorf("syntax error: expected SHOW COLUMNS FROM [schema.]name")
@@ -239,15 +255,17 @@ func parseShow(w []word) (RunnelStmt, bool, error) {
 			sc.Kind = ShowSources
 		case isKw(w, 2, "sink"):
 			sc.Kind = ShowSinks
+		case isKw(w, 2, "index"):
+			sc.Kind = ShowIndex
 		case isKw(w, 2, "materialized") && isKw(w, 3, "view"):
 			sc.Kind = ShowMaterializedViews
 			i = 4
 		default:
-			return nil, true, syntaxErrorf("syntax error: expected SHOW CREATE TABLE | MATERIALIZED VIEW | VIEW | SOURCE | SINK name")
+			return nil, true, syntaxErrorf("syntax error: expected SHOW CREATE TABLE | MATERIALIZED VIEW | VIEW | SOURCE | SINK | INDEX name")
 		}
 		schema, name, n, err := qualifiedName(w, i)
 		if err != nil || n != len(w) {
-			return nil, true, syntaxErrorf("syntax error: expected SHOW CREATE TABLE | MATERIALIZED VIEW | VIEW | SOURCE | SINK name")
+			return nil, true, syntaxErrorf("syntax error: expected SHOW CREATE TABLE | MATERIALIZED VIEW | VIEW | SOURCE | SINK | INDEX name")
 		}
 		sc.Schema, sc.Name = schema, name
 		return sc, true, nil

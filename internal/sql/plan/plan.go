@@ -60,6 +60,45 @@ type Scan struct {
 	// Filter requires of a prefix of the relation's primary key: the scan
 	// may read only that key range. Filter is still applied to every row.
 	KeyPrefix []expr.Expr
+	// Index, when set, is an index whose key range holds every row Filter
+	// can accept: the scan may read it instead of the relation.
+	Index *IndexLookup
+}
+
+// IndexLookup reads a relation's rows through one of its indexes: the
+// index rows whose first len(Eq) key columns equal Eq and whose next key
+// column lies between Lo and Hi (inclusive; nil is open), each mapped
+// back to a row of the relation (from the index's own columns when it
+// stores them all, else by a point read of the relation by primary key).
+// The scan's Filter is still applied to every row.
+type IndexLookup struct {
+	Index  *catalog.Relation
+	Eq     []expr.Expr
+	Lo, Hi expr.Expr
+	// Covering: the index stores every column of the relation.
+	Covering bool
+}
+
+func (l *IndexLookup) String() string {
+	var b strings.Builder
+	b.WriteString("using " + l.Index.Name)
+	if len(l.Eq) > 0 {
+		b.WriteString(" key: (" + exprList(l.Eq) + ")")
+	}
+	if l.Lo != nil || l.Hi != nil {
+		lo, hi := "-inf", "+inf"
+		if l.Lo != nil {
+			lo = l.Lo.String()
+		}
+		if l.Hi != nil {
+			hi = l.Hi.String()
+		}
+		fmt.Fprintf(&b, " range %s: [%s, %s]", l.Index.Columns[len(l.Eq)].Name, lo, hi)
+	}
+	if !l.Covering {
+		b.WriteString(" lookup by primary key")
+	}
+	return b.String()
 }
 
 // Values produces literal rows. Rows' expressions see an empty input row
@@ -374,10 +413,15 @@ func prefixFixesVnode(rel *catalog.Relation, n int) bool {
 
 func (n *Scan) Describe() string {
 	s := "Scan " + n.Rel.Name
+	if n.Index != nil {
+		s = "IndexScan " + n.Rel.Name
+	}
 	if n.Alias != "" && n.Alias != n.Rel.Name {
 		s += " AS " + n.Alias
 	}
-	if len(n.KeyPrefix) > 0 {
+	if n.Index != nil {
+		s += " " + n.Index.String()
+	} else if len(n.KeyPrefix) > 0 {
 		parts := make([]string, len(n.KeyPrefix))
 		for i, e := range n.KeyPrefix {
 			parts[i] = e.String()

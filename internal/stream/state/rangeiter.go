@@ -266,3 +266,36 @@ func (t *Table) IterPrefixRange(ctx context.Context, lo, hi types.Row, reverse b
 	}
 	return t.rangeIter(ctx, lower, upper, reverse)
 }
+
+// PrefixVnode returns the vnode of the rows whose key starts with prefix,
+// when the prefix covers the distribution key.
+func (t *Table) PrefixVnode(prefix types.Row) (uint16, bool) {
+	if len(prefix) == 0 && len(t.schema.DistKey) > 0 {
+		return 0, false
+	}
+	return t.pkRowVnode(prefix)
+}
+
+// VnodeRangeBounds returns the storage key range, within one vnode, of
+// the rows whose leading key columns equal eq and whose next key column
+// lies between lo and hi, both inclusive (nil: open). The range is in
+// storage order: a descending column's bounds are swapped. An index scan
+// reads it (BETWEEN, <, > on the column after an equality prefix); the
+// rows it holds are a superset of the filter's, which still decides.
+func (t *Table) VnodeRangeBounds(vnode uint16, eq types.Row, lo, hi *types.Datum) (lower, upper []byte) {
+	if len(eq) < len(t.schema.PK) && t.schema.Desc[len(eq)] {
+		lo, hi = hi, lo
+	}
+	key := make(types.Row, len(eq), len(eq)+1)
+	copy(key, eq)
+	lower = t.encodePK(nil, vnode, key)
+	if lo != nil {
+		lower = t.encodePK(nil, vnode, append(key, *lo))
+	}
+	if hi != nil {
+		upper = prefixEnd(t.encodePK(nil, vnode, append(key, *hi)))
+	} else {
+		upper = prefixEnd(t.encodePK(nil, vnode, key))
+	}
+	return lower, upper
+}
