@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -27,7 +28,7 @@ func (ss *session) rename(ctx context.Context, n *pg_query.RenameStmt) (pgwire.R
 	}
 	schema, name := n.Relation.Schemaname, n.Relation.Relname
 	switch n.RenameType {
-	case pg_query.ObjectType_OBJECT_TABLE, pg_query.ObjectType_OBJECT_MATVIEW, pg_query.ObjectType_OBJECT_VIEW:
+	case pg_query.ObjectType_OBJECT_TABLE, pg_query.ObjectType_OBJECT_MATVIEW, pg_query.ObjectType_OBJECT_VIEW, pg_query.ObjectType_OBJECT_INDEX:
 		kind := kindOfObjectType(n.RenameType)
 		return pgwire.Result{Tag: "ALTER " + strings.ToUpper(kind.String())}, ss.renameRelation(ctx, kind, schema, name, n.Newname, n.MissingOk)
 	case pg_query.ObjectType_OBJECT_COLUMN:
@@ -45,6 +46,8 @@ func kindOfObjectType(t pg_query.ObjectType) catalog.RelationKind {
 		return catalog.KindMaterializedView
 	case pg_query.ObjectType_OBJECT_VIEW:
 		return catalog.KindView
+	case pg_query.ObjectType_OBJECT_INDEX:
+		return catalog.KindIndex
 	}
 	return catalog.KindTable
 }
@@ -93,8 +96,11 @@ func (ss *session) findRelation(schema, name string) (*catalog.Relation, error) 
 
 // refuseIfDependents refuses to rename what a view or sink reads (its
 // stored SQL names it).
-func (ss *session) refuseIfDependents(rel *catalog.Relation, what string) error {
+func (ss *session) refuseIfDependents(rel *catalog.Relation, what string, indexesOK bool) error {
 	deps := ss.s.catalog.Dependents(rel.ID)
+	if indexesOK {
+		deps = slices.DeleteFunc(deps, func(d *catalog.Relation) bool { return d.Kind == catalog.KindIndex })
+	}
 	if len(deps) == 0 {
 		return nil
 	}
@@ -115,7 +121,10 @@ func (ss *session) renameRelation(ctx context.Context, kind catalog.RelationKind
 	if other, err := ss.s.catalog.RelationByName(rel.SchemaID, newName); err == nil && other.ID != rel.ID {
 		return sqlerr.Errorf(sqlerr.DuplicateTable, "relation %q already exists", newName)
 	}
-	if err := ss.refuseIfDependents(rel, fmt.Sprintf("%s %s", rel.Kind, rel.Name)); err != nil {
+	// Its indexes name it by id (catalog.IndexSpec.On), not in SQL: they
+	// do not hold a rename back. A column rename still is refused (an
+	// index stores its columns' names).
+	if err := ss.refuseIfDependents(rel, fmt.Sprintf("%s %s", rel.Kind, rel.Name), true); err != nil {
 		return err
 	}
 	upd := *rel
@@ -153,7 +162,7 @@ func (ss *session) renameColumn(ctx context.Context, schema, name, col, newName 
 		// column names.
 		return sqlerr.Errorf(sqlerr.FeatureNotSupported, "cannot rename a column of table %s: its WATERMARK FOR expression names columns", rel.Name)
 	}
-	if err := ss.refuseIfDependents(rel, fmt.Sprintf("column %s of table %s", col, rel.Name)); err != nil {
+	if err := ss.refuseIfDependents(rel, fmt.Sprintf("column %s of table %s", col, rel.Name), false); err != nil {
 		return err
 	}
 	upd := *rel

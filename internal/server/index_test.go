@@ -252,3 +252,35 @@ func TestIndexBackfillProgress(t *testing.T) {
 		t.Fatalf("through the index: %v", got)
 	}
 }
+
+// TestIndexPreparedStatements: a statement prepared (pgx caches it) while
+// an index exists is planned again once the index is dropped or created:
+// it never reads a dropped index's state (I4 would fail it) and it starts
+// reading a new one.
+func TestIndexPreparedStatements(t *testing.T) {
+	ts := startTestServer(t, "")
+	conn := ts.connect(t)
+	mustExec(t, conn, "SET implicit_flush = true")
+	mustExec(t, conn, "CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+	mustExec(t, conn, "INSERT INTO t SELECT g, g % 5 FROM generate_series(1, 100) g")
+	mustExec(t, conn, "CREATE INDEX ia ON t (a)")
+	const q = "SELECT count(*) FROM t WHERE a = $1"
+	for _, step := range []string{"", "DROP INDEX ia", "CREATE INDEX ia ON t (a)", "DROP TABLE t", "CREATE TABLE t (id INT PRIMARY KEY, a INT)"} {
+		if step != "" {
+			mustExec(t, conn, step)
+		}
+		want := "[20]"
+		if strings.HasPrefix(step, "CREATE TABLE") {
+			want = "[0]"
+		}
+		if step == "DROP TABLE t" {
+			if _, err := conn.Exec(context.Background(), q, 2); err == nil || !strings.Contains(err.Error(), "42P01") {
+				t.Fatalf("after %s: %v; want 42P01", step, err)
+			}
+			continue
+		}
+		if got := queryStrings(t, conn, q, 2); fmt.Sprint(got) != want {
+			t.Fatalf("after %q: %v; want %s", step, got, want)
+		}
+	}
+}
