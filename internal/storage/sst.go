@@ -224,23 +224,32 @@ type objReadable struct {
 }
 
 func (r *objReadable) ReadAt(ctx context.Context, p []byte, off int64) error {
-	if off < 0 || off+int64(len(p)) > r.size {
-		return fmt.Errorf("read %s [%d,+%d): beyond size %d: %w", r.key, off, len(p), r.size, ErrCorrupt)
-	}
-	if r.data != nil {
-		copy(p, r.data[off:])
-		return nil
-	}
-	data, err := r.store.GetRange(ctx, r.key, off, int64(len(p)))
+	data, err := r.fetch(ctx, off, int64(len(p)))
 	if err != nil {
-		return fmt.Errorf("read %s: %w", r.key, err)
-	}
-	obs.StorageRead(len(data))
-	if len(data) != len(p) {
-		return fmt.Errorf("read %s: short read %d of %d: %w", r.key, len(data), len(p), ErrCorrupt)
+		return err
 	}
 	copy(p, data)
 	return nil
+}
+
+// fetch returns the object's bytes [off, off+n): the store's own buffer
+// (the caller may keep it) or, for an inline SST, a slice of its bytes.
+func (r *objReadable) fetch(ctx context.Context, off, n int64) ([]byte, error) {
+	if off < 0 || n < 0 || off+n > r.size {
+		return nil, fmt.Errorf("read %s [%d,+%d): beyond size %d: %w", r.key, off, n, r.size, ErrCorrupt)
+	}
+	if r.data != nil {
+		return r.data[off : off+n], nil
+	}
+	data, err := r.store.GetRange(ctx, r.key, off, n)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.key, err)
+	}
+	obs.StorageRead(len(data))
+	if int64(len(data)) != n {
+		return nil, fmt.Errorf("read %s: short read %d of %d: %w", r.key, len(data), n, ErrCorrupt)
+	}
+	return data, nil
 }
 
 func (r *objReadable) Close() error { return nil }
@@ -281,8 +290,6 @@ type objReadHandle struct {
 	seq     int
 	ra      int64
 	compact bool
-	// gets counts the object-store reads (tests).
-	gets int
 }
 
 func (h *objReadHandle) ReadAt(ctx context.Context, p []byte, off int64) error {
@@ -297,7 +304,6 @@ func (h *objReadHandle) ReadAt(ctx context.Context, p []byte, off int64) error {
 	}
 	h.buf = nil
 	if h.seq < readAheadAfter && !h.compact {
-		h.gets++
 		return h.r.ReadAt(ctx, p, off)
 	}
 	switch {
@@ -312,9 +318,8 @@ func (h *objReadHandle) ReadAt(ctx context.Context, p []byte, off int64) error {
 	if size < n {
 		size = n // past the end: ReadAt reports it
 	}
-	buf := make([]byte, size)
-	h.gets++
-	if err := h.r.ReadAt(ctx, buf, off); err != nil {
+	buf, err := h.r.fetch(ctx, off, size)
+	if err != nil {
 		return err
 	}
 	copy(p, buf)
