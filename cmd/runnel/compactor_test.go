@@ -16,13 +16,14 @@ import (
 	"github.com/runneldb/runnel/internal/server"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/testutil/pgtest"
+	"github.com/runneldb/runnel/internal/testutil/s3test"
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
 // TestCompactorNode is issue 16's compactor test with processes: a
 // `--role all --remote-compaction` node and `--role compactor` nodes on
-// one throwaway PostgreSQL metastore and one shared object-store
-// directory. Rows written over pgwire fill L0; the meta node plans the
+// one throwaway PostgreSQL metastore and one shared object store (a
+// directory, and versitygw as S3). Rows written over pgwire fill L0; the meta node plans the
 // compaction as a task, the first compactor claims it, writes its
 // outputs and is SIGKILLed at the dangerous point (paused there by
 // RUNNEL_TEST_COMPACTOR_PAUSE, outputs uploaded, result not handed back).
@@ -32,17 +33,27 @@ import (
 // commit names the compactor that ran it). The table and a view over it
 // are unchanged throughout, and the check stays clean.
 func TestCompactorNode(t *testing.T) {
-	url := pgtest.NewDatabase(t)
-	objects := t.TempDir()
 	bin := servertest.BuildBinary(t)
+	t.Run("local-dir", func(t *testing.T) { testCompactorNode(t, bin, t.TempDir(), nil) })
+	t.Run("versitygw", func(t *testing.T) {
+		s3 := s3test.Start(t)
+		s3.SetEnv(t) // for ctl storage check, run in this process
+		testCompactorNode(t, bin, s3.URL(s3.NewBucket(t), "cluster"), s3.Env())
+	})
+}
+
+// testCompactorNode runs TestCompactorNode on one shared object store
+// (env: the processes' credentials for it).
+func testCompactorNode(t *testing.T, bin, objects string, env []string) {
+	url := pgtest.NewDatabase(t)
 	const lease = time.Second
 	stores := []string{"--meta-store", url, "--object-store", objects, "--lease-ttl", lease.String(), "--log-level", "info"}
-	meta := servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: t.TempDir(),
+	meta := servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: t.TempDir(), Env: env,
 		Args: append([]string{"--remote-compaction", "--barrier-interval", "50ms"}, stores...)})
 	meta.WaitReady(t, 60*time.Second)
 	procs := map[string]*servertest.Process{"meta": meta}
-	startCompactor := func(name string, env ...string) *servertest.Process {
-		p := servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: t.TempDir(), Env: env,
+	startCompactor := func(name string, extra ...string) *servertest.Process {
+		p := servertest.StartProcess(t, bin, servertest.ProcessOptions{DataDir: t.TempDir(), Env: append(append([]string(nil), env...), extra...),
 			Args: append([]string{"--role", "compactor"}, stores...)})
 		procs[name] = p
 		return p
