@@ -79,6 +79,31 @@ var settingDefaults = map[string]string{
 	"lc_collate":                    "C",
 	"lc_ctype":                      "C",
 	"client_min_messages":           "notice",
+	// RisingWave's planner and cluster settings (plannerSettings).
+	"enable_two_phase_agg":           "true",
+	"rw_force_two_phase_agg":         "false",
+	"rw_force_split_distinct_agg":    "false",
+	"rw_streaming_enable_delta_join": "false",
+	"create_compaction_group_for_mv": "false",
+	"query_mode":                     "auto",
+	"visibility_mode":                "default",
+}
+
+// plannerSettings are RisingWave session settings that choose between plan
+// shapes or cluster placements Runnel does not have (two-phase aggregation,
+// delta joins, compaction groups, local vs distributed batch execution,
+// reading uncommitted epochs): Runnel plans one way and reads committed
+// epochs, so their values change no result. They are accepted, checked and
+// shown as RisingWave does, so SQL written for RisingWave runs unchanged.
+// The value is the set of allowed values; nil means a Boolean.
+var plannerSettings = map[string][]string{
+	"enable_two_phase_agg":           nil,
+	"rw_force_two_phase_agg":         nil,
+	"rw_force_split_distinct_agg":    nil,
+	"rw_streaming_enable_delta_join": nil,
+	"create_compaction_group_for_mv": nil,
+	"query_mode":                     {"auto", "local", "distributed"},
+	"visibility_mode":                {"default", "all", "checkpoint"},
 }
 
 // settingAliases maps accepted alternative names to canonical ones.
@@ -495,8 +520,23 @@ func (ss *session) set(n *pg_query.VariableSetStmt) (pgwire.Result, error) {
 			value = "on"
 		}
 	}
+	if allowed, ok := plannerSettings[name]; ok {
+		v, err := plannerSettingValue(name, value, allowed)
+		if err != nil {
+			return pgwire.Result{}, err
+		}
+		value = v
+	}
 	ss.mu.Lock()
+	if name == "enable_two_phase_agg" && value == "false" && ss.settings["rw_force_two_phase_agg"] == "true" {
+		ss.mu.Unlock()
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "enable_two_phase_agg cannot be false while rw_force_two_phase_agg is true")
+	}
 	ss.settings[name] = value
+	if name == "rw_force_two_phase_agg" && value == "true" {
+		// As in RisingWave: forcing two-phase aggregation enables it.
+		ss.settings["enable_two_phase_agg"] = "true"
+	}
 	ss.mu.Unlock()
 	if reported, ok := reportedSettings[name]; ok {
 		ss.client.SetParameterStatus(reported, value)
@@ -505,6 +545,25 @@ func (ss *session) set(n *pg_query.VariableSetStmt) (pgwire.Result, error) {
 		return pgwire.Result{Tag: "RESET"}, nil
 	}
 	return pgwire.Result{Tag: "SET"}, nil
+}
+
+// plannerSettingValue checks a value of a plannerSettings entry and returns
+// its canonical spelling: true/false for a Boolean (as RisingWave's SHOW
+// prints them), the lower-case word otherwise.
+func plannerSettingValue(name, value string, allowed []string) (string, error) {
+	if allowed == nil {
+		b, ok := parseBoolSetting(value)
+		if !ok {
+			return "", sqlerr.Errorf(sqlerr.InvalidParameterValue, "parameter %q requires a Boolean value", name)
+		}
+		return strconv.FormatBool(b), nil
+	}
+	v := strings.ToLower(strings.TrimSpace(value))
+	if !slices.Contains(allowed, v) {
+		return "", sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid value for parameter %q: %q", name, value).
+			WithHint("Available values: %s.", strings.Join(allowed, ", "))
+	}
+	return v, nil
 }
 
 // StatementTimeout implements pgwire's statement timeout: the session's

@@ -2,8 +2,10 @@ package slt
 
 import (
 	"errors"
+	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -21,8 +23,45 @@ func renderValue(v []byte) string {
 }
 
 // normalize collapses runs of whitespace, as sqllogictest-rs's default
-// normaliser does, so alignment in files does not matter.
-func normalize(line string) string { return strings.Join(strings.Fields(line), " ") }
+// normaliser does, so alignment in files does not matter, and spells each
+// word in its canonical form (canonicalWord).
+func normalize(line string) string {
+	f := strings.Fields(line)
+	for i, w := range f {
+		f[i] = canonicalWord(w)
+	}
+	return strings.Join(f, " ")
+}
+
+var (
+	// zeroMinuteOffset is the time part of a timestamptz whose UTC offset
+	// has zero minutes, written with them: 02:00:00+00:00.
+	zeroMinuteOffset = regexp.MustCompile(`^(\d{2}:\d{2}:\d{2}(?:\.\d+)?[+-]\d{2}):00$`)
+	// exponentFloat is a float in exponent notation: 1e-06, -1.5E+20.
+	exponentFloat = regexp.MustCompile(`^[+-]?\d+(?:\.\d+)?[eE][+-]?\d+$`)
+)
+
+// canonicalWord maps the spellings PostgreSQL and RisingWave print
+// differently for the same value to one form, so files written against
+// either server compare equal on values, not on print style:
+//
+//   - a UTC offset with zero minutes: PostgreSQL prints +00, RisingWave
+//     +00:00 (2002-02-02 02:00:00+00 vs 2002-02-02 02:00:00+00:00);
+//   - a float in exponent notation: PostgreSQL prints 1e-06, RisingWave
+//     0.000001 (the same float64).
+//
+// Anything else is compared as written.
+func canonicalWord(w string) string {
+	if m := zeroMinuteOffset.FindStringSubmatch(w); m != nil {
+		return m[1]
+	}
+	if exponentFloat.MatchString(w) {
+		if f, err := strconv.ParseFloat(w, 64); err == nil && !math.IsInf(f, 0) {
+			return strconv.FormatFloat(f, 'f', -1, 64)
+		}
+	}
+	return w
+}
 
 // compareRows compares actual rows with the expected lines under a sort
 // mode; it returns the two sides as compared, for the failure message.
@@ -32,11 +71,11 @@ func compareRows(actual [][]string, expected []string, mode sortMode) (bool, []s
 	case valueSort:
 		for _, row := range actual {
 			for _, v := range row {
-				got = append(got, strings.Fields(v)...)
+				got = append(got, strings.Fields(normalize(v))...)
 			}
 		}
 		for _, l := range expected {
-			want = append(want, strings.Fields(l)...)
+			want = append(want, strings.Fields(normalize(l))...)
 		}
 		slices.Sort(got)
 		slices.Sort(want)

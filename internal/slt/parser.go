@@ -330,6 +330,9 @@ func (p *parser) results() []string {
 	return out
 }
 
+// errorHeader finds the regex after "statement error" or "query error".
+var errorHeader = regexp.MustCompile(`^\S+\s+(?:error|err)\s(.*)$`)
+
 // expectError parses what follows "error" in a header.
 func (p *parser) expectError(line int, rec *record, rest []string) error {
 	rec.expectErr = true
@@ -338,8 +341,10 @@ func (p *parser) expectError(line int, rec *record, rest []string) error {
 	}
 	// The regex is the rest of the header line as written.
 	raw := strings.TrimSpace(p.lines[line-1])
-	idx := strings.Index(raw, " error")
-	pattern := strings.TrimSpace(raw[idx+len(" error"):])
+	pattern := ""
+	if m := errorHeader.FindStringSubmatch(raw); m != nil {
+		pattern = strings.TrimSpace(m[1])
+	}
 	if rec.retries > 0 {
 		return p.errf(line, "retry is supported with an error regex only in the ---- form")
 	}
@@ -374,7 +379,8 @@ func (p *parser) statement(line int, f []string) (*record, error) {
 			return nil, p.errf(line, "bad count %q", f[2])
 		}
 		rec.count, rec.hasCount = c, true
-	case "error":
+	case "error", "err":
+		// "err" is the older spelling some RisingWave files still use.
 		if err := p.expectError(line, rec, f[2:]); err != nil {
 			return nil, err
 		}
@@ -410,8 +416,10 @@ func (p *parser) query(line int, f []string) (*record, error) {
 		}
 	} else {
 		rec.types = f[1]
+		// sqllogictest-rs takes any letter (an unknown one means "any
+		// type"); files use lower case too (query iiiI).
 		for _, c := range rec.types {
-			if !(c >= 'A' && c <= 'Z') {
+			if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '?') {
 				return nil, p.errf(line, "bad column types %q (letters such as I, T, R)", rec.types)
 			}
 		}

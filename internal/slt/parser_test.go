@@ -91,7 +91,7 @@ func TestParseErrors(t *testing.T) {
 		{"statement maybe\nSELECT 1\n", "line 1: unknown statement kind"},
 		{"statement ok\n", "line 1: record has no SQL"},
 		{"\n\nquery I sorted extra\nSELECT 1\n", "line 3: unknown sort mode"},
-		{"query i\nSELECT 1\n", "line 1: bad column types"},
+		{"query I1\nSELECT 1\n", "line 1: bad column types"},
 		{"statement ok\nSELECT 1\n----\n1\n", "line 1: ---- after a statement"},
 		{"statement error (\nSELECT 1\n", "line 1: bad error regex"},
 		{"statement ok retry x backoff 1s\nSELECT 1\n", "line 1: retry count"},
@@ -103,6 +103,49 @@ func TestParseErrors(t *testing.T) {
 		_, err := parse(c.src)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("parse(%q) = %v; want an error containing %q", c.src, err, c.want)
+		}
+	}
+}
+
+func TestParseRisingWaveSpellings(t *testing.T) {
+	recs, err := parse("query iiI\nSELECT 1, 2, 3\n----\n1 2 3\n\nstatement err\nSELECT x\n\nstatement err no such\nSELECT x\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 || recs[0].types != "iiI" {
+		t.Fatalf("lower-case column types: %+v", recs)
+	}
+	if !recs[1].expectErr || recs[1].errRegex != nil {
+		t.Errorf("statement err: %+v", recs[1])
+	}
+	if !recs[2].expectErr || recs[2].errRegex == nil || recs[2].errRegex.String() != "no such" {
+		t.Errorf("statement err <regex>: %+v", recs[2])
+	}
+}
+
+// TestCompareCanonicalWords: values PostgreSQL and RisingWave print
+// differently compare equal; different values still differ.
+func TestCompareCanonicalWords(t *testing.T) {
+	for _, c := range []struct {
+		actual, expected string
+		ok               bool
+	}{
+		{"2002-02-02 02:00:00+00", "2002-02-02 02:00:00+00:00", true},
+		{"2002-02-02 02:00:00.5-08", "2002-02-02 02:00:00.5-08:00", true},
+		{"2002-02-02 02:00:00+05:30", "2002-02-02 02:00:00+05:30", true},
+		{"2002-02-02 02:00:00+05", "2002-02-02 02:00:00+05:30", false},
+		{"2002-02-02 02:00:00+01", "2002-02-02 02:00:00+00:00", false},
+		{"1e-06", "0.000001", true},
+		{"-1.5e+20", "-150000000000000000000", true},
+		{"1e-06", "0.00001", false},
+		{"2.50", "2.5", false},
+		{"1e400", "1e400", true},
+	} {
+		for _, mode := range []sortMode{noSort, rowSort, valueSort} {
+			ok, got, want := compareRows([][]string{{c.actual}}, []string{c.expected}, mode)
+			if ok != c.ok {
+				t.Errorf("compare %q with %q (mode %d) = %v (got %q want %q); want %v", c.actual, c.expected, mode, ok, got, want, c.ok)
+			}
 		}
 	}
 }

@@ -687,3 +687,66 @@ func compareInterval(a, b IntervalValue) int {
 	}
 	return 0
 }
+
+// Interval field masks of an interval type's range (INTERVAL '2' HOUR,
+// INTERVAL DAY TO SECOND), as PostgreSQL's parser encodes them in the
+// type's first modifier: one bit per field.
+const (
+	IntervalMaskMonth  int32 = 1 << 1
+	IntervalMaskYear   int32 = 1 << 2
+	IntervalMaskDay    int32 = 1 << 3
+	IntervalMaskHour   int32 = 1 << 10
+	IntervalMaskMinute int32 = 1 << 11
+	IntervalMaskSecond int32 = 1 << 12
+	// IntervalFullRange is a modifier without a field range.
+	IntervalFullRange int32 = 0x7FFF
+)
+
+// ParseIntervalRange parses the text of an interval literal with a field
+// range, as PostgreSQL does for INTERVAL '2' HOUR or '1 day 3' DAY TO HOUR:
+// a trailing number without a unit counts in the range's last field
+// ('2' HOUR is two hours, not two seconds), and the fields below the last
+// one are dropped ('1 day 02:30' DAY TO HOUR is 1 day 02:00:00).
+func ParseIntervalRange(s string, mask int32) (IntervalValue, error) {
+	if mask == IntervalFullRange || mask&(IntervalMaskYear|IntervalMaskMonth|IntervalMaskDay|IntervalMaskHour|IntervalMaskMinute|IntervalMaskSecond) == 0 {
+		return parseInterval(s)
+	}
+	unit := ""
+	switch {
+	case mask&IntervalMaskSecond != 0:
+		unit = "second"
+	case mask&IntervalMaskMinute != 0:
+		unit = "minute"
+	case mask&IntervalMaskHour != 0:
+		unit = "hour"
+	case mask&IntervalMaskDay != 0:
+		unit = "day"
+	case mask&IntervalMaskMonth != 0:
+		unit = "month"
+	default:
+		unit = "year"
+	}
+	text := s
+	if f := strings.Fields(s); len(f) > 0 && !strings.HasPrefix(strings.TrimSpace(s), "P") {
+		if _, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			text = s + " " + unit
+		}
+	}
+	iv, err := parseInterval(text)
+	if err != nil {
+		return iv, err
+	}
+	switch unit {
+	case "year":
+		iv = IntervalValue{Months: iv.Months / 12 * 12}
+	case "month":
+		iv = IntervalValue{Months: iv.Months}
+	case "day":
+		iv.Micros = 0
+	case "hour":
+		iv.Micros -= iv.Micros % (3600 * 1e6)
+	case "minute":
+		iv.Micros -= iv.Micros % (60 * 1e6)
+	}
+	return iv, nil
+}

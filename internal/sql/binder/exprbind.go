@@ -97,6 +97,9 @@ func (b *Binder) bindExprInner(n *pg.Node, ec *exprCtx) (expr.Expr, error) {
 		if ae := tc.Arg.GetAArrayExpr(); ae != nil && t.Kind == types.KindArray {
 			return b.bindArrayExpr(ae, t, ec) // ARRAY[]::int[]: see array.go
 		}
+		if e, ok, err := bindIntervalRangeLiteral(tc, t); ok || err != nil {
+			return e, err
+		}
 		if pr := tc.Arg.GetParamRef(); pr != nil {
 			b.inferParam(pr.Number, t)
 		}
@@ -243,6 +246,26 @@ func (b *Binder) bindList(ns []*pg.Node, ec *exprCtx) ([]expr.Expr, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// bindIntervalRangeLiteral binds a string literal cast to an interval type
+// with a field range (INTERVAL '2' HOUR, '1 day 3' :: INTERVAL DAY TO
+// HOUR): its fields count in the range's units (types.ParseIntervalRange).
+// ok is false for anything else.
+func bindIntervalRangeLiteral(tc *pg.TypeCast, t types.Type) (expr.Expr, bool, error) {
+	if t.Kind != types.KindInterval || tc.TypeName == nil || len(tc.TypeName.Typmods) == 0 {
+		return nil, false, nil
+	}
+	c := tc.Arg.GetAConst()
+	if c == nil || c.Isnull || c.GetSval() == nil {
+		return nil, false, nil
+	}
+	mask := tc.TypeName.Typmods[0].GetAConst().GetIval().GetIval()
+	iv, err := types.ParseIntervalRange(c.GetSval().Sval, mask)
+	if err != nil {
+		return nil, true, err
+	}
+	return &expr.Const{Value: types.DInterval(iv), Typ: types.Interval}, true, nil
 }
 
 func bindConst(c *pg.A_Const) (expr.Expr, error) {
