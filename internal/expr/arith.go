@@ -318,6 +318,31 @@ func intCmpOp(op string) func(a, b types.Datum) (types.Datum, error) {
 	return nil
 }
 
+// intShift shifts a left (or arithmetically right) by n as PostgreSQL's
+// int2/int4/int8 shift operators do on the machines it runs on: int2 and
+// int4 shift a 32-bit value by n mod 32 (int2's result then wraps to 16
+// bits), int8 a 64-bit value by n mod 64.
+func intShift(k types.Kind, a, n int64, left bool) types.Datum {
+	if k == types.KindInt64 {
+		c := uint(n & 63)
+		if left {
+			return mkInt(k, a<<c)
+		}
+		return mkInt(k, a>>c)
+	}
+	c := uint(n & 31)
+	v := int32(a)
+	if left {
+		v <<= c
+	} else {
+		v >>= c
+	}
+	if k == types.KindInt16 {
+		return mkInt(k, int64(int16(v)))
+	}
+	return mkInt(k, int64(v))
+}
+
 var comparisonOps = []string{"=", "<>", "<", "<=", ">", ">="}
 
 // comparableTypes have the six comparison operators on themselves.
@@ -342,6 +367,10 @@ func init() {
 		regBinop("|", &overload{args: two, ret: t, fn2: func(a, b types.Datum) (types.Datum, error) { return mkInt(k, a.Int()|b.Int()), nil }})
 		regBinop("#", &overload{args: two, ret: t, fn2: func(a, b types.Datum) (types.Datum, error) { return mkInt(k, a.Int()^b.Int()), nil }})
 		regUnop("~", &overload{args: []types.Type{t}, ret: t, fn1: func(a types.Datum) (types.Datum, error) { return mkInt(k, ^a.Int()), nil }})
+		// Shifts take an int4 count, as PostgreSQL's int2shl/int4shl/int8shl.
+		shiftArgs := []types.Type{t, types.Int32}
+		regBinop("<<", &overload{args: shiftArgs, ret: t, fn2: func(a, b types.Datum) (types.Datum, error) { return intShift(k, a.Int(), b.Int(), true), nil }})
+		regBinop(">>", &overload{args: shiftArgs, ret: t, fn2: func(a, b types.Datum) (types.Datum, error) { return intShift(k, a.Int(), b.Int(), false), nil }})
 		regUnop("-", &overload{args: []types.Type{t}, ret: t, fn1: intNeg(k)})
 		regUnop("+", &overload{args: []types.Type{t}, ret: t, fn1: func(a types.Datum) (types.Datum, error) { return a, nil }})
 	}

@@ -442,6 +442,9 @@ func init() {
 		return txt(quoteLiteral(a[0].Str())), nil
 	}})
 	regFunc("concat", &overload{anyArgs: true, ret: X, nonStrict: true, fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+		if len(a) == 0 {
+			return types.NullDatum, sqlError(sqlerr.UndefinedFunction, "function concat() does not exist")
+		}
 		var b strings.Builder
 		for _, v := range a {
 			if !v.IsNull() {

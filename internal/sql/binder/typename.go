@@ -107,7 +107,7 @@ func typeByName(name string) (types.Type, bool) {
 		return types.Int64, true
 	case "float4", "real":
 		return types.Float32, true
-	case "float8", "double precision", "float":
+	case "float8", "double precision", "float", "double": // double: RisingWave's spelling
 		return types.Float64, true
 	case "numeric", "decimal":
 		return types.Numeric, true
