@@ -1,6 +1,8 @@
 package binder
 
 import (
+	"strings"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/runneldb/runnel/internal/expr"
@@ -30,7 +32,7 @@ func containsAggregate(n *pg.Node) bool {
 	walkAST(n, func(x *pg.Node) bool {
 		if fc := x.GetFuncCall(); fc != nil {
 			name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
-			if fc.Over == nil && isAggregateName(name) {
+			if fc.Over == nil && (isAggregateName(name) || valueAggregate(fc) != nil) {
 				found = true
 				return false
 			}
@@ -38,6 +40,66 @@ func containsAggregate(n *pg.Node) bool {
 		return !found
 	})
 	return found
+}
+
+// valueAggregate rewrites RisingWave's first_value and last_value
+// aggregates (no OVER clause: first_value(x ORDER BY k), the x of the
+// group's first row in that order) into the first element of an ordered
+// array_agg: first_value(x ORDER BY k) is (array_agg(x ORDER BY k))[1] and
+// last_value(x ORDER BY k) is the same over the reversed order, DISTINCT and
+// FILTER kept. array_agg keeps NULL inputs, so a NULL first value is
+// returned as NULL, and an empty group gives NULL, as RisingWave's do; its
+// state retracts exactly, so the views stay right under deletes. It returns
+// nil for any other call.
+func valueAggregate(fc *pg.FuncCall) *pg.Node {
+	if fc.Over != nil || len(fc.Funcname) != 1 || len(fc.Args) != 1 || fc.AggStar {
+		return nil
+	}
+	name := strings.ToLower(fc.Funcname[0].GetString_().GetSval())
+	if name != "first_value" && name != "last_value" {
+		return nil
+	}
+	order := fc.AggOrder
+	if name == "last_value" {
+		order = make([]*pg.Node, len(fc.AggOrder))
+		for i, o := range fc.AggOrder {
+			sb := o.GetSortBy()
+			if sb == nil {
+				return nil
+			}
+			r := &pg.SortBy{Node: sb.Node, UseOp: sb.UseOp, Location: sb.Location}
+			// Reversing ASC NULLS LAST (the default) gives DESC NULLS FIRST.
+			desc := sb.SortbyDir == pg.SortByDir_SORTBY_DESC
+			nullsFirst := sb.SortbyNulls == pg.SortByNulls_SORTBY_NULLS_FIRST ||
+				(sb.SortbyNulls == pg.SortByNulls_SORTBY_NULLS_DEFAULT && desc)
+			if len(sb.UseOp) > 0 {
+				return nil
+			}
+			r.SortbyDir = pg.SortByDir_SORTBY_DESC
+			if desc {
+				r.SortbyDir = pg.SortByDir_SORTBY_ASC
+			}
+			r.SortbyNulls = pg.SortByNulls_SORTBY_NULLS_FIRST
+			if nullsFirst {
+				r.SortbyNulls = pg.SortByNulls_SORTBY_NULLS_LAST
+			}
+			order[i] = &pg.Node{Node: &pg.Node_SortBy{SortBy: r}}
+		}
+	}
+	agg := &pg.FuncCall{
+		Funcname:    []*pg.Node{{Node: &pg.Node_String_{String_: &pg.String{Sval: "array_agg"}}}},
+		Args:        fc.Args,
+		AggOrder:    order,
+		AggFilter:   fc.AggFilter,
+		AggDistinct: fc.AggDistinct,
+		Funcformat:  fc.Funcformat,
+		Location:    fc.Location,
+	}
+	one := &pg.Node{Node: &pg.Node_AConst{AConst: &pg.A_Const{Val: &pg.A_Const_Ival{Ival: &pg.Integer{Ival: 1}}, Location: fc.Location}}}
+	return &pg.Node{Node: &pg.Node_AIndirection{AIndirection: &pg.A_Indirection{
+		Arg:         &pg.Node{Node: &pg.Node_FuncCall{FuncCall: agg}},
+		Indirection: []*pg.Node{{Node: &pg.Node_AIndices{AIndices: &pg.A_Indices{Uidx: one}}}},
+	}}}
 }
 
 func containsWindow(n *pg.Node) bool {
@@ -57,6 +119,10 @@ func containsWindow(n *pg.Node) bool {
 func (b *Binder) aggHook(n *pg.Node, ec *exprCtx) (expr.Expr, bool, error) {
 	a := ec.agg
 	if fc := n.GetFuncCall(); fc != nil && fc.Over == nil {
+		if rw := valueAggregate(fc); rw != nil {
+			e, err := b.bindExpr(rw, ec)
+			return e, true, err
+		}
 		name := fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval()
 		if isAggregateName(name) {
 			call, err := b.bindAggCall(fc, name, ec)
