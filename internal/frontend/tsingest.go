@@ -293,8 +293,10 @@ func (s *Frontend) writeIngest(ctx context.Context, p *ingestPlan) (uint64, erro
 	}
 	fill := tsdb.SeriesFiller(rel)
 	rows := make([]types.Row, len(p.tw.Points))
+	// One backing array for the request's rows instead of one per row.
+	cells := make([]types.Datum, len(p.tw.Points)*len(rel.Columns))
 	for i, pt := range p.tw.Points {
-		row := make(types.Row, len(rel.Columns))
+		row := types.Row(cells[i*len(rel.Columns) : (i+1)*len(rel.Columns) : (i+1)*len(rel.Columns)])
 		for j := range row {
 			row[j] = types.NullDatum
 		}

@@ -184,7 +184,8 @@ func layoutSeries(rel *catalog.Relation, ti int, names, rowID string) error {
 }
 
 // SeriesFiller returns the function that sets a row's series id from its
-// tags in a series-keyed table, or nil for other tables. A NULL tag is
+// tags in a series-keyed table, or nil for other tables. The function is
+// for one goroutine (it reuses its hasher). A NULL tag is
 // left out of the hash, so adding a tag column later does not change the
 // id of the rows written before.
 func SeriesFiller(rel *catalog.Relation) func(types.Row) {
@@ -199,20 +200,23 @@ func SeriesFiller(rel *catalog.Relation) func(types.Row) {
 	for i, t := range tags {
 		names[i] = rel.Columns[t].Name
 	}
+	// One hasher and buffer per filler (a filler is used by one writer at
+	// a time): hashing a row allocates nothing.
+	h := fnv.New128a()
+	var buf []byte
+	var u [16]byte
 	return func(row types.Row) {
-		h := fnv.New128a()
+		buf = buf[:0]
 		for i, t := range tags {
 			if row[t].IsNull() {
 				continue
 			}
-			h.Write([]byte(names[i]))
-			h.Write([]byte{0xff})
-			h.Write([]byte(row[t].Str()))
-			h.Write([]byte{0xff})
+			buf = append(append(buf, names[i]...), 0xff)
+			buf = append(append(buf, row[t].Str()...), 0xff)
 		}
-		var u [16]byte
-		h.Sum(u[:0])
-		row[id] = types.DUUID(u)
+		h.Reset()
+		h.Write(buf)
+		row[id] = types.DUUID([16]byte(h.Sum(u[:0])))
 	}
 }
 

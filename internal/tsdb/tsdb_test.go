@@ -2,6 +2,7 @@ package tsdb
 
 import (
 	"encoding/binary"
+	"hash/fnv"
 	"testing"
 	"time"
 
@@ -55,6 +56,42 @@ func TestLayoutAndTimeOf(t *testing.T) {
 		}
 		if _, ok := TimeOf(rel)(key[:5]); ok {
 			t.Fatalf("TimeOf of a cut key: ok")
+		}
+	}
+}
+
+// The series id is part of every stored key of a series-keyed table, so
+// its bytes must never change: FNV-1a 128 of name 0xff value 0xff per
+// non-NULL tag, sorted by name. Rows filled one after the other (the
+// filler reuses its hasher) each get their own id; a NULL tag is left out.
+func TestSeriesFillerID(t *testing.T) {
+	rel := &catalog.Relation{Name: "m", Kind: catalog.KindTable, Options: map[string]string{OptTimeIndex: "ts", OptTags: "region,host"},
+		Columns: []catalog.Column{{Name: "region", Type: types.Text}, {Name: "host", Type: types.Text}, {Name: "ts", Type: types.Timestamptz}}}
+	if err := Layout(rel, "_row_id"); err != nil {
+		t.Fatal(err)
+	}
+	fill := SeriesFiller(rel)
+	id := rel.ColumnIndex(SeriesIDColumn)
+	want := func(parts ...string) types.Datum {
+		h := fnv.New128a()
+		for _, p := range parts {
+			h.Write(append([]byte(p), 0xff))
+		}
+		return types.DUUID([16]byte(h.Sum(nil)))
+	}
+	for _, c := range []struct {
+		region, host types.Datum
+		want         types.Datum
+	}{
+		{types.DVarchar("eu"), types.DVarchar("a"), want("host", "a", "region", "eu")},
+		{types.DVarchar("us"), types.DVarchar("b"), want("host", "b", "region", "us")},
+		{types.NullDatum, types.DVarchar("a"), want("host", "a")},
+	} {
+		row := make(types.Row, len(rel.Columns))
+		row[0], row[1], row[2] = c.region, c.host, types.DTimestamptz(0)
+		fill(row)
+		if types.Compare(row[id], c.want) != 0 {
+			t.Errorf("tags %v %v: id %v, want %v", c.region, c.host, row[id], c.want)
 		}
 	}
 }
