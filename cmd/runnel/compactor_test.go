@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -58,8 +60,6 @@ func testCompactorNode(t *testing.T, bin, objects string, env []string) {
 		procs[name] = p
 		return p
 	}
-	first := startCompactor("compactor 1", server.CompactorPauseEnv+"="+string(storage.HookAfterOutputsBeforeCommit))
-
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, meta.URL())
 	if err != nil {
@@ -74,12 +74,18 @@ func testCompactorNode(t *testing.T, bin, objects string, env []string) {
 	}
 	exec("CREATE TABLE t (k INT PRIMARY KEY, v TEXT)")
 	exec("CREATE MATERIALIZED VIEW mv AS SELECT count(*) AS n, sum(k) AS s FROM t")
-	// Each FLUSH commits an epoch with data: one L0 file each.
-	for i := 0; i < 6; i++ {
-		exec(fmt.Sprintf("INSERT INTO t SELECT g, 'row ' || g FROM generate_series(%d, %d) g", i*100+1, i*100+100))
-		exec("FLUSH")
+	var wantN, wantS int64
+	// write commits six epochs with data: one L0 file each, enough for
+	// a compaction.
+	write := func() {
+		for i := 0; i < 6; i++ {
+			lo := wantN + 1
+			exec(fmt.Sprintf("INSERT INTO t SELECT g, 'row ' || g FROM generate_series(%d, %d) g", lo, lo+99))
+			exec("FLUSH")
+			wantN += 100
+		}
+		wantS = wantN * (wantN + 1) / 2
 	}
-	const wantN, wantS = 600, 600 * 601 / 2
 	checkRows := func(when string) {
 		t.Helper()
 		var n, s, vn, vs int64
@@ -93,8 +99,6 @@ func testCompactorNode(t *testing.T, bin, objects string, env []string) {
 			t.Fatalf("%s: t has %d rows summing to %d, mv says %d and %d; want %d and %d", when, n, s, vn, vs, wantN, wantS)
 		}
 	}
-	checkRows("before compaction")
-
 	db, err := metastore.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -127,36 +131,68 @@ func testCompactorNode(t *testing.T, bin, objects string, env []string) {
 		t.Logf("ctl storage check %s: %s", when, strings.SplitN(out.String(), "\n", 2)[0])
 	}
 
-	// The first compactor claims the task and stops after uploading its
-	// outputs; SIGKILL it there.
-	waitLog(t, first, "compactor paused at a test point")
-	job := regexp.MustCompile(`point=after-outputs-before-commit job=(\d+)`).FindStringSubmatch(readLog(t, first))
-	if job == nil {
-		t.Fatalf("no paused job in the first compactor's log:\n%s", readLog(t, first))
+	// Each round: a compactor paused at a seeded pause point (the first
+	// round after uploading its outputs, before handing them back) is
+	// SIGKILLed there; the meta node aborts its job when the claim's lease
+	// lapses; another compactor runs the re-planned job and the meta node
+	// commits its result. RUNNEL_COMPACTOR_ROUNDS=N runs more rounds.
+	rounds := 2
+	if n, err := strconv.Atoi(os.Getenv("RUNNEL_COMPACTOR_ROUNDS")); err == nil && n > 0 {
+		rounds = n
 	}
-	storageCheck("with the compactor paused (its outputs owned by the job record)")
-	if err := first.Signal(syscall.SIGKILL); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("SIGKILL: %v", err)
+	seed := time.Now().UnixNano()
+	if v, err := strconv.ParseInt(os.Getenv("RUNNEL_TEST_SEED"), 10, 64); err == nil {
+		seed = v
 	}
-	firstID := nodeID(t, db, first)
-	waitLog(t, meta, fmt.Sprintf("compaction %s: the lease of its claim by compactor node %d lapsed", job[1], firstID))
-	storageCheck("after the killed compactor's job was aborted")
-	checkRows("after the abort")
+	t.Logf("seed %d (RUNNEL_TEST_SEED replays the pause points), %d rounds", seed, rounds)
+	rng := rand.New(rand.NewSource(seed))
+	points := []storage.HookPoint{storage.HookAfterOutputsBeforeCommit, storage.HookBeforeFirstOutput}
+	var killedID, finisherID int64
+	var finisher *servertest.Process
+	for round := 0; round < rounds; round++ {
+		point := points[0]
+		if round > 0 {
+			point = points[rng.Intn(len(points))]
+		}
+		t.Logf("round %d: kill the compactor at %s", round, point)
+		killed := startCompactor(fmt.Sprintf("killed %d", round), server.CompactorPauseEnv+"="+string(point))
+		write()
+		checkRows(fmt.Sprintf("round %d, before compaction", round))
+		waitLog(t, killed, "compactor paused at a test point")
+		job := regexp.MustCompile(`point=` + string(point) + ` job=(\d+)`).FindStringSubmatch(readLog(t, killed))
+		if job == nil {
+			t.Fatalf("no paused job in the compactor's log:\n%s", readLog(t, killed))
+		}
+		storageCheck(fmt.Sprintf("round %d, the compactor paused at %s (what it wrote is owned by the job record)", round, point))
+		if err := killed.Signal(syscall.SIGKILL); err == nil || !strings.Contains(err.Error(), "killed") {
+			t.Fatalf("SIGKILL: %v", err)
+		}
+		killedID = nodeID(t, db, killed)
+		waitLog(t, meta, fmt.Sprintf("compaction %s: the lease of its claim by compactor node %d lapsed", job[1], killedID))
+		storageCheck(fmt.Sprintf("round %d, after the killed compactor's job was aborted", round))
+		checkRows(fmt.Sprintf("round %d, after the abort", round))
 
-	// A second compactor runs the re-planned job; the meta node commits it.
-	second := startCompactor("compactor 2")
-	waitLog(t, second, "compaction task handed back")
-	secondID := nodeID(t, db, second)
-	waitFor(t, procs, "a commit of the second compactor's result", func() bool {
-		return regexp.MustCompile(`result=committed output_level=1 .*executed_by="node ` + strconv.FormatInt(secondID, 10) + `"`).MatchString(readLog(t, meta))
-	})
-	if got := levels(); !strings.Contains(got, "L1=") {
-		t.Fatalf("levels after the compaction: %s; want files in L1", got)
-	} else {
-		t.Logf("levels after the compaction: %s", got)
+		// Another compactor runs the re-planned job; the meta node commits it.
+		finisher = startCompactor(fmt.Sprintf("finisher %d", round))
+		waitLog(t, finisher, "compaction task handed back")
+		finisherID = nodeID(t, db, finisher)
+		waitFor(t, procs, "a commit of the finishing compactor's result", func() bool {
+			return regexp.MustCompile(`result=committed output_level=\d+ .*executed_by="node ` + strconv.FormatInt(finisherID, 10) + `"`).MatchString(readLog(t, meta))
+		})
+		if got := levels(); !strings.Contains(got, "L1=") {
+			t.Fatalf("levels after round %d: %s; want files in L1", round, got)
+		} else {
+			t.Logf("levels after round %d: %s", round, got)
+		}
+		checkRows(fmt.Sprintf("round %d, after the compaction", round))
+		storageCheck(fmt.Sprintf("round %d, after the compaction", round))
+		if round < rounds-1 {
+			// The next round's paused compactor must be the one to claim.
+			if err := servertest.ExitedCleanly(finisher.Signal(syscall.SIGTERM)); err != nil {
+				t.Fatalf("finisher: SIGTERM: %v\n%s", err, servertest.Tail(finisher.LogPath))
+			}
+		}
 	}
-	checkRows("after the compaction")
-	storageCheck("after the compaction")
 	// The node table shows the compactors; the killed one expired.
 	var rows []string
 	r, err := conn.Query(ctx, "SELECT id, type, state FROM rw_catalog.rw_worker_nodes ORDER BY id")
@@ -171,10 +207,10 @@ func testCompactorNode(t *testing.T, bin, objects string, env []string) {
 		}
 		rows = append(rows, fmt.Sprintf("%d:%s:%s", id, typ, state))
 	}
-	if want := fmt.Sprintf("%d:compactor:expired,%d:compactor:running", firstID, secondID); !strings.HasSuffix(strings.Join(rows, ","), want) {
+	if want := fmt.Sprintf("%d:compactor:expired,%d:compactor:running", killedID, finisherID); !strings.HasSuffix(strings.Join(rows, ","), want) {
 		t.Fatalf("rw_worker_nodes: %v; want it to end with %s", rows, want)
 	}
-	for name, p := range map[string]*servertest.Process{"compactor 2": second, "meta": meta} {
+	for name, p := range map[string]*servertest.Process{"finisher": finisher, "meta": meta} {
 		if err := servertest.ExitedCleanly(p.Signal(syscall.SIGTERM)); err != nil {
 			t.Fatalf("%s: SIGTERM: %v\n%s", name, err, servertest.Tail(p.LogPath))
 		}
