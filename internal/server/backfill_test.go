@@ -98,13 +98,12 @@ func TestBackfillInterleavesConcurrentChanges(t *testing.T) {
 	}
 }
 
-// A join view whose backfill is held part-way while the tables change
+// A join view whose backfill is held part-way while both tables change
 // (barriers queue behind the held actor, so the backfill spans several
-// epochs): its join and view state tables keep their writes buffered
-// during the backfill (exec.commitBackfill) and hand them over at the
-// barrier that publishes the view. After RECOVER the view is rebuilt from
-// storage alone, so it equals its query only if every buffered write
-// reached the engine in a committed epoch (I7).
+// epochs) equals its query after RECOVER, which rebuilds it from storage
+// alone: every write of the join's and the view's state tables made
+// during the backfill reached the engine in a committed epoch (I7), and
+// the changes on both sides of the backfill's position are in it once.
 func TestJoinBackfillStateSurvivesRecover(t *testing.T) {
 	ts := startTestServer(t, "")
 	conn := ts.connect(t)

@@ -623,7 +623,6 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		if env.Backfill {
 			j.SetFresh() // a new job's state tables start empty
 		}
-		j.SetBackfillGate(g.job.Gate)    // state handed over once the backfill ends (I7)
 		j.SetStrict(env.Strict, env.Log) // I6
 		owners := f.owners
 		j.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
@@ -769,7 +768,6 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 			// its committed rows).
 			m.SetFresh()
 		}
-		m.SetBackfillGate(g.job.Gate) // writes handed over once the backfill ends (I7)
 		return m, nil
 	}
 	return nil, fmt.Errorf("%s: cannot instantiate %s", env.Name, n.Op)
@@ -815,10 +813,6 @@ func snapshotReader(store state.Store, table storage.TableID, schema state.Schem
 		defer it.Close()
 		var rows []types.Row
 		var last []byte
-		// The batch's rows share one allocation (whoever keeps a row
-		// beyond its chunk copies it).
-		w := len(schema.Types)
-		var slab []types.Datum
 		for it.Next() {
 			k := it.Key()
 			if len(k) >= 2 && !owns(uint16(k[0])<<8|uint16(k[1])) {
@@ -827,11 +821,7 @@ func snapshotReader(store state.Store, table storage.TableID, schema state.Schem
 			if len(rows) == limit {
 				return rows, last, false, nil
 			}
-			if len(slab) < w {
-				slab = make([]types.Datum, w*min(limit, 512))
-			}
-			row, err := types.DecodeValueRow(it.Value(), schema.Types, slab[:0:w])
-			slab = slab[w:]
+			row, err := types.DecodeValueRow(it.Value(), schema.Types, nil)
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("%s: corrupt row: %w", schema.Name, err)
 			}

@@ -413,15 +413,7 @@ func (h *HashAgg) Next(ctx context.Context) (stream.Message, error) {
 			for _, c := range h.calls {
 				tables = append(tables, c.table)
 			}
-			commit := commitAll
-			if h.deferFlush() {
-				// The groups stay dirty: their kept inputs (min/max) need
-				// not reach the engine before they do.
-				commit = func(ctx context.Context, id string, next uint64, ts ...*state.Table) error {
-					return commitBackfill(ctx, id, h.gate, next, ts...)
-				}
-			}
-			if err := commit(ctx, h.Identity(), b.Curr, tables...); err != nil {
+			if err := commitAll(ctx, h.Identity(), b.Curr, tables...); err != nil {
 				return stream.Message{}, err
 			}
 			h.q.pushChunks(&h.out)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/runneldb/runnel/internal/stream"
-	"github.com/runneldb/runnel/internal/stream/state"
 	"github.com/runneldb/runnel/internal/types"
 )
 
@@ -127,68 +126,4 @@ func (m *mapExec) Next(ctx context.Context) (stream.Message, error) {
 		out.Rows[i] = m.fn(r)
 	}
 	return stream.Message{Chunk: out}, nil
-}
-
-// A new view's Materialize keeps its writes buffered across the barriers
-// of the job's backfill (commitBackfill: one run for the engine instead of
-// an L0 file per epoch spanning the whole view) and hands every one over
-// at the first barrier after the backfill ended, the barrier whose epoch
-// publishes the view (I7). Without the deferral the engine would hold the
-// first batch after the barrier during the backfill; without the hand-over
-// at the gate's opening it would hold nothing after the last one.
-func TestMaterializeDefersBackfillWrites(t *testing.T) {
-	h := newHarness(t)
-	ctx := context.Background()
-	const rows = 3 * backfillBatch
-	vt := &versionedTable{versions: map[string][]version{}}
-	for i := 0; i < rows; i++ {
-		vt.set(fmt.Sprintf("k%05d", i), 1, int64(i), true)
-	}
-	up := make(chan stream.Message, 64)
-	schema := []types.Type{types.Varchar, types.Int64}
-	bf := NewBackfill("defer test", 1, schema, up, vt.reader(), func(r types.Row) []byte { return []byte(r[0].Str()) })
-	gate := NewBackfillGate()
-	gate.Track(bf)
-	vs := state.Schema{Name: "defer", Types: schema, PK: []int{0}}
-	m := NewMaterialize(bf, h.table(vs), true, nil)
-	m.SetFresh()
-	m.SetBackfillGate(gate)
-	remove := SetBackfillHook(func(ctx context.Context, executor string, n int64) {
-		if executor == bf.Identity() && (n == backfillBatch || n == rows) {
-			up <- stream.Message{Barrier: h.barrier()}
-		}
-	})
-	defer remove()
-	// stored counts the view's rows the engine holds at epoch.
-	stored := func(epoch uint64) int {
-		it, err := state.New(m.table.ID(), vs, h.engine, epoch).Iter(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer it.Close()
-		n := 0
-		for it.Next() {
-			n++
-		}
-		if err := it.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	up <- stream.Message{Barrier: h.barrier()} // connects the job
-	drain(t, ctx, m, nil)
-	_, b := drain(t, ctx, m, nil) // a barrier after the first batch
-	if !gate.Backfilling() {
-		t.Fatal("backfill done after one batch")
-	}
-	if n := stored(b.Curr); n != 0 {
-		t.Fatalf("the engine holds %d view rows during the backfill; want 0 (writes deferred)", n)
-	}
-	_, b = drain(t, ctx, m, nil) // the barrier after the last batch
-	if gate.Backfilling() {
-		t.Fatal("gate still closed after the last batch")
-	}
-	if n := stored(b.Curr); n != rows {
-		t.Fatalf("the engine holds %d view rows after the publishing barrier; want %d", n, rows)
-	}
 }

@@ -79,8 +79,6 @@ type HashJoin struct {
 	keyBuf   []byte
 	skeyBuf  []byte
 	fresh    bool           // SetFresh: the state tables started empty
-	gate     *BackfillGate  // SetBackfillGate: the new job's backfill (commitBackfill)
-	slab     []types.Datum  // joined's unused output datums
 	wm       joinWatermarks // join_watermark.go
 	consistency
 }
@@ -99,9 +97,6 @@ type joinSide struct {
 	// written caches the first row of a key it never saw (writeKey).
 	probes, writes int64
 }
-
-// joinSlabRows is the number of output rows allocated at once (joined).
-const joinSlabRows = 256
 
 // HashJoinStateSchema returns the schema of one side's state table:
 // the side's row (plus a degree column when the side is preserved by an
@@ -206,11 +201,6 @@ func (j *HashJoin) SetFresh() {
 	j.setupCleanIndexes()
 }
 
-// SetBackfillGate tells the join its job's backfill gate: while the
-// backfill runs, its state tables keep their writes buffered across
-// barriers (commitBackfill).
-func (j *HashJoin) SetBackfillGate(g *BackfillGate) { j.gate = g }
-
 func (j *HashJoin) Schema() []types.Type { return j.schema }
 func (j *HashJoin) Identity() string {
 	c := ""
@@ -241,7 +231,7 @@ func (j *HashJoin) Next(ctx context.Context) (stream.Message, error) {
 			if err := j.cleanup(ctx); err != nil {
 				return stream.Message{}, err
 			}
-			if err := commitBackfill(ctx, j.Identity(), j.gate, b.Curr, j.sides[0].State, j.sides[1].State); err != nil {
+			if err := commitAll(ctx, j.Identity(), b.Curr, j.sides[0].State, j.sides[1].State); err != nil {
 				return stream.Message{}, err
 			}
 			for i := range j.sides {
@@ -265,14 +255,7 @@ func (j *HashJoin) Next(ctx context.Context) (stream.Message, error) {
 
 // joined builds the output row of left row l and right row r (nil: NULLs).
 func (j *HashJoin) joined(side int, row, other types.Row) types.Row {
-	// Output rows are carved from a slab (one allocation per
-	// joinSlabRows rows, not one per row); whoever keeps a row copies it.
-	w := len(j.schema)
-	if len(j.slab) < w {
-		j.slab = make([]types.Datum, w*joinSlabRows)
-	}
-	out := types.Row(j.slab[:0:w])
-	j.slab = j.slab[w:]
+	out := make(types.Row, 0, len(j.schema))
 	l, r := row, other
 	if side == 1 {
 		l, r = other, row

@@ -37,7 +37,6 @@ type Materialize struct {
 	// absent, so an insert of a fresh key needs no storage read. Nil when
 	// not fresh or after it filled up.
 	known *keyFilter
-	gate  *BackfillGate // SetBackfillGate
 	// rows caches stored rows this executor read or wrote (a read cache of
 	// its table, like the join's): an update of a recently read key, as an
 	// aggregation's result updated every epoch, reads no storage.
@@ -57,11 +56,6 @@ func (m *Materialize) SetAppendOnly() { m.appendOnly = true }
 // nothing, so the consistency check (I6) loses nothing. During a backfill
 // every snapshot row is such an insert.
 func (m *Materialize) SetFresh() { m.known = newKeyFilter() }
-
-// SetBackfillGate tells the executor its job's backfill gate: while the
-// backfill runs, the view's writes stay buffered across barriers
-// (commitBackfill).
-func (m *Materialize) SetBackfillGate(g *BackfillGate) { m.gate = g }
 
 // NewMaterialize returns the executor writing input into table. The table's
 // schema must match input's row layout. log may be nil (slog.Default).
@@ -87,7 +81,7 @@ func (m *Materialize) Next(ctx context.Context) (stream.Message, error) {
 			return msg, err
 		}
 		if b := msg.Barrier; b != nil {
-			if err := commitBackfill(ctx, m.Identity(), m.gate, b.Curr, m.table); err != nil {
+			if err := commitAll(ctx, m.Identity(), b.Curr, m.table); err != nil {
 				return stream.Message{}, err
 			}
 			m.rows.shrinkToShare()

@@ -112,17 +112,12 @@ func (p *Project) project(ctx context.Context, msg stream.Message) (stream.Messa
 	in := msg.Chunk
 	ec := newEvalContext(ctx, p.loc)
 	out := &types.Chunk{Ops: append([]types.Op(nil), in.Ops...), Rows: make([]types.Row, len(in.Rows))}
-	// One allocation for the chunk's rows instead of one per row (the GC's
-	// share of a backfill was a third of its CPU). Executors that keep a
-	// row beyond the chunk copy it already (sources hand out slab rows).
-	w := len(p.exprs)
-	slab := make([]types.Datum, w*len(in.Rows))
 	var tk ticker
 	for i, row := range in.Rows {
 		if err := tk.tick(ctx); err != nil {
 			return stream.Message{}, err
 		}
-		r := types.Row(slab[i*w : (i+1)*w : (i+1)*w])
+		r := make(types.Row, len(p.exprs))
 		for j, e := range p.exprs {
 			d, err := e.Eval(ec, row)
 			if err != nil {

@@ -188,27 +188,6 @@ func commitAll(ctx context.Context, identity string, next uint64, tables ...*sta
 	return nil
 }
 
-// commitBackfill is commitAll for an executor of a new job: while gate
-// reports the job's backfill running, the tables keep their writes
-// buffered across the barrier (state.Table.CommitDeferred) and hand them
-// over at the first barrier after the backfill ended — the one that ends
-// the epoch publishing the job, whose commit therefore holds every write
-// (I7; why nothing reads the job's state before: BackfillGate).
-func commitBackfill(ctx context.Context, identity string, gate *BackfillGate, next uint64, tables ...*state.Table) error {
-	if !gate.Backfilling() {
-		return commitAll(ctx, identity, next, tables...)
-	}
-	for _, t := range tables {
-		if t == nil {
-			continue
-		}
-		if err := t.CommitDeferred(ctx, next); err != nil {
-			return fmt.Errorf("%s: %w", identity, err)
-		}
-	}
-	return nil
-}
-
 // colList renders column indices for Identity strings.
 func colList(cols []int) string {
 	parts := make([]string, len(cols))

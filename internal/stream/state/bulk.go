@@ -37,32 +37,42 @@ func (t *Table) IngestSorted(ctx context.Context, kvs []storage.KV) error {
 	return nil
 }
 
-// handOver moves the memtable's, the runs' and the write log's writes
-// into the engine at the table's epoch, merged, the newest write of a key
-// winning. If the engine refuses them the table keeps them (as one run).
+// handOver moves the memtable's and the write log's writes into the
+// engine at the table's epoch: mem and the sorted log merged, the log's
+// write winning a key both hold (it is newer). If the engine refuses them
+// the table keeps them, as mem did.
 func (t *Table) handOver(ctx context.Context) error {
-	if t.mem.Len() == 0 && len(t.log) == 0 && len(t.runs) == 0 {
-		t.buffered = 0
+	if t.mem.Len() == 0 && len(t.log) == 0 {
 		return nil
 	}
-	t.settle()
-	t.freezeMem()
-	// Oldest run first: among runs of one epoch the engine lets the later
-	// arrival win, as the newer run's entry shadows the older's here.
-	for len(t.runs) > 0 {
-		run := t.runs[0]
-		kvs := make([]storage.KV, len(run))
-		for i, e := range run {
-			kvs[i] = storage.KV{Key: []byte(e.key), Value: e.value, Delete: e.delete}
-		}
-		if err := t.store.IngestContext(ctx, t.epoch, t.id, kvs); err != nil {
-			return fmt.Errorf("%s: ingest epoch %d: %w", t.schema.Name, t.epoch, err)
-		}
-		t.runs[0] = nil
-		t.runs = t.runs[1:]
+	logged := make([]memEntry, 0, len(t.log))
+	t.drainLog(func(e memEntry) { logged = append(logged, e) })
+	kvs := make([]storage.KV, 0, t.mem.Len()+len(logged))
+	add := func(e memEntry) {
+		kvs = append(kvs, storage.KV{Key: []byte(e.key), Value: e.value, Delete: e.delete})
 	}
-	t.runs = nil
-	t.buffered = 0
+	rest := logged
+	t.mem.Ascend(func(e memEntry) bool {
+		for len(rest) > 0 && rest[0].key < e.key {
+			add(rest[0])
+			rest = rest[1:]
+		}
+		if len(rest) > 0 && rest[0].key == e.key {
+			return true // the log's write wins
+		}
+		add(e)
+		return true
+	})
+	for _, e := range rest {
+		add(e)
+	}
+	if err := t.store.IngestContext(ctx, t.epoch, t.id, kvs); err != nil {
+		for _, e := range logged {
+			t.mem.ReplaceOrInsert(e)
+		}
+		return fmt.Errorf("%s: ingest epoch %d: %w", t.schema.Name, t.epoch, err)
+	}
+	t.mem.Clear(false)
 	return nil
 }
 

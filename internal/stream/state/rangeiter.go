@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/types"
@@ -130,94 +128,13 @@ func (c *memCursor) fill() {
 			c.t.mem.DescendLessOrEqual(memEntry{key: c.upper}, visit)
 		}
 	}
-	if len(c.t.runs) > 0 {
-		c.mergeRuns()
-		n = len(c.buf)
-		if n == 0 {
-			c.done = true
-		}
-	} else if n < memCursorBatch {
+	if n < memCursorBatch {
 		c.done = true
 	}
 	if n > 0 {
 		c.started = true
 		c.last = c.buf[n-1].key
 	}
-}
-
-// mergeRuns merges into buf (mem's next entries) the runs' next entries,
-// up to memCursorBatch in all, the newest write of a key winning. Each
-// source contributes its first memCursorBatch entries past the cursor:
-// every key among the first memCursorBatch of the merge is among them.
-func (c *memCursor) mergeRuns() {
-	type src struct {
-		memEntry
-		age int // 0: mem, then runs newest first
-	}
-	all := make([]src, 0, len(c.buf)*2)
-	for _, e := range c.buf {
-		all = append(all, src{e, 0})
-	}
-	for i := len(c.t.runs) - 1; i >= 0; i-- {
-		for _, e := range c.runBatch(c.t.runs[i]) {
-			all = append(all, src{e, len(c.t.runs) - i})
-		}
-	}
-	slices.SortFunc(all, func(a, b src) int {
-		k := strings.Compare(a.key, b.key)
-		if c.reverse {
-			k = -k
-		}
-		if k != 0 {
-			return k
-		}
-		return a.age - b.age
-	})
-	c.buf = c.buf[:0]
-	for i, e := range all {
-		if i > 0 && all[i-1].key == e.key {
-			continue // shadowed by a newer write
-		}
-		if len(c.buf) == memCursorBatch {
-			break
-		}
-		c.buf = append(c.buf, e.memEntry)
-	}
-}
-
-// runBatch returns run's first memCursorBatch entries past the cursor, in
-// the cursor's direction.
-func (c *memCursor) runBatch(run []memEntry) []memEntry {
-	ge := func(k string) int { // first index with key >= k
-		i, _ := slices.BinarySearchFunc(run, k, func(e memEntry, k string) int { return strings.Compare(e.key, k) })
-		return i
-	}
-	if !c.reverse {
-		i := ge(c.lower)
-		if c.started {
-			i = ge(c.last)
-			if i < len(run) && run[i].key == c.last {
-				i++
-			}
-		}
-		j := i
-		for j < len(run) && j-i < memCursorBatch && (c.unbounded || run[j].key < c.upper) {
-			j++
-		}
-		return run[i:j]
-	}
-	end := len(run) // exclusive
-	switch {
-	case c.started:
-		end = ge(c.last)
-	case !c.unbounded:
-		end = ge(c.upper)
-	}
-	var out []memEntry
-	for j := end - 1; j >= 0 && len(out) < memCursorBatch && run[j].key >= c.lower; j-- {
-		out = append(out, run[j])
-	}
-	return out
 }
 
 func (c *memCursor) peek() (memEntry, bool) {

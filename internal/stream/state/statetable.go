@@ -64,22 +64,8 @@ type Table struct {
 	// B-tree insert per row (each shifts its node's items), and the commit
 	// merges the sorted log with mem without inserting it at all.
 	log []logEntry
-	// runs hold older writes than mem's as sorted runs, one entry per key
-	// (oldest run first; a later run's entry shadows an earlier one's).
-	// mem is frozen into a run once it holds memFreezeLen entries, and a
-	// large settled log becomes a run without entering mem at all: a
-	// backfill that keeps writes across barriers (CommitDeferred) buffers
-	// hundreds of thousands of rows, and a B-tree insert per row into a
-	// tree that large cost more than the compaction the deferral saved.
-	// Runs are merged pairwise as they come (pushRun), so there are at
-	// most about log2(writes / memFreezeLen) of them.
-	runs [][]memEntry
 	// distInPK[i] is the position within PK of DistKey[i], or -1.
 	distInPK []int
-
-	// buffered approximates the bytes of the writes held (log and mem)
-	// since the last hand-over, for CommitDeferred.
-	buffered int64
 
 	keyBuf []byte
 	valBuf []byte
@@ -107,7 +93,6 @@ const maxLogWrites = 1 << 14
 
 // write buffers one write (see log).
 func (t *Table) write(e memEntry) {
-	t.buffered += int64(len(e.key)+len(e.value)) + memEntryOverhead
 	t.log = append(t.log, logEntry{memEntry: e, seq: len(t.log)})
 	if len(t.log) >= maxLogWrites {
 		t.settle()
@@ -140,10 +125,6 @@ func (t *Table) drainLog(fn func(memEntry)) {
 	t.log = t.log[:0]
 }
 
-// memFreezeLen is the size at which mem becomes a run, and the size of a
-// settled log that becomes a run directly (runs).
-var memFreezeLen = 16384
-
 // settle moves the log into mem (before any read of mem). It runs before
 // every read, mostly with a log of one write or none (a join probes the
 // side it did not just write; Materialize reads before it writes): no
@@ -151,21 +132,12 @@ var memFreezeLen = 16384
 func (t *Table) settle() {
 	switch len(t.log) {
 	case 0:
-		return
 	case 1:
 		t.mem.ReplaceOrInsert(t.log[0].memEntry)
 		t.log[0] = logEntry{}
 		t.log = t.log[:0]
 	default:
 		t.sortLog()
-		if len(t.log) >= memFreezeLen {
-			// mem is older than the log: it becomes a run first.
-			t.freezeMem()
-			run := make([]memEntry, 0, len(t.log))
-			t.drainLog(func(e memEntry) { run = append(run, e) })
-			t.pushRun(run)
-			return
-		}
 		for i, e := range t.log {
 			if i+1 < len(t.log) && t.log[i+1].key == e.key {
 				continue // superseded by a later write
@@ -175,106 +147,6 @@ func (t *Table) settle() {
 		clear(t.log)
 		t.log = t.log[:0]
 	}
-	if t.mem.Len() >= memFreezeLen {
-		t.freezeMem()
-	}
-}
-
-// freezeMem turns mem into the newest run.
-func (t *Table) freezeMem() {
-	if t.mem.Len() == 0 {
-		return
-	}
-	run := make([]memEntry, 0, t.mem.Len())
-	t.mem.Ascend(func(e memEntry) bool {
-		run = append(run, e)
-		return true
-	})
-	t.mem.Clear(false)
-	t.pushRun(run)
-}
-
-// maxRuns bounds the runs a read searches: one more is merged with the
-// others into one.
-const maxRuns = 16
-
-// pushRun adds the newest run. Runs are not merged as they come (a merge
-// per run cost more than the compaction the deferral saves): only past
-// maxRuns are they merged into one, and a hand-over gives the engine each
-// run as it is (handOver).
-func (t *Table) pushRun(run []memEntry) {
-	t.runs = append(t.runs, run)
-	if len(t.runs) > maxRuns {
-		t.runs = append(t.runs[:0], mergeAll(t.runs))
-	}
-}
-
-// mergeAll merges runs (oldest first) into one, in rounds of pairwise
-// merges.
-func mergeAll(runs [][]memEntry) []memEntry {
-	runs = slices.Clone(runs)
-	for len(runs) > 1 {
-		var next [][]memEntry
-		for i := 0; i+1 < len(runs); i += 2 {
-			next = append(next, mergeRuns(runs[i], runs[i+1]))
-		}
-		if len(runs)%2 == 1 {
-			next = append(next, runs[len(runs)-1])
-		}
-		runs = next
-	}
-	if len(runs) == 0 {
-		return nil
-	}
-	return runs[0]
-}
-
-// mergeRuns merges two sorted runs, newer's entry winning a key both hold.
-func mergeRuns(older, newer []memEntry) []memEntry {
-	out := make([]memEntry, 0, len(older)+len(newer))
-	i, j := 0, 0
-	for i < len(older) && j < len(newer) {
-		switch c := strings.Compare(older[i].key, newer[j].key); {
-		case c < 0:
-			out = append(out, older[i])
-			i++
-		case c > 0:
-			out = append(out, newer[j])
-			j++
-		default:
-			out = append(out, newer[j])
-			i++
-			j++
-		}
-	}
-	out = append(out, older[i:]...)
-	return append(out, newer[j:]...)
-}
-
-// flatten settles the log and returns every buffered write as one sorted
-// run (mem and the runs merged), which it leaves as the table's only run.
-func (t *Table) flatten() []memEntry {
-	t.settle()
-	t.freezeMem()
-	if len(t.runs) > 1 {
-		t.runs = append(t.runs[:0], mergeAll(t.runs))
-	}
-	if len(t.runs) == 0 {
-		return nil
-	}
-	return t.runs[0]
-}
-
-// runGet finds key in the runs, newest first.
-func (t *Table) runGet(key string) (memEntry, bool) {
-	for i := len(t.runs) - 1; i >= 0; i-- {
-		run := t.runs[i]
-		j, ok := slices.BinarySearchFunc(run, key, func(e memEntry, k string) int { return strings.Compare(e.key, k) })
-		if ok {
-			return run[j], true
-		}
-	}
-	return memEntry{}, false
 }
 
 // New creates a state table writing at epoch.
@@ -439,31 +311,30 @@ func (t *Table) GetKey(ctx context.Context, key string) (types.Row, bool, error)
 // transaction block keeps its pending writes this way, in a table over
 // its snapshot that is never committed (frontend/txn.go).
 func (t *Table) Buffered(fn func(key string, row types.Row) error) error {
-	for _, e := range t.flatten() {
+	var err error
+	t.settle()
+	t.mem.Ascend(func(e memEntry) bool {
 		var row types.Row
 		if !e.delete {
-			var err error
 			if row, _, err = t.decode(e.value); err != nil {
-				return err
+				return false
 			}
 		}
-		if err := fn(e.key, row); err != nil {
-			return err
-		}
-	}
-	return nil
+		err = fn(e.key, row)
+		return err == nil
+	})
+	return err
 }
 
 // BufferedLen is the number of buffered writes.
-func (t *Table) BufferedLen() int { return len(t.flatten()) }
+func (t *Table) BufferedLen() int {
+	t.settle()
+	return t.mem.Len()
+}
 
 func (t *Table) getKey(ctx context.Context, key []byte) (types.Row, bool, error) {
 	t.settle()
-	e, ok := t.mem.Get(memEntry{key: string(key)})
-	if !ok && len(t.runs) > 0 {
-		e, ok = t.runGet(string(key))
-	}
-	if ok {
+	if e, ok := t.mem.Get(memEntry{key: string(key)}); ok {
 		if e.delete {
 			return nil, false, nil
 		}
@@ -501,39 +372,6 @@ func (t *Table) Commit(next uint64) error { return t.CommitContext(context.Backg
 func (t *Table) CommitContext(ctx context.Context, next uint64) error {
 	if err := t.handOver(ctx); err != nil {
 		return err
-	}
-	t.epoch = next
-	return nil
-}
-
-// memEntryOverhead approximates a buffered write's bytes besides its key
-// and value (the entry, its string and slice headers, B-tree slack).
-const memEntryOverhead = 64
-
-// MaxDeferredBytes bounds the writes CommitDeferred keeps buffered: past
-// it they are handed over as CommitContext would. 32 MiB per table keeps a
-// job of a few state tables per actor well inside the memory the 10 M-row
-// benchmarks allow (1 GiB), and lets a backfill of a few hundred thousand
-// rows per actor reach the engine as one run.
-var MaxDeferredBytes int64 = 32 << 20
-
-// CommitDeferred moves the table to epoch next like CommitContext, but
-// keeps this epoch's writes buffered (they are handed over, at a later
-// epoch, by the next CommitContext or when more than MaxDeferredBytes are
-// buffered). A backfill that hands its writes over at every barrier makes
-// an L0 file of every epoch spanning the whole key range of the table,
-// and each L0 compaction rewrites the table's L1 data again; deferred,
-// the backfill reaches the engine as a few large runs.
-//
-// The writes become durable only with the epoch they are handed over in,
-// and are readable before that by this table only (its reads see its
-// buffer). The caller must therefore be a job nothing else reads and no
-// recovery resumes until a later CommitContext: a new job during its
-// backfill (exec.BackfillGate: published only after the epoch that ends
-// the backfill commits, dropped by a recovery before that; I7).
-func (t *Table) CommitDeferred(ctx context.Context, next uint64) error {
-	if t.buffered > MaxDeferredBytes {
-		return t.CommitContext(ctx, next)
 	}
 	t.epoch = next
 	return nil
