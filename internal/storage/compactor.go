@@ -596,6 +596,13 @@ func (c *Compactor) run(ctx context.Context, cl *claim) error {
 		j.Inputs = append(j.Inputs, LevelFile{Level: f.Level, ID: f.SST.ID})
 		files[i] = f.SST
 	}
+	// The inputs leave the version with this job (or are merged by a
+	// later one): a long-running compactor keeps no reader of them.
+	defer func() {
+		for _, f := range files {
+			e.tc.evict(f.ID)
+		}
+	}()
 	live := map[TableID]bool{}
 	for _, t := range cl.plan.live {
 		live[t] = true

@@ -93,6 +93,12 @@ func TestRemoteCompaction(t *testing.T) {
 		if ran, err := c.RunOnce(ctx); ran || err != nil {
 			t.Fatalf("second claim: ran %v, %v; want nothing to claim", ran, err)
 		}
+		c.e.tc.mu.Lock()
+		open := len(c.e.tc.m)
+		c.e.tc.mu.Unlock()
+		if open != 0 {
+			t.Fatalf("the compactor keeps %d readers of its inputs open after the job", open)
+		}
 		e.mu.RLock()
 		l0, l1 := len(e.cur.Levels[0]), len(e.cur.Levels[1])
 		e.mu.RUnlock()
