@@ -68,13 +68,38 @@ func monotoneArith(op string, l, r Expr, typ types.Type, leaf func(Expr) bool) b
 	return false
 }
 
-// isConstant: a literal, or a cast of one.
+// isConstant: a literal, a cast of one, or an operator or stable function
+// over constants (INTERVAL '1 day' * 365, as RisingWave's temporal filters
+// write a long bound).
 func isConstant(e Expr) bool {
+	return isConstantDepth(e, 0)
+}
+
+// maxConstantDepth bounds the recursion of isConstantDepth; deeper
+// expressions are simply not treated as constants.
+const maxConstantDepth = 64
+
+func isConstantDepth(e Expr, depth int) bool {
+	if depth > maxConstantDepth {
+		return false
+	}
 	switch e := e.(type) {
 	case *Const:
 		return true
 	case *CastExpr:
-		return isConstant(e.E)
+		return isConstantDepth(e.E, depth+1)
+	case *binaryExpr:
+		return isConstantDepth(e.l, depth+1) && isConstantDepth(e.r, depth+1)
+	case *FuncExpr:
+		if e.Volatile() || len(e.Args) == 0 {
+			return false
+		}
+		for _, a := range e.Args {
+			if !isConstantDepth(a, depth+1) {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }
