@@ -93,8 +93,10 @@ func (n *CompactorNode) NodeID() int64 { return n.member.ID() }
 
 // Run claims and runs compaction tasks and heartbeats until ctx ends,
 // then marks this node expired and closes the stores. A task in progress
-// when ctx ends is abandoned: the meta leader aborts it when its claim's
-// lease lapses (its outputs go to the deletion queue, I1).
+// when ctx ends stops and is reported failed, and the meta leader aborts
+// it at once (its outputs go to the deletion queue, I1); a node killed
+// mid-task reports nothing, and the leader aborts the task when its
+// claim's lease lapses.
 func (n *CompactorNode) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { defer close(done); n.member.KeepAlive(ctx) }()
