@@ -43,6 +43,13 @@ var regressCases = []regressCase{
 	// enclosing row: XX000 "outer reference without an outer row".
 	{sql: "SELECT a, c FROM rt o WHERE c IN (SELECT o.a + b FROM rt) ORDER BY a", rows: "1|3;2|4;5|12"},
 	{sql: "SELECT a FROM rt o WHERE a NOT IN (SELECT o.a FROM rt WHERE b = 1) ORDER BY a", rows: ""},
+	// An aggregate that collects its inputs had no bound: 1,100 strings of
+	// 1 MB (and, in the campaign, 5,000 of them) held and then copied
+	// several times, which grew the server past the machine's memory.
+	// PostgreSQL stops at 1 GB a value with 54000.
+	{sql: "SELECT length(string_agg(repeat('x', 1000000), ',')) FROM generate_series(1, 1100)", code: "54000"},
+	{sql: "SELECT cardinality(array_agg(repeat('x', 1000000))) FROM generate_series(1, 1100)", code: "54000"},
+	{sql: "SELECT length(string_agg(repeat('x', 1000), ',')) FROM generate_series(1, 1000)", rows: "1000999"},
 }
 
 func rowsText(res []*pgconn.Result) string {

@@ -928,10 +928,27 @@ func (s *minMaxAgg) decode(b []byte) ([]byte, error) {
 // input order); retraction removes the earliest equal input.
 type stringAgg struct {
 	vals    []types.Datum // value, delimiter pairs
+	size    int64         // bytes of vals
 	result_ []byte
 }
 
+// maxAggBytes bounds what string_agg, array_agg and jsonb_agg hold for
+// one group: PostgreSQL's limit on one value (1 GB). Before it, a
+// string_agg of 5,000 1 MB strings grew the server past the machine's
+// memory and the kernel killed it (found by the corpus replay).
+const maxAggBytes = 1<<30 - 1
+
+// aggTooLarge is PostgreSQL's error for a value past its 1 GB limit.
+func aggTooLarge(name string, have, more int64) error {
+	return sqlError(sqlerr.ProgramLimitExceeded, "out of memory: %s cannot grow its %d bytes by %d more (a value is at most 1 GB)", name, have, more)
+}
+
 func (s *stringAgg) add(args []types.Datum) error {
+	n := int64(len(args[0].Str()) + len(args[1].Str()))
+	if s.size+n > maxAggBytes {
+		return aggTooLarge("string_agg", s.size, n)
+	}
+	s.size += n
 	s.vals = append(s.vals, args[0], args[1])
 	return nil
 }
@@ -939,6 +956,7 @@ func (s *stringAgg) add(args []types.Datum) error {
 func (s *stringAgg) retract(args []types.Datum) error {
 	for i := 0; i < len(s.vals); i += 2 {
 		if s.vals[i].Str() == args[0].Str() && s.vals[i+1].IsNull() == args[1].IsNull() && s.vals[i+1].Str() == args[1].Str() {
+			s.size -= int64(len(s.vals[i].Str()) + len(s.vals[i+1].Str()))
 			s.vals = append(s.vals[:i], s.vals[i+2:]...)
 			return nil
 		}
@@ -982,6 +1000,12 @@ func (s *stringAgg) decode(b []byte) ([]byte, error) {
 	}
 	b = b[sz:]
 	s.vals = s.vals[:0]
+	s.size = 0
+	defer func() {
+		for _, v := range s.vals {
+			s.size += int64(len(v.Str()))
+		}
+	}()
 	for i := uint64(0); i < n; i++ {
 		if len(b) == 0 {
 			return nil, errBadState

@@ -15,9 +15,18 @@ import (
 type arrayAgg struct {
 	elem  types.Type
 	elems []types.Datum
+	size  int64 // bytes of elems, roughly (maxAggBytes)
 }
 
+// datumBytes is roughly what d takes in an aggregate's state.
+func datumBytes(d types.Datum) int64 { return int64(len(d.Str())) + 16 }
+
 func (s *arrayAgg) add(args []types.Datum) error {
+	n := datumBytes(args[0])
+	if s.size+n > maxAggBytes {
+		return aggTooLarge("array_agg", s.size, n)
+	}
+	s.size += n
 	s.elems = append(s.elems, args[0])
 	return nil
 }
@@ -29,6 +38,7 @@ func (s *arrayAgg) retract(args []types.Datum) error {
 	want := types.AppendValue(nil, args[0])
 	for i, e := range s.elems {
 		if string(types.AppendValue(nil, e)) == string(want) {
+			s.size -= datumBytes(e)
 			s.elems = append(s.elems[:i], s.elems[i+1:]...)
 			return nil
 		}
@@ -58,6 +68,7 @@ func (s *arrayAgg) decode(b []byte) ([]byte, error) {
 	}
 	b = b[sz:]
 	s.elems = s.elems[:0]
+	s.size = 0
 	for i := uint64(0); i < n; i++ {
 		var e types.Datum
 		var err error
@@ -65,6 +76,7 @@ func (s *arrayAgg) decode(b []byte) ([]byte, error) {
 			return nil, errBadState
 		}
 		s.elems = append(s.elems, e)
+		s.size += datumBytes(e)
 	}
 	return b, nil
 }

@@ -19,6 +19,7 @@ type jsonbAgg struct {
 	types  []types.Type
 	keys   []string // object keys (text)
 	elems  []string // values as JSON text
+	size   int64    // bytes of keys and elems (maxAggBytes)
 }
 
 func (s *jsonbAgg) render(args []types.Datum) (key, val string, err error) {
@@ -42,6 +43,11 @@ func (s *jsonbAgg) add(args []types.Datum) error {
 	if err != nil {
 		return err
 	}
+	n := int64(len(k) + len(v) + 2)
+	if s.size+n > maxAggBytes {
+		return aggTooLarge("jsonb_agg", s.size, n)
+	}
+	s.size += n
 	if s.object {
 		s.keys = append(s.keys, k)
 	}
@@ -56,6 +62,7 @@ func (s *jsonbAgg) retract(args []types.Datum) error {
 	}
 	for i, e := range s.elems {
 		if e == v && (!s.object || s.keys[i] == k) {
+			s.size -= int64(len(k) + len(v) + 2)
 			s.elems = append(s.elems[:i], s.elems[i+1:]...)
 			if s.object {
 				s.keys = append(s.keys[:i], s.keys[i+1:]...)
@@ -143,6 +150,13 @@ func (s *jsonbAgg) decode(b []byte) ([]byte, error) {
 			return nil, errBadState
 		}
 		s.elems = append(s.elems, v)
+	}
+	s.size = 0
+	for i, e := range s.elems {
+		s.size += int64(len(e) + 2)
+		if s.object {
+			s.size += int64(len(s.keys[i]))
+		}
 	}
 	return b, nil
 }

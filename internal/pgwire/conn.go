@@ -102,6 +102,10 @@ func (c *conn) cancelStatement(cause error) {
 	c.mu.Unlock()
 }
 
+// ClientCheckInterval is how often a running statement checks that its
+// client is still connected (see beginStatement).
+var ClientCheckInterval = time.Second
+
 // beginStatement returns the context of one client request (a Query or an
 // extended-protocol message); a cancel request cancels it.
 //
@@ -118,10 +122,42 @@ func (c *conn) beginStatement() (context.Context, func()) {
 			timer = time.AfterFunc(d, func() { cancel(errStatementTimeout) })
 		}
 	}
+	// A statement whose client has gone away is cancelled: nobody reads
+	// its answer, and one left running (a string_agg over millions of
+	// rows, a cross join) kept the server busy and growing for minutes
+	// after the client's timeout closed the connection, until the kernel
+	// killed the process for memory (found by the corpus replay). Checked
+	// every ClientCheckInterval while the statement runs (PostgreSQL's
+	// client_connection_check_interval, on here by default).
+	var watch *time.Timer
+	var watchMu sync.Mutex
+	stopped := false
+	var check func()
+	check = func() {
+		if ctx.Err() != nil {
+			return
+		}
+		if peerClosed(c.nc) {
+			cancel(errClientGone)
+			return
+		}
+		watchMu.Lock()
+		if !stopped {
+			watch.Reset(ClientCheckInterval)
+		}
+		watchMu.Unlock()
+	}
+	watchMu.Lock()
+	watch = time.AfterFunc(ClientCheckInterval, check)
+	watchMu.Unlock()
 	return ctx, func() {
 		if timer != nil {
 			timer.Stop()
 		}
+		watchMu.Lock()
+		stopped = true
+		watch.Stop()
+		watchMu.Unlock()
 		c.mu.Lock()
 		c.stmtCancel = nil
 		c.mu.Unlock()

@@ -12,6 +12,7 @@ var (
 	errQueryCanceled    = sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request")
 	errStatementTimeout = sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to statement timeout")
 	errAdminShutdown    = sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command")
+	errClientGone       = sqlerr.New(sqlerr.QueryCanceled, "canceling statement because the client closed the connection")
 )
 
 // fatalError is an error after which the connection is closed: the client
