@@ -87,13 +87,15 @@ var settingDefaults = map[string]string{
 	"create_compaction_group_for_mv": "false",
 	"query_mode":                     "auto",
 	"visibility_mode":                "default",
+	"allow_drop_cascade":             "false",
 }
 
 // plannerSettings are RisingWave session settings that choose between plan
 // shapes or cluster placements Runnel does not have (two-phase aggregation,
 // delta joins, compaction groups, local vs distributed batch execution,
 // reading uncommitted epochs): Runnel plans one way and reads committed
-// epochs, so their values change no result. They are accepted, checked and
+// epochs, so their values change no result. allow_drop_cascade is RisingWave's
+// test switch for DROP ... CASCADE, which Runnel always allows. They are accepted, checked and
 // shown as RisingWave does, so SQL written for RisingWave runs unchanged.
 // The value is the set of allowed values; nil means a Boolean.
 var plannerSettings = map[string][]string{
@@ -104,6 +106,7 @@ var plannerSettings = map[string][]string{
 	"create_compaction_group_for_mv": nil,
 	"query_mode":                     {"auto", "local", "distributed"},
 	"visibility_mode":                {"default", "all", "checkpoint"},
+	"allow_drop_cascade":             nil,
 }
 
 // settingAliases maps accepted alternative names to canonical ones.

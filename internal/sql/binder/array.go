@@ -24,8 +24,15 @@ func (b *Binder) bindArrayExpr(ae *pg.A_ArrayExpr, want types.Type, ec *exprCtx)
 		return nil, err
 	}
 	if want.IsArray() {
+		// ARRAY[...]::t[] casts each element to t explicitly, as
+		// PostgreSQL does (ARRAY[1::bigint]::int[] is {1}).
 		for i := range elems {
 			elems[i] = b.retypeParam(elems[i], want.ElemType())
+			if elems[i].Type().Kind != types.KindUnknown && !elems[i].Type().Equal(want.ElemType()) {
+				if elems[i], err = expr.NewCast(elems[i], want.ElemType(), expr.CastExplicit); err != nil {
+					return nil, b.errAt(err, ae.Location)
+				}
+			}
 		}
 	}
 	e, err := expr.NewArray(elems, want)
