@@ -17,12 +17,20 @@ func cutEmitOnWindowClose(text string) (string, bool) {
 	if n < 8 {
 		return text, false
 	}
-	word := func(i int) string { return strings.ToLower(text[toks[i].Start:toks[i].End]) }
-	tail := []string{"emit", "on", "window", "close"}
-	for i, w := range tail {
-		if word(n-len(tail)+i) != w {
-			return text, false
+	word := func(i int) string {
+		if i < 0 || i >= n {
+			return ""
 		}
+		return strings.ToLower(text[toks[i].Start:toks[i].End])
+	}
+	tail := []string{"emit", "on", "window", "close"}
+	clauseAt := func(j int) bool {
+		for k, w := range tail {
+			if word(j+k) != w {
+				return false
+			}
+		}
+		return true
 	}
 	i := 0
 	if word(0) == "explain" {
@@ -41,7 +49,25 @@ func cutEmitOnWindowClose(text string) (string, bool) {
 	if word(i) != "view" {
 		return text, false
 	}
-	return strings.TrimRight(text[:toks[n-len(tail)].Start], " \t\r\n\f"), true
+	if clauseAt(n - len(tail)) {
+		return strings.TrimRight(text[:toks[n-len(tail)].Start], " \t\r\n\f"), true
+	}
+	// RisingWave also takes the clause before AS: CREATE MATERIALIZED VIEW
+	// mv EMIT ON WINDOW CLOSE AS SELECT ... It is blanked out with spaces,
+	// so the text keeps its length and AST locations stay offsets into it.
+	for j := i + 1; j+len(tail) < n; j++ {
+		if word(j) == "as" {
+			break
+		}
+		if clauseAt(j) && word(j+len(tail)) == "as" {
+			b := []byte(text)
+			for k := toks[j].Start; k < toks[j+len(tail)-1].End; k++ {
+				b[k] = ' '
+			}
+			return string(b), true
+		}
+	}
+	return text, false
 }
 
 // containsFold reports whether text contains word (lower case ASCII) in

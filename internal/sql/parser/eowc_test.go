@@ -16,6 +16,9 @@ func TestEmitOnWindowClose(t *testing.T) {
 		{"CREATE MATERIALIZED VIEW v AS SELECT 'EMIT ON WINDOW CLOSE'", false, "CREATE MATERIALIZED VIEW v AS SELECT 'EMIT ON WINDOW CLOSE'"},
 		{"CREATE MATERIALIZED VIEW v AS SELECT 1", false, "CREATE MATERIALIZED VIEW v AS SELECT 1"},
 		{"CREATE OR REPLACE VIEW v AS SELECT 1 EMIT ON WINDOW CLOSE", true, "CREATE OR REPLACE VIEW v AS SELECT 1"}, // the binder refuses it
+		// RisingWave's other place for the clause: before AS, blanked out.
+		{"CREATE MATERIALIZED VIEW v\nemit on window close\nAS SELECT 1", true, "CREATE MATERIALIZED VIEW v\n                    \nAS SELECT 1"},
+		{"CREATE MATERIALIZED VIEW v AS SELECT 1 AS emit", false, "CREATE MATERIALIZED VIEW v AS SELECT 1 AS emit"},
 	}
 	for _, c := range cases {
 		st, err := ParseOne(c.sql)
