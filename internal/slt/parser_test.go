@@ -150,6 +150,32 @@ func TestCompareCanonicalWords(t *testing.T) {
 	}
 }
 
+// TestRealColumns: R columns compare decimals by value; other columns and
+// rows that do not line up with the types compare as written.
+func TestRealColumns(t *testing.T) {
+	for _, c := range []struct {
+		types    string
+		actual   []string
+		expected string
+		ok       bool
+	}{
+		{"IR", []string{"1", "2.5000000000000000"}, "1 2.50", true},
+		{"IR", []string{"1", "1.00000000000000000000"}, "1 1", true},
+		{"IR", []string{"1", "-0.0"}, "1 0", true},
+		{"IR", []string{"1", "2.51"}, "1 2.5", false},
+		{"II", []string{"1", "2.50"}, "1 2.5", false},
+		{"RR", []string{"10", "100"}, "10 1", false},
+		{"IR", []string{"1", "NULL"}, "1 NULL", true},
+		{"TR", []string{"a b", "2.5"}, "a b 2.50", false}, // the expected words do not line up
+	} {
+		a, e := realColumns(c.types, [][]string{c.actual}, []string{c.expected})
+		ok, got, want := compareRows(a, e, noSort)
+		if ok != c.ok {
+			t.Errorf("%s %q vs %q = %v (got %q want %q); want %v", c.types, c.actual, c.expected, ok, got, want, c.ok)
+		}
+	}
+}
+
 func TestCompareRows(t *testing.T) {
 	actual := [][]string{{"2", "b"}, {"1", "a  z"}}
 	for _, c := range []struct {

@@ -317,7 +317,8 @@ func (r *fileRun) checkQuery(rec *record, rows *resultSet) string {
 	if mode == sortUnset {
 		mode = r.defaultSort
 	}
-	ok, got, want := compareRows(rows.rows, rec.results, mode)
+	actual, expected := realColumns(rec.types, rows.rows, rec.results)
+	ok, got, want := compareRows(actual, expected, mode)
 	if ok {
 		return ""
 	}
