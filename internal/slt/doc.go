@@ -38,7 +38,13 @@
 // matched against the SQLSTATE). An expected text may contain <slt:ignore>
 // to skip a variable part. Values are compared after collapsing runs of
 // whitespace, like sqllogictest-rs's default normaliser; rowsort and
-// valuesort sort both the actual and the expected side.
+// valuesort sort both the actual and the expected side. Values PostgreSQL
+// and RisingWave print differently compare equal (compare.go): a UTC offset
+// with zero minutes (+00 vs +00:00), a float in exponent or plain notation
+// (1e-06 vs 0.000001), and, in columns typed R, decimals with more or fewer
+// trailing zeros (2.50 vs 2.5000000000000000). Column-type letters may be
+// any letter, lower case included (query iiI), and "statement err" is read
+// as "statement error", as sqllogictest-rs does.
 //
 // Each top-level file gets its own session (and named sessions) and its own
 // $__TEST_DIR__; included files share their includer's. Failures are
