@@ -42,6 +42,7 @@ import (
 	"math"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,6 +115,9 @@ type column struct {
 	// plain: binary and the target column has no type modifier, so a
 	// COPY into the target itself reads the value as the cast would.
 	plain bool
+	// oid is the type of the staging column (of the target column when
+	// plain): a small epoch's rows go as parameters of that type.
+	oid uint32
 }
 
 // New checks a postgres/jdbc sink's options.
@@ -256,9 +260,9 @@ func (t *target) open(ctx context.Context) (uint64, error) {
 		if !found {
 			return 0, sqlerr.Errorf(sqlerr.UndefinedColumn, "sink %s: column %q of the sink does not exist in the target table %s.%s", t.cfg.Name, c.Name, t.schema, t.table)
 		}
-		col := column{name: c.Name, cast: tc.cast, stage: "text"}
+		col := column{name: c.Name, cast: tc.cast, stage: "text", oid: oidText}
 		if sameBinary(c.Type.OID(), tc.oid) {
-			col.binary, col.stage, col.plain = true, tc.base, tc.mod < 0
+			col.binary, col.stage, col.plain, col.oid = true, tc.base, tc.mod < 0, tc.oid
 		}
 		t.plain = t.plain && col.plain
 		t.cols[i] = col
@@ -331,6 +335,8 @@ func (t *target) open(ctx context.Context) (uint64, error) {
 const (
 	oidText    = 25
 	oidVarchar = 1043
+	oidBool    = 16
+	oidInt8    = 20
 )
 
 // sameBinary reports whether a value of the Runnel type with OID from is
@@ -442,7 +448,12 @@ func (t *target) insertSQL() string {
 	if !t.cfg.Upsert() {
 		return q
 	}
-	q += " WHERE NOT s.del"
+	return q + " WHERE NOT s.del" + t.onConflict()
+}
+
+// onConflict is an upsert's ON CONFLICT clause: the new row replaces the
+// key's.
+func (t *target) onConflict() string {
 	keys := make([]string, len(t.cfg.Key))
 	isKey := map[int]bool{}
 	for i, k := range t.cfg.Key {
@@ -455,7 +466,7 @@ func (t *target) insertSQL() string {
 			sets = append(sets, quote(c.Name)+" = EXCLUDED."+quote(c.Name))
 		}
 	}
-	q += " ON CONFLICT (" + strings.Join(keys, ", ") + ")"
+	q := " ON CONFLICT (" + strings.Join(keys, ", ") + ")"
 	if len(sets) == 0 {
 		return q + " DO NOTHING"
 	}
@@ -529,16 +540,25 @@ func (t *target) Begin(ctx context.Context, epoch uint64) (sink.Txn, error) {
 	if t.conn == nil {
 		return nil, sink.ErrClosed
 	}
-	tx, err := t.conn.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
+	// BEGIN and the progress row's lock in one round trip (a one-row
+	// epoch's cost is its round trips: TestSmallEpochLatency).
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(`SELECT epoch FROM `+quote(t.schema)+`.`+ProgressTable+` WHERE sink = $1 FOR UPDATE`, t.key)
+	br := t.conn.SendBatch(ctx, b)
 	var has int64
-	if err := tx.QueryRow(ctx, `SELECT epoch FROM `+quote(t.schema)+`.`+ProgressTable+` WHERE sink = $1 FOR UPDATE`, t.key).Scan(&has); err != nil {
-		_ = tx.Rollback(ctx)
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&has)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.rollback()
 		return nil, err
 	}
-	x := &txn{t: t, tx: tx, epoch: epoch, skip: uint64(has) >= epoch, probe: t.plain && t.cfg.Upsert(), txnBuffers: t.bufs}
+	x := &txn{t: t, epoch: epoch, skip: uint64(has) >= epoch, probe: t.plain && t.cfg.Upsert(), txnBuffers: t.bufs}
 	t.bufs = txnBuffers{}
 	return x, nil
 }
@@ -556,12 +576,14 @@ var maxStagedKeys = 256 << 10
 var copyChunk = 4 << 20
 
 type txn struct {
-	t     *target
-	tx    pgx.Tx
+	t *target
+	// The transaction is the connection's (Begin sent BEGIN; Commit
+	// sends COMMIT, Rollback ROLLBACK).
 	epoch uint64
 	skip  bool
-	// staged counts the rows sent to the staging table.
-	staged int
+	// staged counts the rows sent to the staging table, copies the
+	// COPYs started.
+	staged, copies int
 	// pendingDirect: the pending rows are for the target itself, not
 	// the stage; pendingRows counts them.
 	pendingDirect bool
@@ -662,10 +684,15 @@ func (x *txn) Write(ctx context.Context, changes []sink.Change) error {
 		}
 	}
 	x.order = order
-	// A batch of new-key candidates: inserts only, of keys not staged,
+	// A batch of new-key candidates: plain inserts only, of keys not staged,
 	// not COPYed into the target and not gathered already in this
 	// transaction (those must reach the target after the earlier change).
+	// A batch with an update in it changes keys the target has (the
+	// view had them): not worth a probe.
 	cand := x.probe
+	for _, c := range changes {
+		cand = cand && c.Op == types.OpInsert
+	}
 	for _, k := range order {
 		if !cand {
 			break
@@ -773,7 +800,7 @@ func (x *txn) exists(ctx context.Context, changes []sink.Change) (bool, error) {
 				}
 			}
 			q := fmt.Sprintf("SELECT EXISTS (SELECT 1 FROM %s WHERE %s = ANY($1::int8[]))", x.t.qualified(), quote(x.t.cols[k].name))
-			if err := x.tx.QueryRow(ctx, q, ints).Scan(&found); err != nil {
+			if err := x.t.conn.QueryRow(ctx, q, ints).Scan(&found); err != nil {
 				return false, fmt.Errorf("probe %s: %w", x.t.qualified(), err)
 			}
 			return found, nil
@@ -800,7 +827,7 @@ func (x *txn) exists(ctx context.Context, changes []sink.Change) (bool, error) {
 		k := cfg.Key[0]
 		q = fmt.Sprintf("SELECT EXISTS (SELECT 1 FROM %s WHERE %s = ANY($1::text[]::%s[]))", x.t.qualified(), quote(x.t.cols[k].name), x.t.cols[k].stage)
 	}
-	if err := x.tx.QueryRow(ctx, q, args...).Scan(&found); err != nil {
+	if err := x.t.conn.QueryRow(ctx, q, args...).Scan(&found); err != nil {
 		return false, fmt.Errorf("probe %s: %w", x.t.qualified(), err)
 	}
 	return found, nil
@@ -864,7 +891,8 @@ func (x *txn) send(ctx context.Context) error {
 	}
 	buf = binary.BigEndian.AppendUint16(buf, math.MaxUint16)
 	done := make(chan error, 1)
-	conn, sql, into := x.tx.Conn().PgConn(), x.t.copySQL(x.pendingDirect), x.t.qualified()
+	x.copies++
+	conn, sql, into := x.t.conn.PgConn(), x.t.copySQL(x.pendingDirect), x.t.qualified()
 	if !x.pendingDirect {
 		into = "the staging table of " + into
 		x.staged += x.pendingRows
@@ -931,18 +959,36 @@ func (x *txn) wait() error {
 // transaction; at commit ON COMMIT DELETE ROWS does it). Then every row
 // added is in the target, visible to the probe: the key sets empty.
 func (x *txn) apply(ctx context.Context, more bool) error {
-	if err := x.resolve(ctx); err != nil {
+	b, err := x.toApply(ctx)
+	if err != nil || b == nil {
 		return err
+	}
+	if more {
+		b.Queue("TRUNCATE " + stageTable)
+	}
+	if err := x.t.conn.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("apply to %s: %w", x.t.qualified(), err)
+	}
+	x.applied()
+	return nil
+}
+
+// toApply sends what is pending and waits for it, and returns the
+// statements that move the staged changes into the target (nil when
+// nothing is staged; then every row added is in the target already).
+func (x *txn) toApply(ctx context.Context) (*pgx.Batch, error) {
+	if err := x.resolve(ctx); err != nil {
+		return nil, err
 	}
 	if err := x.send(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := x.wait(); err != nil {
-		return err
+		return nil, err
 	}
 	clear(x.direct)
 	if x.staged == 0 {
-		return nil
+		return nil, nil
 	}
 	b := &pgx.Batch{}
 	switch {
@@ -954,15 +1000,14 @@ func (x *txn) apply(ctx context.Context, more bool) error {
 	default:
 		b.Queue(x.t.insertSQL())
 	}
-	if more {
-		b.Queue("TRUNCATE " + stageTable)
-	}
-	if err := x.tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("apply to %s: %w", x.t.qualified(), err)
-	}
+	return b, nil
+}
+
+// applied records that the stage was applied: its keys are in the target,
+// visible to the probe.
+func (x *txn) applied() {
 	x.staged = 0
 	clear(x.keys)
-	return nil
 }
 
 // keyBytes appends the memcomparable encoding of a row's key (equal for
@@ -1025,32 +1070,194 @@ func (t *target) encode(buf []byte, c sink.Change, withDel bool) ([]byte, error)
 func (x *txn) Commit(ctx context.Context) error {
 	if x.skip {
 		x.release()
-		return x.tx.Rollback(ctx)
+		x.t.rollback()
+		return nil
 	}
 	defer func() {
 		_ = x.wait() // the COPY in flight, if any, reads a buffer
 		x.release()
 	}()
-	// apply waits for the COPY in flight (a direct one included).
+	if x.small(ctx) {
+		return x.commitSmall(ctx)
+	}
+	// toApply waits for the COPY in flight (a direct one included).
+	b, err := x.toApply(ctx)
+	if err != nil {
+		_ = x.wait()
+		x.t.rollback()
+		return err
+	}
+	if b == nil {
+		b = &pgx.Batch{}
+	}
 	// I8 (and I7 end to end): the rows and the progress row commit in one
 	// PostgreSQL transaction, so the target holds an epoch's rows exactly
-	// when it records the epoch.
-	if err := x.apply(ctx, false); err != nil {
-		_ = x.wait()
-		_ = x.tx.Rollback(ctx)
-		return err
+	// when it records the epoch. The apply statements, the progress row
+	// and COMMIT go in one round trip; after an error in any of them the
+	// server skips the rest (COMMIT included) and the transaction is
+	// rolled back here.
+	b.Queue(`UPDATE `+quote(x.t.schema)+`.`+ProgressTable+` SET epoch = $2 WHERE sink = $1`, x.t.key, int64(x.epoch))
+	b.Queue("COMMIT")
+	n := b.Len()
+	br := x.t.conn.SendBatch(ctx, b)
+	var tag pgconn.CommandTag
+	for i := 0; i < n && err == nil; i++ {
+		tag, err = br.Exec()
 	}
-	if _, err := x.tx.Exec(ctx, `UPDATE `+quote(x.t.schema)+`.`+ProgressTable+` SET epoch = $2 WHERE sink = $1`, x.t.key, int64(x.epoch)); err != nil {
-		_ = x.tx.Rollback(ctx)
-		return err
+	if cerr := br.Close(); err == nil {
+		err = cerr
 	}
-	return x.tx.Commit(ctx)
+	if err == nil && tag.String() != "COMMIT" {
+		// COMMIT of a transaction that failed earlier answers ROLLBACK.
+		err = fmt.Errorf("commit: the transaction was rolled back (%s)", tag)
+	}
+	if err != nil {
+		x.t.rollback()
+		return fmt.Errorf("apply to %s: %w", x.t.qualified(), err)
+	}
+	x.applied()
+	return nil
+}
+
+// smallRows bounds the rows of an epoch committed by commitSmall (its
+// statements carry them as parameters, planned afresh each time).
+const smallRows = 32
+
+// small reports whether the epoch is committed by commitSmall: nothing
+// was sent yet and at most smallRows rows are pending. Gathered new keys
+// are encoded as stage rows then, without a probe (commitSmall upserts
+// them).
+func (x *txn) small(ctx context.Context) bool {
+	if x.copies > 0 || x.staged > 0 || x.inflight != nil || len(x.cand)+x.pendingRows > smallRows ||
+		(len(x.cand) > 0 && x.pendingRows > 0 && x.pendingDirect) {
+		return false
+	}
+	if len(x.cand) > 0 {
+		// Distinct keys, none staged (Write made sure).
+		cand := x.cand
+		x.cand = x.cand[:0]
+		clear(x.candKeys)
+		if err := x.add(ctx, cand, false); err != nil || x.copies > 0 {
+			return false // add sent a COPY (tests' tiny chunks): the usual path
+		}
+	}
+	return true
+}
+
+// commitSmall commits a small epoch in one round trip: its rows as the
+// parameters of set statements on the target itself (no stage: for a few
+// rows the stage's COPY and MERGE cost milliseconds), the progress row
+// and COMMIT (I8: all in one transaction, as on the usual path). The
+// statements do what the apply statements do with a stage holding these
+// rows (each key at most once: Write made sure): an upsert sink's rows
+// marked del are deleted by key and the others inserted ON CONFLICT
+// (key) DO UPDATE; NULL keys match nothing, as in the MERGE. A one-row
+// epoch took five to seven round trips before (BEGIN, the progress row's
+// lock, a probe, a COPY, the apply, the progress row, COMMIT):
+// TestSmallEpochLatency.
+func (x *txn) commitSmall(ctx context.Context) error {
+	t := x.t
+	b := &pgconn.Batch{}
+	if x.pendingRows > 0 {
+		upsert := !x.pendingDirect && t.cfg.Upsert()
+		type param struct {
+			v   []byte
+			oid uint32
+		}
+		// The pending COPY rows, field by field: a 16-bit count, then per
+		// field a 32-bit length (-1: NULL) and the binary value; an
+		// upsert's stage rows end with the del flag.
+		var ins, del [][]param
+		buf := x.pending[len(copyHeader):]
+		for r := 0; r < x.pendingRows; r++ {
+			n := int(binary.BigEndian.Uint16(buf))
+			buf = buf[2:]
+			row := make([]param, n)
+			for f := range row {
+				l := int32(binary.BigEndian.Uint32(buf))
+				buf = buf[4:]
+				if l >= 0 {
+					row[f].v, buf = buf[:l], buf[l:]
+				}
+				if f < len(t.cols) {
+					row[f].oid = t.cols[f].oid
+				}
+			}
+			if upsert && row[n-1].v[0] == 1 {
+				del = append(del, row)
+			} else {
+				ins = append(ins, row[:len(t.cols)])
+			}
+		}
+		// stmt renders rows as ($1::type, ...), ... over the columns cols,
+		// queued with their values.
+		stmt := func(prefix string, rows [][]param, cols []int, suffix string) {
+			var values [][]byte
+			var oids []uint32
+			var formats []int16
+			tuples := make([]string, len(rows))
+			for r, row := range rows {
+				ph := make([]string, len(cols))
+				for i, c := range cols {
+					values, oids, formats = append(values, row[c].v), append(oids, row[c].oid), append(formats, 1)
+					ph[i] = fmt.Sprintf("$%d::%s", len(values), t.cols[c].cast)
+				}
+				tuples[r] = "(" + strings.Join(ph, ", ") + ")"
+			}
+			b.ExecParams(prefix+strings.Join(tuples, ", ")+suffix, values, oids, formats, nil)
+		}
+		all := make([]int, len(t.cols))
+		for i := range all {
+			all[i] = i
+		}
+		if len(del) > 0 {
+			keys := make([]string, len(t.cfg.Key))
+			for i, k := range t.cfg.Key {
+				keys[i] = quote(t.cols[k].name)
+			}
+			stmt("DELETE FROM "+t.qualified()+" WHERE ("+strings.Join(keys, ", ")+") IN (", del, t.cfg.Key, ")")
+		}
+		if len(ins) > 0 {
+			suffix := ""
+			if upsert {
+				suffix = t.onConflict()
+			}
+			stmt("INSERT INTO "+t.qualified()+" ("+t.columnNames()+") VALUES ", ins, all, suffix)
+		}
+	}
+	b.ExecParams(`UPDATE `+quote(t.schema)+`.`+ProgressTable+` SET epoch = $2 WHERE sink = $1`,
+		[][]byte{[]byte(t.key), []byte(strconv.FormatUint(x.epoch, 10))}, []uint32{oidText, oidInt8}, nil, nil)
+	b.ExecParams("COMMIT", nil, nil, nil, nil)
+	results, err := t.conn.PgConn().ExecBatch(ctx, b).ReadAll()
+	for _, r := range results {
+		if err == nil {
+			err = r.Err
+		}
+	}
+	if err == nil && (len(results) == 0 || results[len(results)-1].CommandTag.String() != "COMMIT") {
+		err = errors.New("commit: the transaction was rolled back")
+	}
+	if err != nil {
+		t.rollback()
+		return fmt.Errorf("apply to %s: %w", t.qualified(), err)
+	}
+	x.pendingRows = 0
+	return nil
 }
 
 func (x *txn) Rollback() {
 	_ = x.wait()
 	x.release()
+	x.t.rollback()
+}
+
+// rollback ends the connection's transaction, if one is open (after a
+// failed statement, or to abandon a delivery).
+func (t *target) rollback() {
+	if t.conn == nil || t.conn.PgConn().TxStatus() == 'I' {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = x.tx.Rollback(ctx)
+	_, _ = t.conn.Exec(ctx, "ROLLBACK")
 }
