@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/metastore"
 	"github.com/runneldb/runnel/internal/server"
+	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
 
@@ -65,8 +68,11 @@ func TestUpgradeFromOlderFormat(t *testing.T) {
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if got := schemaVersions(t, meta); got["storage"] != 4 || got["catalog"] != 1 {
-		t.Fatalf("schema after the upgrade %v; want storage at step 4, catalog at 1", got)
+	// Every step this binary knows has run: the newest of each component.
+	wantStorage := storage.Migrations()[len(storage.Migrations())-1].Version
+	wantCatalog := catalog.Migrations()[len(catalog.Migrations())-1].Version
+	if got := schemaVersions(t, meta); got["storage"] != wantStorage || got["catalog"] != wantCatalog {
+		t.Fatalf("schema after the upgrade %v; want storage at step %d, catalog at %d", got, wantStorage, wantCatalog)
 	}
 	if code, out := ctl("storage", "check", "--data-dir", dir, "--grace", "0s"); code != 0 {
 		t.Fatalf("storage check after the upgrade: exit %d\n%s", code, out)
@@ -89,7 +95,7 @@ func TestUpgradeFromOlderFormat(t *testing.T) {
 	if _, err := db.Exec(ctx, `INSERT INTO runnel_schema_migrations (component, version, name, checksum, applied_ms) VALUES ('storage', 99, 'from the future', 'x', 0)`); err != nil {
 		t.Fatal(err)
 	}
-	if err := open(); err == nil || !strings.Contains(err.Error(), "storage is at version 99, newer than this binary knows (4): a newer runnel wrote it") {
+	if err := open(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("storage is at version 99, newer than this binary knows (%d): a newer runnel wrote it", wantStorage)) {
 		t.Fatalf("open with a newer metastore schema: %v", err)
 	}
 	if _, err := db.Exec(ctx, `DELETE FROM runnel_schema_migrations WHERE version = 99`); err != nil {

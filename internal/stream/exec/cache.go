@@ -230,6 +230,12 @@ func (c *lruCache[V]) resize(key string, delta int64) {
 	if !ok {
 		return
 	}
+	// An estimate that shrinks past the entry's own overhead is clamped:
+	// a negative size would let a later remove charge bytes back to the
+	// budget instead of returning them.
+	if floor := lruOverhead + int64(len(key)); it.size+delta < floor {
+		delta = floor - it.size
+	}
 	it.size += delta
 	c.charge(delta)
 	if it.size > c.budget.Limit()/4 {
