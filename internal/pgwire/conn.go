@@ -51,6 +51,10 @@ type conn struct {
 	// ignoreTillSync is set after an error in an extended-protocol message.
 	ignoreTillSync bool
 
+	// restartTimeout re-arms the running request's statement timeout from
+	// the session's current setting; set by beginStatement (runSimple).
+	restartTimeout func()
+
 	connActivity // for Server.Sessions (activity.go)
 }
 
@@ -110,18 +114,27 @@ var ClientCheckInterval = time.Second
 // extended-protocol message); a cancel request cancels it.
 //
 // A session with a statement timeout (StatementTimeouter) has the request
-// cancelled with 57014 once it has run that long.
+// cancelled with 57014 once it has run that long; in a multi-statement
+// simple Query, once its current statement has (c.restartTimeout).
 func (c *conn) beginStatement() (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	c.mu.Lock()
 	c.stmtCancel = cancel
 	c.mu.Unlock()
 	var timer *time.Timer
-	if st, ok := c.sess.(StatementTimeouter); ok {
-		if d := st.StatementTimeout(); d > 0 {
-			timer = time.AfterFunc(d, func() { cancel(errStatementTimeout) })
+	arm := func() {
+		if timer != nil {
+			timer.Stop()
+			timer = nil
+		}
+		if st, ok := c.sess.(StatementTimeouter); ok {
+			if d := st.StatementTimeout(); d > 0 {
+				timer = time.AfterFunc(d, func() { cancel(errStatementTimeout) })
+			}
 		}
 	}
+	arm()
+	c.restartTimeout = arm
 	// A statement whose client has gone away is cancelled: nobody reads
 	// its answer, and one left running (a string_agg over millions of
 	// rows, a cross join) kept the server busy and growing for minutes
@@ -154,6 +167,7 @@ func (c *conn) beginStatement() (context.Context, func()) {
 		if timer != nil {
 			timer.Stop()
 		}
+		c.restartTimeout = nil
 		watchMu.Lock()
 		stopped = true
 		watch.Stop()
@@ -812,9 +826,16 @@ func (c *conn) runSimple(ctx context.Context, sql string) error {
 		return nil
 	}
 	start := time.Now()
-	for _, st := range stmts {
+	for i, st := range stmts {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if i > 0 && c.restartTimeout != nil {
+			// As PostgreSQL (13+) does, each statement of a multi-statement
+			// Query message gets the timeout on its own, read when it
+			// starts: "SET statement_timeout = 200; SELECT ..." in one
+			// message times the SELECT out.
+			c.restartTimeout()
 		}
 		res, err := st.Execute(ctx, nil)
 		if err != nil {

@@ -79,3 +79,38 @@ func TestStatementTimeoutAndPgSleep(t *testing.T) {
 		t.Fatalf("cancel request took %v", el)
 	}
 }
+
+// A SET statement_timeout sent in the same simple Query message as the
+// statements after it applies to them, each on its own, as in PostgreSQL
+// 13+: the timer is re-armed from the setting at every statement.
+func TestStatementTimeoutInOneSimpleQuery(t *testing.T) {
+	ts := startTestServer(t, "")
+	conn := ts.connect(t)
+	ctx := context.Background()
+
+	start := time.Now()
+	_, err := conn.PgConn().Exec(ctx, "SET statement_timeout = 200; SELECT pg_sleep(30)").ReadAll()
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57014" || pe.Message != "canceling statement due to statement timeout" {
+		t.Fatalf("SET; SELECT pg_sleep(30) in one message: %v; want 57014 statement timeout", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("timed out after %v, want about 200ms", el)
+	}
+	// Each statement has its own budget: three sleeps of 150 ms under a
+	// 400 ms timeout all finish (PostgreSQL before 13 timed the message).
+	res, err := conn.PgConn().Exec(ctx, "SET statement_timeout = 400; SELECT pg_sleep(0.15); SELECT pg_sleep(0.15); SELECT pg_sleep(0.15); SELECT 7").ReadAll()
+	if err != nil {
+		t.Fatalf("three 150 ms sleeps under a 400 ms per-statement timeout: %v", err)
+	}
+	if got := string(res[len(res)-1].Rows[0][0]); got != "7" {
+		t.Fatalf("last result %q", got)
+	}
+	// RESET in the message lifts the timeout for what follows.
+	if _, err := conn.PgConn().Exec(ctx, "SET statement_timeout = 100; RESET statement_timeout; SELECT pg_sleep(0.3)").ReadAll(); err != nil {
+		t.Fatalf("after RESET in the same message: %v", err)
+	}
+	if got := queryStrings(t, conn, "SHOW statement_timeout"); fmt.Sprint(got) != "[0]" {
+		t.Fatalf("SHOW statement_timeout = %v", got)
+	}
+}
