@@ -11,6 +11,11 @@
 # to OUT (default /tmp/rw-slt-results): OUT/summary.txt lists PASS/FAIL per
 # file, OUT/<file>.log holds `runnel slt -v` output of a failing file.
 #
+# Each session starts with rw_implicit_flush on (a startup option in the
+# URL): RisingWave's own runner for these files (the simulation test client
+# in src/tests/simulation) sets RW_IMPLICIT_FLUSH on every connection, and
+# many files read right after an INSERT without a FLUSH of their own.
+#
 # RUNNEL_BIN picks the binary (default: built from this checkout into OUT).
 # Files whose directory the caller does not want (kafka, cdc, sinks, UDF
 # servers) are the caller's to leave out of DIR.
@@ -36,7 +41,7 @@ while IFS= read -r f; do
 	rel=${f#"$dir"/}
 	data=$(mktemp -d)
 	port=$(freeport)
-	url="postgres://root@127.0.0.1:$port/dev?sslmode=disable"
+	url="postgres://root@127.0.0.1:$port/dev?sslmode=disable&options=-c%20rw_implicit_flush%3Dtrue"
 	"$bin" serve --data-dir "$data" --listen "127.0.0.1:$port" --http-listen "" --log-level error \
 		>"$data/server.log" 2>&1 &
 	spid=$!

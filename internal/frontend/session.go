@@ -88,6 +88,27 @@ var settingDefaults = map[string]string{
 	"query_mode":                     "auto",
 	"visibility_mode":                "default",
 	"allow_drop_cascade":             "false",
+	"rw_batch_enable_lookup_join":    "true",
+	// PostgreSQL's planner method switches (pgPlannerSettings).
+	"enable_hashjoin":   "on",
+	"enable_mergejoin":  "on",
+	"enable_nestloop":   "on",
+	"enable_hashagg":    "on",
+	"enable_sort":       "on",
+	"enable_seqscan":    "on",
+	"enable_indexscan":  "on",
+	"enable_bitmapscan": "on",
+}
+
+// pgPlannerSettings are PostgreSQL's planner method switches: they steer
+// PostgreSQL's choice between plans that give the same rows, and Runnel has
+// one plan for each query, so they change no result. They are Booleans,
+// accepted, checked and shown on/off as PostgreSQL does (tests that pin a
+// join method, as RisingWave's sort-merge join test does, run unchanged).
+var pgPlannerSettings = map[string]bool{
+	"enable_hashjoin": true, "enable_mergejoin": true, "enable_nestloop": true,
+	"enable_hashagg": true, "enable_sort": true, "enable_seqscan": true,
+	"enable_indexscan": true, "enable_bitmapscan": true,
 }
 
 // plannerSettings are RisingWave session settings that choose between plan
@@ -107,6 +128,7 @@ var plannerSettings = map[string][]string{
 	"query_mode":                     {"auto", "local", "distributed"},
 	"visibility_mode":                {"default", "all", "checkpoint"},
 	"allow_drop_cascade":             nil,
+	"rw_batch_enable_lookup_join":    nil,
 }
 
 // settingAliases maps accepted alternative names to canonical ones.
@@ -511,12 +533,12 @@ func (ss *session) set(n *pg_query.VariableSetStmt) (pgwire.Result, error) {
 				WithHint("Available values: debug5, debug4, debug3, debug2, debug1, log, notice, warning, error.")
 		}
 	}
-	if name == "implicit_flush" {
+	if name == "implicit_flush" || pgPlannerSettings[name] {
 		// Stored canonically, so SHOW prints on/off as PostgreSQL does for
 		// a Boolean parameter whatever spelling SET used.
 		b, ok := parseBoolSetting(value)
 		if !ok {
-			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "parameter \"implicit_flush\" requires a Boolean value")
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "parameter %q requires a Boolean value", name)
 		}
 		value = "off"
 		if b {

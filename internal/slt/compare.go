@@ -67,8 +67,16 @@ func canonicalWord(w string) string {
 var plainDecimal = regexp.MustCompile(`^-?\d+(?:\.\d+)?$`)
 
 // canonicalDecimal drops trailing fractional zeros (2.50 and
-// 2.5000000000000000 are 2.5; 1.000 is 1; -0 is 0).
+// 2.5000000000000000 are 2.5; 1.000 is 1; -0 is 0), and writes an
+// infinite float one way: PostgreSQL prints Infinity and -Infinity,
+// RisingWave +Inf and -Inf (the same float64).
 func canonicalDecimal(w string) string {
+	switch strings.ToLower(w) {
+	case "inf", "+inf", "infinity", "+infinity":
+		return "Infinity"
+	case "-inf", "-infinity":
+		return "-Infinity"
+	}
 	if !plainDecimal.MatchString(w) {
 		return w
 	}
@@ -83,7 +91,8 @@ func canonicalDecimal(w string) string {
 
 // realColumns compares the values of columns typed R (real) by value:
 // a decimal printed with more or fewer trailing zeros (PostgreSQL prints
-// avg(int) as 2.5000000000000000, RisingWave as 2.50) is the same value.
+// avg(int) as 2.5000000000000000, RisingWave as 2.50) is the same value,
+// and so is an infinity spelled Infinity or +Inf.
 // It applies to rows whose values line up with the type string (one word
 // per column); other rows are left as they are.
 func realColumns(types string, actual [][]string, expected []string) ([][]string, []string) {

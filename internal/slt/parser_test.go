@@ -166,6 +166,10 @@ func TestRealColumns(t *testing.T) {
 		{"II", []string{"1", "2.50"}, "1 2.5", false},
 		{"RR", []string{"10", "100"}, "10 1", false},
 		{"IR", []string{"1", "NULL"}, "1 NULL", true},
+		{"RR", []string{"Infinity", "-Infinity"}, "+Inf -Inf", true},
+		{"RR", []string{"-Infinity", "NaN"}, "-inf NaN", true},
+		{"RR", []string{"Infinity", "1"}, "-Inf 1", false},
+		{"TR", []string{"Infinity", "1"}, "+Inf 1", false}, // a text column compares as written
 		{"TR", []string{"a b", "2.5"}, "a b 2.50", false}, // the expected words do not line up
 	} {
 		a, e := realColumns(c.types, [][]string{c.actual}, []string{c.expected})
