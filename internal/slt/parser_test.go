@@ -170,7 +170,7 @@ func TestRealColumns(t *testing.T) {
 		{"RR", []string{"-Infinity", "NaN"}, "-inf NaN", true},
 		{"RR", []string{"Infinity", "1"}, "-Inf 1", false},
 		{"TR", []string{"Infinity", "1"}, "+Inf 1", false}, // a text column compares as written
-		{"TR", []string{"a b", "2.5"}, "a b 2.50", false}, // the expected words do not line up
+		{"TR", []string{"a b", "2.5"}, "a b 2.50", false},  // the expected words do not line up
 	} {
 		a, e := realColumns(c.types, [][]string{c.actual}, []string{c.expected})
 		ok, got, want := compareRows(a, e, noSort)
