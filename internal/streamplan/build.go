@@ -56,6 +56,9 @@ func (b *builder) build(n plan.Node) (*Node, error) {
 	}
 	switch n := n.(type) {
 	case *plan.Scan:
+		if n.ProcTime {
+			return nil, errDanglingTemporal()
+		}
 		rel := n.Rel
 		if rel.Kind != catalog.KindTable && rel.Kind != catalog.KindMaterializedView && rel.Kind != catalog.KindSource {
 			return nil, unsupported("reading %s %q in a materialized view is not supported", rel.Kind, rel.Name)
@@ -315,6 +318,9 @@ func (b *builder) aggregate(n *plan.Aggregate) (*Node, error) {
 // columns, exchanged by them, joined, then projected to the logical output
 // plus both sides' stream keys.
 func (b *builder) join(n *plan.Join) (*Node, error) {
+	if tj, ok, err := b.temporalJoin(n); ok || err != nil {
+		return tj, err // see temporaljoin.go
+	}
 	if n.NullAware {
 		f, err := notInFilter(n) // see membership.go
 		if err != nil {

@@ -231,6 +231,26 @@ func attributes(n *Node) []string {
 		if n.Cond != nil {
 			add("condition: %s", n.Cond)
 		}
+	case OpTemporalJoin:
+		t := n.TemporalJoin
+		add("type: %s", n.JoinKind)
+		lookup := "primary key"
+		if !t.Point {
+			lookup = "primary key prefix"
+		}
+		pk := make([]string, len(n.LeftKeys))
+		for i := range n.LeftKeys {
+			pk[i] = t.Rel.Columns[t.Rel.PK[i]].Name
+		}
+		add("lookup by %s: %s (%s) = %s, at the committed epoch when processed", lookup, t.Rel.Name, strings.Join(pk, ", "), colList(in, n.LeftKeys))
+		if n.Cond != nil {
+			add("condition: %s", n.Cond)
+		}
+		if t.AppendOnly {
+			add("append-only input: no state")
+		} else {
+			add("emitted rows memorised per left row (its retraction deletes them)")
+		}
 	case OpTopN:
 		if len(n.GroupKey) > 0 {
 			add("group key: %s", colList(in, n.GroupKey))
@@ -370,6 +390,10 @@ func stateColumnNames(owner *Node, idx int, s *state.Schema) []string {
 	case OpWindowClose:
 		for i := range in.Schema {
 			set(i, colName(in, i))
+		}
+	case OpTemporalJoin:
+		for i := range owner.Schema {
+			set(i, colName(owner, i))
 		}
 	case OpDynamicFilter:
 		if idx == 1 {

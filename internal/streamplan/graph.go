@@ -174,6 +174,13 @@ func stateSchemas(n *Node, job string) ([]state.Schema, error) {
 			exec.HashJoinStateSchema(label+" left", l.Types(), n.LeftKeys, l.Key, lo),
 			exec.HashJoinStateSchema(label+" right", r.Types(), n.RightKeys, r.Key, ro),
 		}, nil
+	case OpTemporalJoin:
+		if n.TemporalJoin.AppendOnly {
+			return nil, nil
+		}
+		in := n.Inputs[0]
+		return []state.Schema{exec.TemporalJoinMemoSchema(label, in.Types(), temporalLookupTypes(n.TemporalJoin.Rel),
+			n.LeftKeys, in.Key, n.TemporalJoin.Rel.PK)}, nil
 	case OpTopN:
 		return []state.Schema{exec.TopNStateSchema(label, n.Inputs[0].Types(), n.GroupKey, columnOrders(n.Order), n.InputKey)}, nil
 	case OpDistinct:
@@ -628,6 +635,12 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		j.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
 		j.SetIntervalBounds(activeIntervalBounds(n)) // see watermark.go
 		return j, nil
+	case OpTemporalJoin:
+		in, err := input(0)
+		if err != nil {
+			return nil, err
+		}
+		return g.temporalJoin(n, in)
 	case OpTopN:
 		in, err := input(0)
 		if err != nil {
@@ -875,6 +888,10 @@ func appendOnly(n *Node) bool {
 		return true
 	case OpHashJoin:
 		return n.JoinKind == plan.InnerJoin && appendOnly(n.Inputs[0]) && appendOnly(n.Inputs[1])
+	case OpTemporalJoin:
+		// Each insert emits inserts keyed by its own key (and the looked-up
+		// rows' keys); nothing is retracted.
+		return appendOnly(n.Inputs[0])
 	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow, OpProjectSet:
 		// (A hop window turns an insert into inserts keyed by the input's
 		// key and window_start: fresh keys too.)
@@ -886,4 +903,37 @@ func appendOnly(n *Node) bool {
 		return true
 	}
 	return false
+}
+
+// temporalJoin instantiates an OpTemporalJoin: the looked-up relation is
+// read through its own state table (id and schema), at the committed
+// snapshot each chunk pins (exec.TemporalJoin).
+func (g *graphBuilder) temporalJoin(n *Node, in stream.Executor) (stream.Executor, error) {
+	spec := n.TemporalJoin
+	snaps, ok := g.env.Store.(exec.CommittedSnapshots)
+	if !ok {
+		return nil, fmt.Errorf("%s: a temporal join needs a store with committed snapshots", g.env.Name)
+	}
+	rs := TableStateSchema(spec.Rel)
+	if spec.Rel.Kind == catalog.KindMaterializedView {
+		rs = ViewStateSchema(spec.Rel)
+	}
+	lookup := exec.TemporalLookup{
+		Table:     state.New(storage.TableID(spec.Rel.StateTable), rs, nil, 0),
+		Keys:      n.LeftKeys,
+		Point:     spec.Point,
+		Snapshots: snaps,
+	}
+	var memo *state.Table
+	var memoKey []int
+	if !spec.AppendOnly {
+		memo = g.newState(n, 0)
+		memoKey = memo.Schema().PK[:len(memo.Schema().PK)-len(spec.Rel.PK)]
+	}
+	j, err := exec.NewTemporalJoin(in, lookup, n.JoinKind == plan.LeftJoin, n.Cond, memo, memoKey, g.env.Location)
+	if err != nil {
+		return nil, err
+	}
+	j.SetStrict(g.env.Strict, g.env.Log) // I6
+	return j, nil
 }

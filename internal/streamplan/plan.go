@@ -64,9 +64,10 @@ const (
 	OpWindowClose    // EMIT ON WINDOW CLOSE's buffer (windowclose.go)
 	OpProjectSet     // set-returning functions in a select list (projectset.go)
 	OpDynamicFilter  // a comparison with a one-row subquery (dynamicfilter.go)
+	OpTemporalJoin   // FOR SYSTEM_TIME AS OF PROCTIME() (temporaljoin.go)
 )
 
-var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink", "TemporalFilter", "WindowClose", "ProjectSet", "DynamicFilter"}
+var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink", "TemporalFilter", "WindowClose", "ProjectSet", "DynamicFilter", "TemporalJoin"}
 
 func (o Op) String() string { return opNames[o] }
 
@@ -122,6 +123,9 @@ type Node struct {
 	Hop      *HopSpec      // OpHopWindow
 	Temporal *TemporalSpec // OpTemporalFilter
 	Dynamic  *DynamicSpec  // OpDynamicFilter
+	// TemporalJoin is OpTemporalJoin's lookup (LeftKeys: the input's
+	// lookup columns; Cond: the residual over input ++ looked-up row).
+	TemporalJoin *TemporalJoinSpec
 	// SRFs are OpProjectSet's calls; their columns follow the input's
 	// first SRFAt columns.
 	SRFs  []*plan.SRFCall
@@ -174,6 +178,11 @@ func (n *Node) Describe() string {
 		fmt.Fprintf(&b, " aggs [%s]", strings.Join(parts, ", "))
 	case OpHashJoin:
 		fmt.Fprintf(&b, " %s keys %v = %v", n.JoinKind, n.LeftKeys, n.RightKeys)
+		if n.Cond != nil {
+			fmt.Fprintf(&b, " cond %s", n.Cond)
+		}
+	case OpTemporalJoin:
+		fmt.Fprintf(&b, " %s %s keys %v", n.JoinKind, n.TemporalJoin.Rel.Name, n.LeftKeys)
 		if n.Cond != nil {
 			fmt.Fprintf(&b, " cond %s", n.Cond)
 		}

@@ -55,6 +55,9 @@ func InsertOnly(n *Node) bool {
 		return n.Rel.AppendOnly && (n.Rel.Kind == catalog.KindTable || n.Rel.Kind == catalog.KindSource)
 	case OpSource, OpValues, OpWindowClose:
 		return true
+	case OpTemporalJoin:
+		// Over an insert-only input it emits inserts only.
+		return n.TemporalJoin.AppendOnly
 	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow, OpProjectSet:
 		for _, c := range n.Inputs {
 			if !InsertOnly(c) {

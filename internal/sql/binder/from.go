@@ -166,6 +166,10 @@ func (b *Binder) bindRangeVar(rv *pg.RangeVar, outer *scope) (*rel, error) {
 	if rv.Alias != nil && rv.Alias.Aliasname != "" {
 		alias = rv.Alias.Aliasname
 	}
+	procTime := b.stmt != nil && slices.Contains(b.stmt.ProcTime, rv.Location)
+	if procTime && rv.Schemaname == "" && b.lookupCTE(name) != nil {
+		return nil, b.errorf(rv.Location, sqlerr.FeatureNotSupported, "FOR SYSTEM_TIME AS OF PROCTIME() is supported only on a table or materialized view, not on the WITH query \"%s\"", name)
+	}
 	if rv.Schemaname == "" {
 		if cte := b.lookupCTE(name); cte != nil {
 			node, err := b.aliasColumns(cte.node, rv.Alias, rv.Location)
@@ -178,6 +182,9 @@ func (b *Binder) bindRangeVar(rv *pg.RangeVar, outer *scope) (*rel, error) {
 	r, err := b.cat.ResolveRelation(rv.Schemaname, name)
 	if err != nil {
 		return nil, b.errAt(err, rv.Location)
+	}
+	if procTime && r.Kind != catalog.KindTable && r.Kind != catalog.KindMaterializedView {
+		return nil, b.errorf(rv.Location, sqlerr.FeatureNotSupported, "FOR SYSTEM_TIME AS OF PROCTIME() is supported only on a table or materialized view, not on %s \"%s\"", r.Kind, r.Name)
 	}
 	if r.Kind == catalog.KindSink {
 		return nil, b.errAt(sqlerr.Errorf(sqlerr.WrongObjectType, "%q is a sink: it cannot be queried", r.Name), rv.Location)
@@ -202,7 +209,7 @@ func (b *Binder) bindRangeVar(rv *pg.RangeVar, outer *scope) (*rel, error) {
 				sch[i].OrigRel, sch[i].OrigAtt = r.ID, i+1
 			}
 		}
-		node = &plan.Scan{Rel: r, Alias: alias, Out: sch}
+		node = &plan.Scan{Rel: r, Alias: alias, Out: sch, ProcTime: procTime}
 	}
 	if node, err = b.aliasColumns(node, rv.Alias, rv.Location); err != nil {
 		return nil, err

@@ -27,6 +27,12 @@ type Statement struct {
 	// EmitOnWindowClose is RisingWave's EMIT ON WINDOW CLOSE ending a
 	// CREATE MATERIALIZED VIEW; Text and AST are the statement without it.
 	EmitOnWindowClose bool
+	// ProcTime holds the byte offsets (in Text) of the relation names in
+	// FROM followed by RisingWave's FOR SYSTEM_TIME AS OF PROCTIME() (a
+	// temporal join's lookup side): the Locations of their RangeVars.
+	// The clause itself is blanked out of the text pg_query parsed; Text
+	// keeps it (a view's stored definition must).
+	ProcTime []int32
 }
 
 // Position converts a byte location inside Text (as found in AST nodes; -1
@@ -139,7 +145,9 @@ func parseOne(full string, start, end int) (*Statement, error) {
 	if cut, ok := cutEmitOnWindowClose(text); ok {
 		st.Text, st.EmitOnWindowClose, text = cut, true, cut
 	}
-	tree, err := pg_query.Parse(dropSourceAsForeignTable(text)) // split bounded its nesting
+	parsed, procTime := cutForSystemTime(text)
+	st.ProcTime = procTime
+	tree, err := pg_query.Parse(dropSourceAsForeignTable(parsed)) // split bounded its nesting
 	if err != nil {
 		return nil, syntaxError(err, st)
 	}

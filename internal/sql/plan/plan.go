@@ -63,6 +63,11 @@ type Scan struct {
 	// Index, when set, is an index whose key range holds every row Filter
 	// can accept: the scan may read it instead of the relation.
 	Index *IndexLookup
+	// ProcTime marks RisingWave's `rel FOR SYSTEM_TIME AS OF PROCTIME()`:
+	// in a materialized view the scan is the lookup side of a temporal
+	// join (each left row reads the relation's committed contents when it
+	// is processed); a batch query reads it as an ordinary scan.
+	ProcTime bool
 }
 
 // IndexLookup reads a relation's rows through one of its indexes: the
@@ -415,6 +420,9 @@ func (n *Scan) Describe() string {
 	s := "Scan " + n.Rel.Name
 	if n.Index != nil {
 		s = "IndexScan " + n.Rel.Name
+	}
+	if n.ProcTime {
+		s += " FOR SYSTEM_TIME AS OF PROCTIME()"
 	}
 	if n.Alias != "" && n.Alias != n.Rel.Name {
 		s += " AS " + n.Alias
