@@ -49,6 +49,12 @@ func newDecoder(cfg *Config, spec connector.Spec) (decoder, error) {
 		return &plainCSV{rb: rb, delim: cfg.Delimiter, withoutHeader: cfg.WithoutHeader, headers: map[int32][]int{}}, nil
 	case "plain protobuf":
 		return newProtobuf(rb, cfg)
+	case "plain bytes":
+		for i := range spec.Columns {
+			if !rb.isInclude(i) {
+				return &plainBytes{rb: rb, col: i}, nil
+			}
+		}
 	}
 	return nil, fmt.Errorf("kafka: no decoder for %s %s", cfg.Format, cfg.Encode)
 }
@@ -98,6 +104,13 @@ func (rb *rowBuilder) newRow(r *kgo.Record) types.Row {
 			row[i] = types.DTimestamptz(r.Timestamp.UnixMicro())
 		case kind == "header":
 			row[i] = headersJSON(r.Headers)
+		case kind == "payload":
+			// The whole value as jsonb (NULL when it is not JSON).
+			if r.Value != nil && len(r.Value) <= maxRecordBytes {
+				if s, err := types.ParseJsonb(string(r.Value)); err == nil {
+					row[i] = types.DJsonb(s)
+				}
+			}
 		case strings.HasPrefix(kind, "header."):
 			name := strings.TrimPrefix(kind, "header.")
 			for _, h := range r.Headers {
@@ -255,6 +268,22 @@ func parseObject(p *fastjson.Parser, b []byte) (*fastjson.Object, error) {
 
 // plainJSON: FORMAT PLAIN ENCODE JSON — each value is a JSON object, one
 // inserted row.
+// plainBytes is ENCODE BYTES: the whole value in one bytea column (a
+// null value, a tombstone, is a NULL).
+type plainBytes struct {
+	rb  *rowBuilder
+	col int
+}
+
+func (d *plainBytes) decode(r *kgo.Record, out *types.Chunk) error {
+	row := d.rb.newRow(r)
+	if r.Value != nil {
+		row[d.col] = types.DBytea(r.Value) // copies
+	}
+	out.Append(types.OpInsert, row)
+	return nil
+}
+
 type plainJSON struct {
 	rb *rowBuilder
 	p  fastjson.Parser

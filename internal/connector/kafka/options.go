@@ -7,6 +7,7 @@ import (
 
 	"github.com/runneldb/runnel/internal/connector"
 	"github.com/runneldb/runnel/internal/sqlerr"
+	"github.com/runneldb/runnel/internal/types"
 )
 
 // Config is a Kafka source's parsed options.
@@ -84,9 +85,9 @@ func ParseOptions(spec connector.Spec) (*Config, error) {
 		cfg.Format, cfg.Encode = "plain", "json"
 	}
 	switch cfg.Format + " " + cfg.Encode {
-	case "plain json", "upsert json", "debezium json", "plain csv", "plain protobuf":
+	case "plain json", "upsert json", "debezium json", "plain csv", "plain protobuf", "plain bytes":
 	default:
-		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "kafka: FORMAT %s ENCODE %s is not supported (supported: PLAIN JSON, PLAIN CSV, PLAIN PROTOBUF, UPSERT JSON, DEBEZIUM JSON)",
+		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "kafka: FORMAT %s ENCODE %s is not supported (supported: PLAIN JSON, PLAIN CSV, PLAIN PROTOBUF, PLAIN BYTES, UPSERT JSON, DEBEZIUM JSON)",
 			strings.ToUpper(cfg.Format), strings.ToUpper(cfg.Encode))
 	}
 	if (cfg.Format == "upsert" || cfg.Format == "debezium") && len(spec.PK) == 0 {
@@ -128,6 +129,26 @@ func ParseOptions(spec connector.Spec) (*Config, error) {
 			return nil, badOption(k, "column %q does not exist", v)
 		}
 		cfg.Include[strings.TrimPrefix(k, "include.")] = i
+	}
+	if cfg.Encode == "bytes" {
+		// RisingWave's rule: the payload is one bytea column; INCLUDE
+		// columns may sit beside it.
+		included := map[int]bool{}
+		for _, i := range cfg.Include {
+			included[i] = true
+		}
+		var payload []string
+		for i, c := range spec.Columns {
+			if !included[i] {
+				payload = append(payload, c.Name)
+				if c.Type.Kind != types.KindBytea {
+					return nil, sqlerr.Errorf(sqlerr.DatatypeMismatch, "ENCODE BYTES: column %q must be bytea, not %s", c.Name, c.Type.Name())
+				}
+			}
+		}
+		if len(payload) != 1 {
+			return nil, sqlerr.Errorf(sqlerr.InvalidTableDefinition, "ENCODE BYTES needs exactly one bytea column besides INCLUDE columns (got %d)", len(payload))
+		}
 	}
 	return cfg, nil
 }

@@ -1,6 +1,7 @@
 package binder
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -390,6 +391,25 @@ func (b *Binder) bindCreateTable(cs *pg.CreateStmt) (Statement, error) {
 
 func (b *Binder) bindCreateSource(cs *parser.CreateSource) (Statement, error) {
 	b.srcText = cs.Text
+	// PRIMARY KEY (col) may name an INCLUDE column (RisingWave's upsert
+	// form: INCLUDE key AS k ... PRIMARY KEY (k)); such a key is resolved
+	// once the INCLUDE columns exist.
+	var includePK *pg.Constraint
+	if len(cs.Includes) > 0 {
+		inc := map[string]bool{}
+		for _, i := range cs.Includes {
+			inc[includeColumn(i)] = true
+		}
+		var elts []*pg.Node
+		for _, e := range cs.Create.TableElts {
+			if c := e.GetConstraint(); c != nil && c.Contype == pg.ConstrType_CONSTR_PRIMARY && slices.ContainsFunc(strs(c.Keys), func(k string) bool { return inc[k] }) {
+				includePK = c
+				continue
+			}
+			elts = append(elts, e)
+		}
+		cs.Create.TableElts = elts
+	}
 	st, err := b.bindCreateTable(cs.Create)
 	if err != nil {
 		return nil, err
@@ -400,6 +420,22 @@ func (b *Binder) bindCreateSource(cs *parser.CreateSource) (Statement, error) {
 	ct.Format, ct.Encode, ct.EncodeOptions = cs.Format, cs.Encode, cs.EncodeOptions
 	if err := bindIncludes(ct, cs.Includes); err != nil {
 		return nil, err
+	}
+	if c := includePK; c != nil {
+		if ct.PK != nil {
+			return nil, b.errorf(c.Location, sqlerr.InvalidTableDefinition, "multiple primary keys for table \"%s\" are not allowed", ct.Name)
+		}
+		for _, k := range strs(c.Keys) {
+			i := slices.IndexFunc(ct.Columns, func(col ColumnDef) bool { return col.Name == k })
+			if i < 0 {
+				return nil, b.errorf(c.Location, sqlerr.UndefinedColumn, "column \"%s\" named in key does not exist", k)
+			}
+			if slices.Contains(ct.PK, i) {
+				return nil, b.errorf(c.Location, sqlerr.DuplicateColumn, "column \"%s\" appears twice in primary key constraint", k)
+			}
+			ct.PK = append(ct.PK, i)
+			ct.Columns[i].NotNull = true
+		}
 	}
 	ct.FromSource, ct.FromTable = cs.FromSource, cs.FromTable
 	if cs.TimeIndex != "" { // GreptimeDB's TIME INDEX: a time-series table (internal/tsdb)
@@ -675,10 +711,24 @@ func (b *Binder) bindSet(vs *pg.VariableSetStmt) (Statement, error) {
 
 // includeTypes are the types of RisingWave's INCLUDE columns (Kafka's
 // record metadata): header 'name' is the named header's value (bytea);
-// header alone is every header, as a jsonb object of name → text value.
+// header alone is every header, as a jsonb object of name → text value;
+// payload is the whole JSON value as jsonb.
 var includeTypes = map[string]types.Type{
 	"key": types.Bytea, "partition": types.Varchar, "offset": types.Varchar,
-	"timestamp": types.Timestamptz, "header": types.Jsonb,
+	"timestamp": types.Timestamptz, "header": types.Jsonb, "payload": types.Jsonb,
+}
+
+// includeColumn is the name of an INCLUDE clause's column: its AS name,
+// or RisingWave's default _rw_kafka_<kind>[_<header>].
+func includeColumn(inc parser.Include) string {
+	if inc.Column != "" {
+		return inc.Column
+	}
+	col := "_rw_kafka_" + inc.Kind
+	if inc.Header != "" {
+		col += "_" + inc.Header
+	}
+	return col
 }
 
 // bindIncludes adds the INCLUDE columns after the declared ones, and names
@@ -688,20 +738,14 @@ func bindIncludes(ct *CreateTable, incs []parser.Include) error {
 	for _, inc := range incs {
 		typ, ok := includeTypes[inc.Kind]
 		if !ok {
-			return sqlerr.Errorf(sqlerr.FeatureNotSupported, "INCLUDE %s is not supported (supported: key, partition, offset, timestamp, header)", inc.Kind)
+			return sqlerr.Errorf(sqlerr.FeatureNotSupported, "INCLUDE %s is not supported (supported: key, partition, offset, timestamp, header, payload)", inc.Kind)
 		}
 		key := "include." + inc.Kind
 		if inc.Header != "" {
 			typ = types.Bytea
 			key += "." + inc.Header
 		}
-		col := inc.Column
-		if col == "" {
-			col = "_rw_kafka_" + inc.Kind
-			if inc.Header != "" {
-				col += "_" + inc.Header
-			}
-		}
+		col := includeColumn(inc)
 		for _, c := range ct.Columns {
 			if c.Name == col {
 				return sqlerr.Errorf(sqlerr.DuplicateColumn, "column %q specified more than once", col)

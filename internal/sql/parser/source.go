@@ -120,6 +120,13 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 			depth--
 			continue
 		}
+		if depth == 1 && t.text == "," && i+1 < len(toks) && toks[i+1].text == ")" {
+			// RisingWave allows a trailing comma in the column list and
+			// in WITH (...) (its documentation's examples have them);
+			// PostgreSQL does not.
+			cuts = append(cuts, cut{t.start, t.end, ""})
+			continue
+		}
 		if depth == 1 && withDepth == 1 && (toks[i-1].text == "(" || toks[i-1].text == ",") {
 			// An option key: RisingWave allows a.b.c, PostgreSQL at most
 			// one dot; quote dotted keys as one identifier.
