@@ -1,9 +1,11 @@
 package frontend
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/runneldb/runnel/internal/batch"
 	"github.com/runneldb/runnel/internal/catalog"
@@ -63,8 +65,86 @@ func (d *snapshotSource) scan(ctx context.Context, rel *catalog.Relation, opt st
 	for i, c := range rel.Columns {
 		colTypes[i] = c.Type
 	}
-	return &storageRows{it: it, types: colTypes, rel: rel}, nil
+	rows := &storageRows{it: it, types: colTypes, rel: rel}
+	if opt.Time != nil {
+		return rows, nil
+	}
+	return &keyOrderedRows{src: rows}, nil
 }
+
+// smallScanRows bounds the scans keyOrderedRows puts in key order.
+const smallScanRows = 4096
+
+// keyOrderedRows returns a whole-relation scan of at most smallScanRows
+// rows in primary-key order across vnodes: insertion order for a table
+// keyed by its generated _row_id (the ids grow), key order otherwise. A
+// stored key is vnode | memcomparable key, so a plain scan visits the
+// vnodes in turn and its order follows the key's hash; RisingWave's
+// single-node scans of small tables come out in key order (its row ids
+// carry their vnode), and files written against it expect that order from
+// a SELECT without ORDER BY. SQL promises no order there, so this is a
+// convenience, not a contract: a larger scan is streamed in vnode order
+// after its first smallScanRows rows, without buffering it.
+type keyOrderedRows struct {
+	src  keyedIterator
+	buf  []keyedRow
+	pos  int
+	done bool // buf is filled (sorted, or the scan was too large to sort)
+	big  bool // the scan goes on past buf in src
+}
+
+// keyedIterator is a scan that tells the stored key of the row it returned
+// last (valid until its next Next).
+type keyedIterator interface {
+	batch.RowIterator
+	lastKey() []byte
+}
+
+type keyedRow struct {
+	key []byte // the key without its vnode
+	row types.Row
+}
+
+func (r *keyOrderedRows) Next(ctx context.Context) (types.Row, error) {
+	if !r.done {
+		if err := r.fill(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if r.pos < len(r.buf) {
+		row := r.buf[r.pos].row
+		r.buf[r.pos] = keyedRow{}
+		r.pos++
+		return row, nil
+	}
+	if r.big {
+		return r.src.Next(ctx)
+	}
+	return nil, nil
+}
+
+func (r *keyOrderedRows) fill(ctx context.Context) error {
+	r.done = true
+	for len(r.buf) < smallScanRows {
+		row, err := r.src.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			sort.SliceStable(r.buf, func(i, j int) bool { return bytes.Compare(r.buf[i].key, r.buf[j].key) < 0 })
+			return nil
+		}
+		var key []byte
+		if k := r.src.lastKey(); len(k) >= 2 {
+			key = append(key, k[2:]...)
+		}
+		r.buf = append(r.buf, keyedRow{key: key, row: row})
+	}
+	r.big = true
+	return nil
+}
+
+func (r *keyOrderedRows) Close() { r.src.Close() }
 
 // failed is the error of a relation whose job the last rebuild could not
 // start (statecatalog.go): its rows are not read (item 7: never bound to
@@ -114,7 +194,7 @@ func (d *snapshotSource) ScanKey(ctx context.Context, rel *catalog.Relation, pre
 	if _, _, ok := tbl.VnodePrefixBounds(0, prefix); !ok {
 		return nil, false, nil
 	}
-	return &vnodeRows{snap: d.snap, tbl: tbl, prefix: prefix, rel: rel, types: schema.Types}, true, nil
+	return &keyOrderedRows{src: &vnodeRows{snap: d.snap, tbl: tbl, prefix: prefix, rel: rel, types: schema.Types}}, true, nil
 }
 
 // ScanIndex reads an index's rows by key range (batch.IndexScanner): one
@@ -138,8 +218,9 @@ func (d *snapshotSource) ScanIndex(ctx context.Context, index *catalog.Relation,
 		bounds: func(v uint16) ([]byte, []byte) { return tbl.VnodeRangeBounds(v, eq, lo, hi) }}
 	if v, ok := tbl.PrefixVnode(eq); ok {
 		r.vnode, r.last = int(v), int(v)+1
+		return r, true, nil
 	}
-	return r, true, nil
+	return &keyOrderedRows{src: r}, true, nil
 }
 
 // snapshotStore is a read-only state.Store over a snapshot, so that a
@@ -224,6 +305,15 @@ func (r *vnodeRows) Next(ctx context.Context) (types.Row, error) {
 	}
 }
 
+// lastKey is the key of the row Next returned last (r.cur is kept until
+// the next call, which moves on).
+func (r *vnodeRows) lastKey() []byte {
+	if r.cur == nil {
+		return nil
+	}
+	return r.cur.lastKey()
+}
+
 func (r *vnodeRows) Close() {
 	if r.cur != nil {
 		r.cur.Close()
@@ -272,3 +362,5 @@ func (r *storageRows) Next(ctx context.Context) (types.Row, error) {
 }
 
 func (r *storageRows) Close() { r.it.Close() }
+
+func (r *storageRows) lastKey() []byte { return r.it.Key() }
