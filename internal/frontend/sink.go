@@ -80,6 +80,19 @@ func (ss *session) createSink(ctx context.Context, cs *parser.CreateSink) (pgwir
 	if v, ok := cs.EncodeOptions["force_append_only"]; ok && opts["force_append_only"] == "" {
 		opts["force_append_only"] = v
 	}
+	if opts["type"] == "" {
+		// RisingWave takes the sink's type from FORMAT when WITH has no
+		// type: PLAIN is append-only, UPSERT and DEBEZIUM upsert. A
+		// blackhole sink discards every change; it needs neither.
+		switch {
+		case cs.Format == "PLAIN":
+			opts["type"] = sink.TypeAppendOnly
+		case cs.Format == "UPSERT" || cs.Format == "DEBEZIUM":
+			opts["type"] = sink.TypeUpsert
+		case cs.Format == "" && strings.EqualFold(opts["connector"], "blackhole"):
+			opts["type"], opts["force_append_only"] = sink.TypeAppendOnly, "true"
+		}
+	}
 	spec, err := sink.ParseSpec(cs.Name, opts)
 	if err != nil {
 		return pgwire.Result{}, err

@@ -197,6 +197,33 @@ func ParseSpec(name string, opts map[string]string) (*Spec, error) {
 	if s.Type == TypeUpsert && len(s.Key) == 0 {
 		return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: an upsert sink needs primary_key = 'col, ...' (the target's key)", name)
 	}
+	// RisingWave's delivery options. Every Runnel sink is decoupled by its
+	// log store and commits each epoch, so sink_decouple and
+	// commit_checkpoint_interval change nothing here; they are checked
+	// for RisingWave's values. snapshot = 'false' (no backfill of the
+	// current contents) is not implemented and refused.
+	if v, ok := opts["sink_decouple"]; ok {
+		switch strings.ToLower(v) {
+		case "true", "false", "default":
+		default:
+			return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: sink_decouple must be 'true', 'false' or 'default', not %q", name, v)
+		}
+	}
+	if v, ok := opts["commit_checkpoint_interval"]; ok {
+		var n int64
+		if _, err := fmt.Sscan(v, &n); err != nil || n <= 0 {
+			return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: commit_checkpoint_interval must be a positive integer, not %q", name, v)
+		}
+	}
+	if v, ok := opts["snapshot"]; ok {
+		switch strings.ToLower(v) {
+		case "true":
+		case "false":
+			return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "sink %q: snapshot = 'false' is not supported (a sink always starts with its relation's current contents)", name)
+		default:
+			return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: snapshot must be 'true' or 'false', not %q", name, v)
+		}
+	}
 	if v, ok := opts["log_store.max_pending_rows"]; ok {
 		var n int64
 		if _, err := fmt.Sscan(v, &n); err != nil || n <= 0 {
