@@ -23,11 +23,15 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "load" {
 		return benchLoad(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "tpch" {
+		return benchTPCH(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "nexmark" {
 		fmt.Fprintln(stderr, "usage: runnel bench nexmark [--queries q0,q1,...] [--events N] [--json]")
 		fmt.Fprintln(stderr, "       runnel bench ivm [--rows N] [--updates K] [--json]")
 		fmt.Fprintln(stderr, "       runnel bench backfill [--rows N] [--rounds K] [--views a,b] [--json]")
 		fmt.Fprintln(stderr, "       runnel bench load [--rows N] [--rounds K] [--formats text,csv,binary,insert,insert-select] [--json]")
+		fmt.Fprintln(stderr, "       runnel bench tpch [--scale SF] [--queries q1,q2,...] [--rounds K] [--json]")
 		return 2
 	}
 	fs := flag.NewFlagSet("bench nexmark", flag.ContinueOnError)
