@@ -103,4 +103,10 @@ FORMAT PLAIN ENCODE JSON (
 			t.Errorf("%s: got %v; want %s %q", c.opt, err, c.code, c.msg)
 		}
 	}
+	// Not implemented yet: a sink into a Runnel table is refused, not
+	// mistaken for something else.
+	_, err = rw.Exec(context.Background(), `CREATE SINK s_into INTO t FROM target_count`)
+	if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != "0A000" || !strings.Contains(pe.Message, "INTO a table") {
+		t.Errorf("CREATE SINK ... INTO: got %v; want 0A000", err)
+	}
 }
