@@ -46,6 +46,8 @@ type fileConfig struct {
 	LogLevel         string `toml:"log_level"`
 	// StreamingCacheMB is the streaming operator cache budget in MiB.
 	StreamingCacheMB int64 `toml:"streaming_cache_mb"`
+	// BatchMemoryMB is the process-wide batch query memory cap in MiB.
+	BatchMemoryMB int64 `toml:"batch_memory_mb"`
 	// HTTPListen is the HTTP listener's address (metrics, dashboard).
 	HTTPListen string `toml:"http_listen"`
 	// MySQLListen is the MySQL wire-protocol listener's address.
@@ -96,6 +98,9 @@ func applyConfigFile(fs *flag.FlagSet, path string, envNames map[string]string) 
 	}
 	if fc.RemoteCompaction {
 		values["remote-compaction"] = "true"
+	}
+	if fc.BatchMemoryMB != 0 {
+		values["batch-memory-mb"] = strconv.FormatInt(fc.BatchMemoryMB, 10)
 	}
 	if fc.StreamingCacheMB != 0 {
 		values["streaming-cache-mb"] = strconv.FormatInt(fc.StreamingCacheMB, 10)

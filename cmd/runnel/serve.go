@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runneldb/runnel/internal/batch"
 	"github.com/runneldb/runnel/internal/cluster"
 	"github.com/runneldb/runnel/internal/server"
 )
@@ -67,6 +68,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	logFormat := fs.String("log-format", envOr("RUNNEL_LOG_FORMAT", "text"), "log format: text or json")
 	logLevel := fs.String("log-level", envOr("RUNNEL_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	cacheMB := fs.Int64("streaming-cache-mb", envInt64("RUNNEL_STREAMING_CACHE_MB"), "memory budget of the streaming operators' caches in MiB (default 256; env RUNNEL_STREAMING_CACHE_MB)")
+	batchMB := fs.Int64("batch-memory-mb", envInt64("RUNNEL_BATCH_MEMORY_MB"), "process-wide cap in MiB on what all running batch queries hold in memory together; a query that would pass it fails with 53200 (default: a quarter of the machine's or cgroup's memory; env RUNNEL_BATCH_MEMORY_MB)")
 	httpListen := fs.String("http-listen", envOr("RUNNEL_HTTP_LISTEN", "127.0.0.1:5691"), "HTTP listen address for /metrics, the /api/ JSON APIs, the dashboard and the time-series ingest APIs; empty disables it (env RUNNEL_HTTP_LISTEN)")
 	mysqlListen := fs.String("mysql-listen", os.Getenv("RUNNEL_MYSQL_LISTEN"), "MySQL wire-protocol listen address (GreptimeDB uses 127.0.0.1:4002); empty, the default, disables it (env RUNNEL_MYSQL_LISTEN)")
 	pprofOn := fs.Bool("pprof", os.Getenv("RUNNEL_PPROF") == "true", "serve /debug/pprof/ on the HTTP listener (env RUNNEL_PPROF=true)")
@@ -88,7 +90,8 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			"meta-store": "RUNNEL_META_STORE", "tls-cert": "RUNNEL_TLS_CERT", "tls-key": "RUNNEL_TLS_KEY",
 			"log-format": "RUNNEL_LOG_FORMAT", "log-level": "RUNNEL_LOG_LEVEL",
 			"streaming-cache-mb": "RUNNEL_STREAMING_CACHE_MB", "barrier-interval": "RUNNEL_BARRIER_INTERVAL",
-			"http-listen": "RUNNEL_HTTP_LISTEN", "pprof": "RUNNEL_PPROF", "mysql-listen": "RUNNEL_MYSQL_LISTEN",
+			"batch-memory-mb": "RUNNEL_BATCH_MEMORY_MB",
+			"http-listen":     "RUNNEL_HTTP_LISTEN", "pprof": "RUNNEL_PPROF", "mysql-listen": "RUNNEL_MYSQL_LISTEN",
 			"actor-stop-timeout": "RUNNEL_ACTOR_STOP_TIMEOUT",
 			"role":               "RUNNEL_ROLE", "advertise": "RUNNEL_ADVERTISE", "lease-ttl": "RUNNEL_LEASE_TTL",
 			"remote-compaction": "RUNNEL_REMOTE_COMPACTION",
@@ -97,6 +100,9 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "runnel:", err)
 			return 2
 		}
+	}
+	if *batchMB > 0 {
+		batch.SetProcessMemoryLimit(*batchMB << 20)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

@@ -32,6 +32,7 @@ type hashAggExec struct {
 	done   bool
 	groups map[string]*aggGroup
 	order  []*aggGroup
+	mem    memHold
 }
 
 func (h *hashAggExec) newGroup(key types.Row) *aggGroup {
@@ -62,6 +63,11 @@ func (h *hashAggExec) Next(ctx context.Context) (types.Row, error) {
 func (h *hashAggExec) consume(ctx context.Context) error {
 	ec := h.r.evalCtx(ctx)
 	h.groups = map[string]*aggGroup{}
+	h.mem.a = h.r.mem
+	holds := make([]bool, len(h.node.Aggs))
+	for i, a := range h.node.Aggs {
+		holds[i] = aggHoldsInputs(a.Func.Name)
+	}
 	var c canceler
 	var buf, abuf []byte
 	var key []types.Datum
@@ -82,6 +88,9 @@ func (h *hashAggExec) consume(ctx context.Context) error {
 		buf = rowKey(buf, key)
 		g := h.groups[string(buf)]
 		if g == nil {
+			if err := h.mem.grow("hash aggregate", mapEntrySize+int64(len(buf))+rowBytes(key)+int64(len(h.node.Aggs))*aggStateSize); err != nil {
+				return err
+			}
 			g = h.newGroup(append(types.Row(nil), key...))
 			h.groups[string(buf)] = g
 			h.order = append(h.order, g)
@@ -106,6 +115,9 @@ func (h *hashAggExec) consume(ctx context.Context) error {
 				if _, dup := acc.seen[string(abuf)]; dup {
 					continue
 				}
+				if err := h.mem.grow(a.Func.Name+"(DISTINCT)", mapEntrySize+int64(len(abuf))); err != nil {
+					return err
+				}
 				acc.seen[string(abuf)] = struct{}{}
 			}
 			if len(a.OrderBy) > 0 {
@@ -113,8 +125,16 @@ func (h *hashAggExec) consume(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
+				if err := h.mem.grow(a.Func.Name+"(ORDER BY)", keyedRowSize+rowBytes(sk)+rowBytes(args)); err != nil {
+					return err
+				}
 				acc.sorted = append(acc.sorted, keyedRow{key: sk, row: args, seq: len(acc.sorted)})
 				continue
+			}
+			if holds[i] {
+				if err := h.mem.grow(a.Func.Name, rowBytes(args)); err != nil {
+					return err
+				}
 			}
 			if err := acc.state.Add(args); err != nil {
 				return err
@@ -152,7 +172,23 @@ func (h *hashAggExec) consume(ctx context.Context) error {
 	return nil
 }
 
-func (h *hashAggExec) Close() { h.in.Close() }
+func (h *hashAggExec) Close() {
+	h.in.Close()
+	h.mem.release()
+}
+
+// aggStateSize is roughly what one aggregate's state takes in a group.
+const aggStateSize = 96
+
+// aggHoldsInputs reports whether the aggregate keeps every input until
+// its result (its state grows with the group; memory.go charges it).
+func aggHoldsInputs(name string) bool {
+	switch name {
+	case "array_agg", "string_agg", "jsonb_agg", "jsonb_object_agg", "percentile_cont", "percentile_disc", "mode":
+		return true
+	}
+	return false
+}
 
 func sortExprs(keys []plan.SortKey) []exprT {
 	out := make([]exprT, len(keys))

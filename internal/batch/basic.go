@@ -321,6 +321,7 @@ type sortExec struct {
 	rows []types.Row
 	i    int
 	done bool
+	mem  memHold
 }
 
 type keyedRow struct {
@@ -343,6 +344,7 @@ func sortKeyed(keys []plan.SortKey, items []keyedRow) {
 func (s *sortExec) Next(ctx context.Context) (types.Row, error) {
 	if !s.done {
 		s.done = true
+		s.mem.a = s.r.mem
 		ec := s.r.evalCtx(ctx)
 		var items []keyedRow
 		var c canceler
@@ -365,6 +367,9 @@ func (s *sortExec) Next(ctx context.Context) (types.Row, error) {
 				}
 				key[i] = d
 			}
+			if err := s.mem.grow("sort", keyedRowSize+rowBytes(row)+rowBytes(key)+sliceSize); err != nil {
+				return nil, err
+			}
 			items = append(items, keyedRow{key: key, row: row, seq: len(items)})
 		}
 		sortKeyed(s.keys, items)
@@ -379,7 +384,10 @@ func (s *sortExec) Next(ctx context.Context) (types.Row, error) {
 	s.i++
 	return s.rows[s.i-1], nil
 }
-func (s *sortExec) Close() { s.in.Close() }
+func (s *sortExec) Close() {
+	s.in.Close()
+	s.mem.release()
+}
 
 type distinctExec struct {
 	r    *runner
@@ -389,6 +397,7 @@ type distinctExec struct {
 	buf  []byte
 	vals []types.Datum
 	c    canceler
+	mem  memHold
 }
 
 func (d *distinctExec) Next(ctx context.Context) (types.Row, error) {
@@ -412,8 +421,15 @@ func (d *distinctExec) Next(ctx context.Context) (types.Row, error) {
 		if _, ok := d.seen[string(d.buf)]; ok {
 			continue
 		}
+		d.mem.a = d.r.mem
+		if err := d.mem.grow("DISTINCT", mapEntrySize+int64(len(d.buf))); err != nil {
+			return nil, err
+		}
 		d.seen[string(d.buf)] = struct{}{}
 		return row, nil
 	}
 }
-func (d *distinctExec) Close() { d.in.Close() }
+func (d *distinctExec) Close() {
+	d.in.Close()
+	d.mem.release()
+}

@@ -52,6 +52,9 @@ type Env struct {
 	Eval expr.EvalContext
 	// Params are the values of $1...$n.
 	Params []types.Datum
+	// MemoryLimit is the statement's memory limit in bytes (the session's
+	// query_memory_limit); 0: only the process-wide cap (memory.go).
+	MemoryLimit int64
 }
 
 // cancelCheckRows is how often data-dependent loops check for
@@ -88,15 +91,17 @@ func Run(ctx context.Context, env *Env, node plan.Node) (RowIterator, error) {
 	ctx = r.install(ctx)
 	ex, err := r.build(node)
 	if err != nil {
+		r.mem.close()
 		return nil, err
 	}
-	return &rootIter{ctx: ctx, ex: ex}, nil
+	return &rootIter{ctx: ctx, ex: ex, mem: r.mem}, nil
 }
 
 // rootIter makes the caller's context carry the runner and parameters.
 type rootIter struct {
 	ctx context.Context
 	ex  executor
+	mem *memAccount
 }
 
 func (r *rootIter) Next(ctx context.Context) (types.Row, error) {
@@ -106,7 +111,10 @@ func (r *rootIter) Next(ctx context.Context) (types.Row, error) {
 	return r.ex.Next(mergeCtx(ctx, r.ctx))
 }
 
-func (r *rootIter) Close() { r.ex.Close() }
+func (r *rootIter) Close() {
+	r.ex.Close()
+	r.mem.close()
+}
 
 // mergeCtx returns a context with cancellation from outer and values from
 // inner (which descends from an earlier outer of the same execution).
@@ -136,6 +144,7 @@ func Collect(ctx context.Context, env *Env, node plan.Node) ([]types.Row, error)
 		return nil, err
 	}
 	defer it.Close()
+	mem := it.(*rootIter).mem
 	var out []types.Row
 	for {
 		row, err := it.Next(ctx)
@@ -144,6 +153,9 @@ func Collect(ctx context.Context, env *Env, node plan.Node) ([]types.Row, error)
 		}
 		if row == nil {
 			return out, nil
+		}
+		if err := mem.grow("the statement's collected rows", rowBytes(row)); err != nil {
+			return nil, err
 		}
 		out = append(out, row)
 	}
@@ -154,10 +166,12 @@ type runner struct {
 	env   *Env
 	cache map[*plan.Subquery]*subqueryResult
 	work  map[int][]types.Row // WITH RECURSIVE: each RecursiveUnion's current step
+	mem   *memAccount         // the statement's memory (memory.go)
 }
 
 func newRunner(env *Env) *runner {
-	return &runner{env: env, cache: map[*plan.Subquery]*subqueryResult{}, work: map[int][]types.Row{}}
+	return &runner{env: env, cache: map[*plan.Subquery]*subqueryResult{}, work: map[int][]types.Row{},
+		mem: newMemAccount(env.MemoryLimit)}
 }
 
 func (r *runner) install(ctx context.Context) context.Context {
@@ -275,8 +289,8 @@ func (r *runner) build(n plan.Node) (executor, error) {
 	return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "batch execution of %T is not supported", n)
 }
 
-// drain reads every row of ex.
-func drain(ctx context.Context, ex executor) ([]types.Row, error) {
+// drain reads every row of ex, charging them to hold for op.
+func drain(ctx context.Context, ex executor, hold *memHold, op string) ([]types.Row, error) {
 	var out []types.Row
 	for {
 		row, err := ex.Next(ctx)
@@ -285,6 +299,9 @@ func drain(ctx context.Context, ex executor) ([]types.Row, error) {
 		}
 		if row == nil {
 			return out, nil
+		}
+		if err := hold.grow(op, rowBytes(row)); err != nil {
+			return nil, err
 		}
 		out = append(out, row)
 	}

@@ -27,13 +27,17 @@ type joinExec struct {
 	leftWidth  int
 	rightWidth int
 
-	pending  []types.Row
-	leftDone bool
-	tailDone bool
-	c        canceler
-	buf      []byte
-	lkey     []types.Datum
-	combined types.Row
+	pending []types.Row
+	// pendingBytes is what pending holds (charged to mem): one left row
+	// can match every right row.
+	pendingBytes int64
+	leftDone     bool
+	tailDone     bool
+	c            canceler
+	buf          []byte
+	lkey         []types.Datum
+	combined     types.Row
+	mem          memHold
 }
 
 func newJoin(r *runner, n *plan.Join, left, right executor) *joinExec {
@@ -43,6 +47,7 @@ func newJoin(r *runner, n *plan.Join, left, right executor) *joinExec {
 
 func (j *joinExec) build(ctx context.Context) error {
 	j.built = true
+	j.mem.a = j.r.mem
 	ec := j.r.evalCtx(ctx)
 	var key []types.Datum
 	for {
@@ -55,6 +60,9 @@ func (j *joinExec) build(ctx context.Context) error {
 		}
 		if row == nil {
 			break
+		}
+		if err := j.mem.grow("join build side", rowBytes(row)+sliceSize+8+mapEntrySize); err != nil {
+			return err
 		}
 		idx := len(j.rightRows)
 		j.rightRows = append(j.rightRows, row)
@@ -114,6 +122,10 @@ func (j *joinExec) Next(ctx context.Context) (types.Row, error) {
 			j.pending = j.pending[1:]
 			return row, nil
 		}
+		j.pending = nil
+		j.mem.a.shrink(j.pendingBytes)
+		j.mem.n -= j.pendingBytes
+		j.pendingBytes = 0
 		if j.leftDone {
 			if !j.tailDone {
 				j.tailDone = true
@@ -195,6 +207,9 @@ func (j *joinExec) probe(ctx context.Context, l types.Row) error {
 		case plan.SemiJoin, plan.AntiJoin:
 		default:
 			j.matched[i] = true
+			if err := j.hold(l, r); err != nil {
+				return err
+			}
 			j.pending = append(j.pending, j.concat(l, r))
 		}
 		if kind == plan.SemiJoin || kind == plan.AntiJoin {
@@ -245,7 +260,18 @@ func (j *joinExec) probe(ctx context.Context, l types.Row) error {
 	return nil
 }
 
+// hold charges a pending output row.
+func (j *joinExec) hold(l, r types.Row) error {
+	n := sliceSize + int64(j.leftWidth+j.rightWidth)*datumSize
+	if err := j.mem.grow("join", n); err != nil {
+		return err
+	}
+	j.pendingBytes += n
+	return nil
+}
+
 func (j *joinExec) Close() {
 	j.left.Close()
 	j.right.Close()
+	j.mem.release()
 }

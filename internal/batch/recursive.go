@@ -20,6 +20,7 @@ type recursiveUnionExec struct {
 	i    int
 	done bool
 	c    canceler
+	mem  memHold
 }
 
 func (e *recursiveUnionExec) Next(ctx context.Context) (types.Row, error) {
@@ -38,6 +39,7 @@ func (e *recursiveUnionExec) Next(ctx context.Context) (types.Row, error) {
 
 func (e *recursiveUnionExec) run(ctx context.Context) error {
 	seen := map[string]struct{}{}
+	e.mem.a = e.r.mem
 	var buf []byte
 	// step drains n and returns its rows that are new (all of them for
 	// UNION ALL).
@@ -64,7 +66,13 @@ func (e *recursiveUnionExec) run(ctx context.Context) error {
 				if _, ok := seen[string(buf)]; ok {
 					continue
 				}
+				if err := e.mem.grow("WITH RECURSIVE", mapEntrySize+int64(len(buf))); err != nil {
+					return nil, err
+				}
 				seen[string(buf)] = struct{}{}
+			}
+			if err := e.mem.grow("WITH RECURSIVE", rowBytes(row)+sliceSize); err != nil {
+				return nil, err
 			}
 			rows = append(rows, row)
 		}
@@ -84,7 +92,7 @@ func (e *recursiveUnionExec) run(ctx context.Context) error {
 	return nil
 }
 
-func (e *recursiveUnionExec) Close() {}
+func (e *recursiveUnionExec) Close() { e.mem.release() }
 
 // workTableExec reads the rows of the current step of its RecursiveUnion.
 type workTableExec struct {

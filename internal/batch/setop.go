@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"strings"
 
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/types"
@@ -20,12 +21,14 @@ type setOpExec struct {
 	emitted  map[string]struct{}
 	buf      []byte
 	c        canceler
+	mem      memHold
 }
 
 func (s *setOpExec) Next(ctx context.Context) (types.Row, error) {
 	n := s.node
 	if !s.started {
 		s.started = true
+		s.mem.a = s.r.mem
 		s.emitted = map[string]struct{}{}
 		if n.Kind != plan.Union {
 			s.rightCnt = map[string]int{}
@@ -41,6 +44,11 @@ func (s *setOpExec) Next(ctx context.Context) (types.Row, error) {
 					break
 				}
 				s.buf = rowKey(s.buf, row)
+				if _, ok := s.rightCnt[string(s.buf)]; !ok {
+					if err := s.mem.grow(strings.ToUpper(n.Kind.String()), mapEntrySize+int64(len(s.buf))); err != nil {
+						return nil, err
+					}
+				}
 				s.rightCnt[string(s.buf)]++
 			}
 		}
@@ -79,6 +87,9 @@ func (s *setOpExec) Next(ctx context.Context) (types.Row, error) {
 			if _, dup := s.emitted[k]; dup {
 				continue
 			}
+			if err := s.mem.grow(strings.ToUpper(n.Kind.String()), mapEntrySize+int64(len(k))); err != nil {
+				return nil, err
+			}
 			s.emitted[k] = struct{}{}
 			return row, nil
 		case plan.Intersect:
@@ -91,6 +102,9 @@ func (s *setOpExec) Next(ctx context.Context) (types.Row, error) {
 			}
 			if _, dup := s.emitted[k]; dup {
 				continue
+			}
+			if err := s.mem.grow(strings.ToUpper(n.Kind.String()), mapEntrySize+int64(len(k))); err != nil {
+				return nil, err
 			}
 			s.emitted[k] = struct{}{}
 			return row, nil
@@ -108,6 +122,9 @@ func (s *setOpExec) Next(ctx context.Context) (types.Row, error) {
 			if _, dup := s.emitted[k]; dup {
 				continue
 			}
+			if err := s.mem.grow(strings.ToUpper(n.Kind.String()), mapEntrySize+int64(len(k))); err != nil {
+				return nil, err
+			}
 			s.emitted[k] = struct{}{}
 			return row, nil
 		}
@@ -117,4 +134,5 @@ func (s *setOpExec) Next(ctx context.Context) (types.Row, error) {
 func (s *setOpExec) Close() {
 	s.left.Close()
 	s.right.Close()
+	s.mem.release()
 }

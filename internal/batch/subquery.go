@@ -36,16 +36,19 @@ func (r *runner) EvalSubquery(ec *expr.EvalContext, s *plan.Subquery, row types.
 			rows = c.rows
 		} else {
 			var err error
-			if rows, err = r.runSub(ctx, s, nil); err != nil {
+			if rows, _, err = r.runSub(ctx, s, nil); err != nil {
 				return types.NullDatum, err
 			}
 			r.cache[s] = &subqueryResult{rows: rows}
 		}
 	} else {
 		var err error
-		if rows, err = r.runSub(plan.WithOuterRow(ctx, row), s, row); err != nil {
+		var held int64
+		if rows, held, err = r.runSub(plan.WithOuterRow(ctx, row), s, row); err != nil {
 			return types.NullDatum, err
 		}
+		// A correlated subquery's rows live for this outer row only.
+		defer r.mem.shrink(held)
 	}
 	switch s.Kind {
 	case plan.ExistsSubquery:
@@ -93,10 +96,10 @@ func (r *runner) EvalSubquery(ec *expr.EvalContext, s *plan.Subquery, row types.
 
 // runSub runs a subquery plan. EXISTS stops at the first row and a scalar
 // subquery at the second.
-func (r *runner) runSub(ctx context.Context, s *plan.Subquery, _ types.Row) ([]types.Row, error) {
+func (r *runner) runSub(ctx context.Context, s *plan.Subquery, _ types.Row) (_ []types.Row, held int64, _ error) {
 	ex, err := r.build(s.Plan)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer ex.Close()
 	limit := -1
@@ -106,16 +109,26 @@ func (r *runner) runSub(ctx context.Context, s *plan.Subquery, _ types.Row) ([]t
 	case plan.ScalarSubquery:
 		limit = 2
 	}
+	// The rows are kept while the statement runs (an uncorrelated
+	// subquery's are cached) or until the outer row is done: charged to
+	// the statement, given back when it ends.
 	var out []types.Row
 	for limit < 0 || len(out) < limit {
 		row, err := ex.Next(ctx)
 		if err != nil {
-			return nil, err
+			r.mem.shrink(held)
+			return nil, 0, err
 		}
 		if row == nil {
 			break
 		}
+		n := rowBytes(row) + sliceSize
+		if err := r.mem.grow("subquery", n); err != nil {
+			r.mem.shrink(held)
+			return nil, 0, err
+		}
+		held += n
 		out = append(out, row)
 	}
-	return out, nil
+	return out, held, nil
 }

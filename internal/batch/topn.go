@@ -24,6 +24,7 @@ type topNExec struct {
 	out           []types.Row
 	i             int
 	done          bool
+	mem           memHold
 }
 
 // worstFirst is a max-heap on (key, seq): the root is the row to drop
@@ -93,6 +94,7 @@ func (t *topNExec) consume(ctx context.Context) error {
 		bound = limit + off
 	}
 	h := &worstFirst{keys: t.keys}
+	t.mem.a = t.r.mem
 	var c canceler
 	seq := 0
 	for {
@@ -113,6 +115,9 @@ func (t *topNExec) consume(ctx context.Context) error {
 		it := keyedRow{key: key, row: row, seq: seq}
 		seq++
 		if bound < 0 || int64(h.Len()) < bound {
+			if err := t.mem.grow("ORDER BY ... LIMIT", keyedRowSize+rowBytes(row)+rowBytes(key)); err != nil {
+				return err
+			}
 			heap.Push(h, it)
 			continue
 		}
@@ -142,4 +147,7 @@ func (t *topNExec) consume(ctx context.Context) error {
 	return nil
 }
 
-func (t *topNExec) Close() { t.in.Close() }
+func (t *topNExec) Close() {
+	t.in.Close()
+	t.mem.release()
+}

@@ -24,6 +24,7 @@ type windowExec struct {
 	i    int
 	done bool
 	c    canceler
+	mem  memHold
 }
 
 func (w *windowExec) Next(ctx context.Context) (types.Row, error) {
@@ -40,7 +41,10 @@ func (w *windowExec) Next(ctx context.Context) (types.Row, error) {
 	return w.out[w.i-1], nil
 }
 
-func (w *windowExec) Close() { w.in.Close() }
+func (w *windowExec) Close() {
+	w.in.Close()
+	w.mem.release()
+}
 
 type winPart struct {
 	rows []int           // input row indices, sorted by ORDER BY
@@ -48,7 +52,8 @@ type winPart struct {
 }
 
 func (w *windowExec) compute(ctx context.Context) error {
-	rows, err := drain(ctx, w.in)
+	w.mem.a = w.r.mem
+	rows, err := drain(ctx, w.in, &w.mem, "window")
 	if err != nil {
 		return err
 	}
@@ -76,6 +81,11 @@ func (w *windowExec) compute(ctx context.Context) error {
 			}
 			ok, err := evalAll(ec, sortExprs(call.OrderBy), row, nil)
 			if err != nil {
+				return err
+			}
+			// The row's place in its partition, its sort key, its place in
+			// the sorted copy and its result.
+			if err := w.mem.grow("window", 3*8+2*sliceSize+rowBytes(ok)+datumSize); err != nil {
 				return err
 			}
 			p.rows = append(p.rows, i)
@@ -109,6 +119,9 @@ func (w *windowExec) compute(ctx context.Context) error {
 	}
 	w.out = make([]types.Row, 0, len(rows))
 	for _, i := range outOrder {
+		if err := w.mem.grow("window", sliceSize+int64(len(rows[i])+len(results))*datumSize); err != nil {
+			return err
+		}
 		out := make(types.Row, 0, len(rows[i])+len(results))
 		out = append(out, rows[i]...)
 		for ci := range results {
@@ -144,13 +157,23 @@ func (w *windowExec) computePartition(ctx context.Context, call *plan.WindowCall
 	n := len(p.rows)
 	first, last, group := peerBounds(call, p)
 	args := make([][]types.Datum, n)
+	var argBytes int64
 	for k, ri := range p.rows {
 		a, err := evalAll(ec, call.Args, rows[ri], nil)
 		if err != nil {
 			return err
 		}
+		if err := w.mem.grow("window", rowBytes(a)); err != nil {
+			return err
+		}
+		argBytes += rowBytes(a)
 		args[k] = a
 	}
+	// The arguments are dropped with the partition.
+	defer func() {
+		w.mem.a.shrink(argBytes)
+		w.mem.n -= argBytes
+	}()
 	switch call.Name {
 	case "row_number":
 		for k, ri := range p.rows {
@@ -430,6 +453,11 @@ func (w *windowExec) computePartition(ctx context.Context, call *plan.WindowCall
 		curEnd = e
 		d, err := state.Result()
 		if err != nil {
+			return err
+		}
+		// A frame's aggregate can be as large as the frame (array_agg
+		// OVER (ORDER BY ...) holds n²/2 elements over a partition).
+		if err := w.mem.grow("window "+call.Name, datumBytes(d)-datumSize); err != nil {
 			return err
 		}
 		res[ri] = d

@@ -41,7 +41,7 @@ func (st *statement) copy(ctx context.Context, b *binder.Copy, params []types.Da
 	if err != nil {
 		return pgwire.Result{}, err
 	}
-	env := &batch.Env{Data: src, Eval: st.evalContext(ctx), Params: params}
+	env := &batch.Env{Data: src, Eval: st.evalContext(ctx), Params: params, MemoryLimit: st.sess.queryMemoryLimit()}
 	it, err := batch.Run(ctx, env, b.Query)
 	if err != nil {
 		release()

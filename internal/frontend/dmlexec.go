@@ -73,23 +73,9 @@ func (st *statement) executeDML(ctx context.Context, p *sql.Prepared, params []t
 }
 
 // collect runs a batch plan to completion.
+// The rows are charged to the statement's memory (query_memory_limit).
 func (st *statement) collect(ctx context.Context, env *batch.Env, node plan.Node) ([]types.Row, error) {
-	it, err := batch.Run(ctx, env, node)
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	var rows []types.Row
-	for {
-		r, err := it.Next(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if r == nil {
-			return rows, nil
-		}
-		rows = append(rows, r)
-	}
+	return batch.Collect(ctx, env, node)
 }
 
 // snapshotEnv pins the last committed epoch for the reads of a statement.
@@ -98,7 +84,7 @@ func (st *statement) snapshotEnv(ctx context.Context, params []types.Datum) (*ba
 	if err != nil {
 		return nil, nil, err
 	}
-	return &batch.Env{Data: src, Eval: st.evalContext(ctx), Params: params}, release, nil
+	return &batch.Env{Data: src, Eval: st.evalContext(ctx), Params: params, MemoryLimit: st.sess.queryMemoryLimit()}, release, nil
 }
 
 func returningReads(b any) bool {
@@ -141,7 +127,7 @@ func (st *statement) returning(ctx context.Context, params []types.Datum, rel *c
 	}
 	snap := st.sess.s.store.Snapshot()
 	defer snap.Close()
-	env := &batch.Env{Data: &snapshotSource{snap: snap, sess: st.sess}, Eval: st.evalContext(ctx), Params: params}
+	env := &batch.Env{Data: &snapshotSource{snap: snap, sess: st.sess}, Eval: st.evalContext(ctx), Params: params, MemoryLimit: st.sess.queryMemoryLimit()}
 	out, err := st.collect(ctx, env, &plan.Project{Input: vals, Exprs: exprs, Out: sch})
 	if err != nil {
 		return pgwire.Result{}, err

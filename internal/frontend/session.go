@@ -16,6 +16,7 @@ import (
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/runneldb/runnel/internal/batch"
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/meta"
 	"github.com/runneldb/runnel/internal/pgwire"
@@ -72,13 +73,18 @@ var settingDefaults = map[string]string{
 	"transaction_isolation":         "repeatable read",
 	"default_transaction_isolation": "repeatable read",
 	"statement_timeout":             "0",
-	"bytea_output":                  "hex",
-	"implicit_flush":                "off",
-	"streaming_parallelism":         "0",
-	"max_identifier_length":         "63",
-	"lc_collate":                    "C",
-	"lc_ctype":                      "C",
-	"client_min_messages":           "notice",
+	// query_memory_limit bounds what one batch statement keeps in memory
+	// (sorts, hash tables, window rows, aggregate states); past it the
+	// statement fails with 53200 (internal/batch/memory.go). Default: an
+	// eighth of the machine's (or cgroup's) memory.
+	"query_memory_limit":    batch.FormatMemory(batch.DefaultQueryMemoryLimit()),
+	"bytea_output":          "hex",
+	"implicit_flush":        "off",
+	"streaming_parallelism": "0",
+	"max_identifier_length": "63",
+	"lc_collate":            "C",
+	"lc_ctype":              "C",
+	"client_min_messages":   "notice",
 	// RisingWave's planner and cluster settings (plannerSettings).
 	"enable_two_phase_agg":           "true",
 	"rw_force_two_phase_agg":         "false",
@@ -526,6 +532,17 @@ func (ss *session) set(n *pg_query.VariableSetStmt) (pgwire.Result, error) {
 		}
 		value = formatTimeoutSetting(d)
 	}
+	if name == "query_memory_limit" {
+		n, ok := batch.ParseMemory(value)
+		if !ok || (n != 0 && n < 64<<10) {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid value for parameter \"query_memory_limit\": %q", value).
+				WithHint("Valid units for this parameter are \"B\", \"kB\", \"MB\", \"GB\", and \"TB\"; 0 means no limit but the server's; the least is 64kB.")
+		}
+		value = batch.FormatMemory(n)
+		if n == 0 {
+			value = "0"
+		}
+	}
 	if name == "client_min_messages" {
 		value = strings.ToLower(value)
 		if _, ok := messageLevels[value]; !ok {
@@ -589,6 +606,12 @@ func plannerSettingValue(name, value string, allowed []string) (string, error) {
 			WithHint("Available values: %s.", strings.Join(allowed, ", "))
 	}
 	return v, nil
+}
+
+// queryMemoryLimit is the session's query_memory_limit in bytes (0: none).
+func (ss *session) queryMemoryLimit() int64 {
+	n, _ := batch.ParseMemory(ss.setting("query_memory_limit"))
+	return n
 }
 
 // StatementTimeout implements pgwire's statement timeout: the session's

@@ -186,7 +186,7 @@ func (st *statement) runQuery(ctx context.Context, p *sql.Prepared, params []typ
 	if err != nil {
 		return pgwire.Result{}, err
 	}
-	env := &batch.Env{Data: src, Eval: st.evalContext(ctx)}
+	env := &batch.Env{Data: src, Eval: st.evalContext(ctx), MemoryLimit: st.sess.queryMemoryLimit()}
 	it, err := p.Execute(ctx, env, params)
 	if err != nil {
 		release()

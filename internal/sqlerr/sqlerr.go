@@ -72,6 +72,7 @@ const (
 	InvalidObjectDefinition       = "42P17"
 	WindowingError                = "42P20"
 	DiskFull                      = "53100"
+	OutOfMemory                   = "53200"
 	ProgramLimitExceeded          = "54000"
 	StatementTooComplex           = "54001"
 	ObjectNotInPrerequisiteState  = "55000"
