@@ -93,6 +93,7 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 	// is found.
 	elemStart := -1
 	var gcuts []cut
+	var commaCuts []cut
 	// A CDC source has no column list (CREATE SOURCE pg WITH (...)), nor
 	// does a source or table whose columns come from its schema (CREATE
 	// TABLE t WITH (...) FORMAT PLAIN ENCODE PROTOBUF (...)); give
@@ -123,8 +124,9 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 		if depth == 1 && t.text == "," && i+1 < len(toks) && toks[i+1].text == ")" {
 			// RisingWave allows a trailing comma in the column list and
 			// in WITH (...) (its documentation's examples have them);
-			// PostgreSQL does not.
-			cuts = append(cuts, cut{t.start, t.end, ""})
+			// PostgreSQL does not, so a plain CREATE TABLE keeps
+			// PostgreSQL's syntax error (see below).
+			commaCuts = append(commaCuts, cut{t.start, t.end, ""})
 			continue
 		}
 		if depth == 1 && withDepth == 1 && (toks[i-1].text == "(" || toks[i-1].text == ",") {
@@ -265,8 +267,11 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 	}
 	if cs.TimeIndex != "" {
 		cuts = append(cuts, gcuts...)
-		slices.SortFunc(cuts, func(a, b cut) int { return a.start - b.start })
 	}
+	if len(commaCuts) > 0 && (cs.IsSource || len(cuts) > 0 || hasToken(toks, "connector")) {
+		cuts = append(cuts, commaCuts...)
+	}
+	slices.SortFunc(cuts, func(a, b cut) int { return a.start - b.start })
 	if !cs.IsSource && len(cuts) == 0 {
 		return nil, false, nil // a plain CREATE TABLE: pg_query's
 	}
