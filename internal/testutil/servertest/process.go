@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,9 +95,18 @@ type Process struct {
 	// LogPath holds the server's output.
 	LogPath string
 
-	done    chan struct{} // closed when the process has exited
+	t        testing.TB
+	bin      string
+	opts     ProcessOptions
+	restarts int // launches on a fresh port after the first lost its port
+
+	done    chan struct{} // closed when the current command has exited
 	waitErr error
 }
+
+// maxPortRestarts bounds how often WaitReady starts the server again on a
+// fresh port because another listener took the one FreeAddr chose.
+const maxPortRestarts = 5
 
 // StartProcess starts bin serving opts.DataDir on a fresh loopback port.
 // It does not wait for readiness (see WaitReady). The process is killed
@@ -103,39 +114,67 @@ type Process struct {
 // dies (no orphans).
 func StartProcess(t testing.TB, bin string, opts ProcessOptions) *Process {
 	t.Helper()
+	return startProcessOn(t, bin, opts, FreeAddr(t))
+}
+
+// startProcessOn is StartProcess on a given pgwire address (a test of the
+// harness passes one that is already taken).
+func startProcessOn(t testing.TB, bin string, opts ProcessOptions, addr string) *Process {
+	t.Helper()
 	if opts.DataDir == "" {
 		t.Fatal("servertest.StartProcess: no data directory")
 	}
 	if opts.LogPath == "" {
 		opts.LogPath = filepath.Join(t.TempDir(), "runnel.log")
 	}
-	args := opts.Args
-	if args == nil {
-		args = []string{"--barrier-interval", BarrierInterval.String(), "--log-level", "warn"}
+	if opts.Args == nil {
+		opts.Args = []string{"--barrier-interval", BarrierInterval.String(), "--log-level", "warn"}
 	}
-	logf, err := os.OpenFile(opts.LogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	p := &Process{LogPath: opts.LogPath, t: t, bin: bin, opts: opts}
+	p.launch(addr)
+	t.Cleanup(func() { p.Signal(syscall.SIGKILL) })
+	return p
+}
+
+// launch starts the command on addr (pgwire) and a fresh HTTP port.
+func (p *Process) launch(addr string) {
+	t := p.t
+	t.Helper()
+	logf, err := os.OpenFile(p.opts.LogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Process{Addr: FreeAddr(t), HTTPAddr: FreeAddr(t), LogPath: opts.LogPath, done: make(chan struct{})}
+	p.Addr, p.HTTPAddr = addr, FreeAddr(t)
+	p.done, p.waitErr = make(chan struct{}), nil
 	fmt.Fprintf(logf, "=== start on %s at %s\n", p.Addr, time.Now().Format(time.RFC3339Nano))
-	p.Cmd = exec.Command(bin, append([]string{"serve", "--listen", p.Addr, "--http-listen", p.HTTPAddr, "--data-dir", opts.DataDir}, args...)...)
-	p.Cmd.Stdout, p.Cmd.Stderr = logf, logf
-	if len(opts.Env) > 0 {
-		p.Cmd.Env = append(os.Environ(), opts.Env...)
+	cmd := exec.Command(p.bin, append([]string{"serve", "--listen", p.Addr, "--http-listen", p.HTTPAddr, "--data-dir", p.opts.DataDir}, p.opts.Args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if len(p.opts.Env) > 0 {
+		cmd.Env = append(os.Environ(), p.opts.Env...)
 	}
-	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.Cmd.Start(); err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
 		logf.Close()
 		t.Fatalf("start runnel: %v", err)
 	}
+	p.Cmd = cmd
+	done := p.done
 	go func() {
-		p.waitErr = p.Cmd.Wait()
+		err := cmd.Wait()
 		logf.Close()
-		close(p.done)
+		p.waitErr = err
+		close(done)
 	}()
-	t.Cleanup(func() { p.Signal(syscall.SIGKILL) })
-	return p
+}
+
+// relaunch kills the current command (it lost its port to another
+// listener, or failed to bind one) and starts it again on fresh ports.
+func (p *Process) relaunch(why string) {
+	p.t.Helper()
+	p.Signal(syscall.SIGKILL)
+	p.restarts++
+	p.t.Logf("servertest: %s; starting runnel again on a fresh port (%d of %d)", why, p.restarts, maxPortRestarts)
+	p.launch(FreeAddr(p.t))
 }
 
 // URL is the postgres:// URL of database dev as user root.
@@ -183,13 +222,36 @@ func (p *Process) Signal(sig syscall.Signal) error {
 // WaitReady polls until the server accepts a session and answers a query,
 // failing the test (with the log's tail) if the process exits or limit
 // passes first.
+//
+// FreeAddr's port is only free "a moment ago": another test's listener
+// can take it before the server binds it, and a client would then talk to
+// that other server. So WaitReady connects only once the listener on Addr
+// is this process's own (checked in /proc), and if another process holds
+// the port, or the server exited because an address was in use, it starts
+// the server again on fresh ports (Addr changes).
 func (p *Process) WaitReady(t testing.TB, limit time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	var last error
 	for time.Now().Before(deadline) {
 		if p.Exited() {
+			if p.restarts < maxPortRestarts && strings.Contains(lastStart(p.LogPath), "address already in use") {
+				p.relaunch("an address was in use")
+				continue
+			}
 			t.Fatalf("runnel exited during startup (%v); log %s:\n%s", p.waitErr, p.LogPath, Tail(p.LogPath))
+		}
+		switch listenerOwner(p.Cmd.Process.Pid, p.Addr) {
+		case ownerNone:
+			last = fmt.Errorf("nothing listens on %s yet", p.Addr)
+			time.Sleep(20 * time.Millisecond)
+			continue
+		case ownerOther:
+			if p.restarts < maxPortRestarts {
+				p.relaunch(fmt.Sprintf("another process listens on %s", p.Addr))
+				continue
+			}
+			t.Fatalf("another process listens on %s, runnel's port; log %s:\n%s", p.Addr, p.LogPath, Tail(p.LogPath))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		conn, err := pgx.Connect(ctx, p.URL())
@@ -205,6 +267,70 @@ func (p *Process) WaitReady(t testing.TB, limit time.Duration) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("runnel not ready after %v: %v; log %s:\n%s", limit, last, p.LogPath, Tail(p.LogPath))
+}
+
+// lastStart is the log written since the last "=== start" line.
+func lastStart(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.LastIndex(s, "=== start on "); i >= 0 {
+		s = s[i:]
+	}
+	return s
+}
+
+type owner int
+
+const (
+	ownerNone  owner = iota // nothing listens on the address
+	ownerSelf               // the process listens on it (or /proc cannot tell)
+	ownerOther              // another process listens on it
+)
+
+// listenerOwner reports who holds the TCP listener on addr (an IPv4
+// loopback host:port): it finds the listening socket's inode in
+// /proc/net/tcp and looks for it among pid's descriptors. Where /proc
+// cannot answer it says ownerSelf, so that WaitReady falls back to
+// connecting.
+func listenerOwner(pid int, addr string) owner {
+	host, portText, err := net.SplitHostPort(addr)
+	port, perr := strconv.Atoi(portText)
+	ip := net.ParseIP(host).To4()
+	if err != nil || perr != nil || ip == nil {
+		return ownerSelf
+	}
+	tab, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return ownerSelf
+	}
+	// /proc/net/tcp prints the address as the little-endian word in hex.
+	local := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], port)
+	any := fmt.Sprintf("00000000:%04X", port)
+	var inodes []string
+	for _, line := range strings.Split(string(tab), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 10 || f[3] != "0A" || (f[1] != local && f[1] != any) {
+			continue
+		}
+		inodes = append(inodes, "socket:["+f[9]+"]")
+	}
+	if len(inodes) == 0 {
+		return ownerNone
+	}
+	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(fdDir)
+	if err != nil {
+		return ownerSelf
+	}
+	for _, e := range ents {
+		if link, err := os.Readlink(filepath.Join(fdDir, e.Name())); err == nil && slices.Contains(inodes, link) {
+			return ownerSelf
+		}
+	}
+	return ownerOther
 }
 
 // Tail returns the last few KiB of a log file.

@@ -3,6 +3,7 @@ package servertest
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -32,5 +33,32 @@ func TestStartRestart(t *testing.T) {
 	}
 	if _, err := TryQueryText(s.Connect(t), "SELECT * FROM missing"); err == nil {
 		t.Fatal("TryQueryText: no error for a missing table")
+	}
+}
+
+// TestWaitReadyPortTaken: when another server holds the port a process
+// was started on (FreeAddr's port was taken before runnel bound it),
+// WaitReady must not hand that other server to the test: it starts runnel
+// again on a fresh port, and the session reaches runnel's own (empty)
+// catalog. Before, the test's first CREATE TABLE failed with 42P07 against
+// the other server's table.
+func TestWaitReadyPortTaken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the runnel binary")
+	}
+	other := Start(t)
+	Exec(t, other.Connect(t), "CREATE TABLE t (k int PRIMARY KEY)")
+	p := startProcessOn(t, BuildBinary(t), ProcessOptions{DataDir: t.TempDir()}, other.Addr)
+	p.WaitReady(t, time.Minute)
+	if p.Addr == other.Addr || p.restarts == 0 {
+		t.Fatalf("WaitReady kept the taken address %s (restarts %d)", p.Addr, p.restarts)
+	}
+	conn := Connect(t, p.URL())
+	Exec(t, conn, "CREATE TABLE t (k int PRIMARY KEY)")
+	if owner := listenerOwner(p.Cmd.Process.Pid, p.Addr); owner != ownerSelf {
+		t.Fatalf("listenerOwner of runnel's own port = %d; want ownerSelf", owner)
+	}
+	if owner := listenerOwner(p.Cmd.Process.Pid, other.Addr); owner != ownerOther {
+		t.Fatalf("listenerOwner of the in-process server's port = %d; want ownerOther", owner)
 	}
 }
