@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,9 +86,9 @@ func (s *Frontend) checkCDCTable(ctx context.Context, rel *catalog.Relation) err
 	if err != nil {
 		return err
 	}
-	cols := make([]pgcdc.Column, len(spec.Columns))
-	for i, c := range spec.Columns {
-		cols[i] = pgcdc.Column{Name: c.Name, Type: c.Type}
+	cols, err := pgcdc.SpecColumns(spec)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, cdcCheckTimeout)
 	defer cancel()
@@ -104,4 +105,52 @@ func checkCDCSource(ctx context.Context, options map[string]string) error {
 	ctx, cancel := context.WithTimeout(ctx, cdcCheckTimeout)
 	defer cancel()
 	return pgcdc.Ping(ctx, cfg)
+}
+
+// starColumns fills CREATE TABLE t (*) FROM source TABLE '...' (or the
+// single-table form): the upstream table's columns, typed as
+// PostgreSQL's format_type names them, come first, and its primary key
+// (replica identity) becomes the table's unless the statement names one.
+func starColumns(ctx context.Context, ct *binder.CreateTable, opts map[string]string) error {
+	if !isCDC(opts) {
+		return sqlerr.Errorf(sqlerr.FeatureNotSupported, "CREATE TABLE %s (*): the columns come from the upstream table, which only a postgres-cdc table has; list the columns", ct.Name)
+	}
+	if ct.Watermark != nil {
+		return sqlerr.Errorf(sqlerr.FeatureNotSupported, "CREATE TABLE %s (*): a WATERMARK needs the columns listed", ct.Name)
+	}
+	cfg, err := pgcdc.ParseTableOptions(opts)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cdcCheckTimeout)
+	defer cancel()
+	up, err := pgcdc.DescribeUpstream(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	cols := make([]binder.ColumnDef, 0, len(up.Columns)+len(ct.Columns))
+	for i, name := range up.Columns {
+		t, err := binder.ResolveTypeText(up.Types[i])
+		if err != nil {
+			return sqlerr.Errorf(sqlerr.FeatureNotSupported, "CREATE TABLE %s (*): column %q of upstream table %s has type %s, which Runnel does not support; list the columns with a type Runnel has", ct.Name, name, cfg.TableName(), up.Types[i])
+		}
+		cols = append(cols, binder.ColumnDef{Name: name, Type: t})
+	}
+	n := len(cols)
+	for i := range ct.PK {
+		ct.PK[i] += n
+	}
+	ct.Columns = append(cols, ct.Columns...)
+	if len(ct.PK) == 0 {
+		if up.Identity != "d" && up.Identity != "i" || len(up.Key) == 0 {
+			return sqlerr.Errorf(sqlerr.InvalidTableDefinition, "CREATE TABLE %s (*): upstream table %s has no primary key; list the columns and name a PRIMARY KEY", ct.Name, cfg.TableName())
+		}
+		for _, k := range up.Key {
+			ct.PK = append(ct.PK, slices.Index(up.Columns, k))
+		}
+	}
+	for _, k := range ct.PK {
+		ct.Columns[k].NotNull = true
+	}
+	return nil
 }

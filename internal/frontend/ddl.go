@@ -72,6 +72,12 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 			rel.DependsOn = []catalog.ObjectID{src.ID}
 		}
 	}
+	if ct.StarColumns {
+		if err := starColumns(ctx, ct, rel.Options); err != nil {
+			return pgwire.Result{}, err
+		}
+		rel.PK = append([]int(nil), ct.PK...)
+	}
 	if err := inferColumns(ct, rel.Options); err != nil {
 		return pgwire.Result{}, err
 	}

@@ -289,3 +289,59 @@ func TestCDCDDLErrors(t *testing.T) {
 		t.Fatalf("slots after failed CREATEs: %v", s)
 	}
 }
+
+// TestCDCStarColumnsAndCommitTime: RisingWave's CREATE TABLE t (*) FROM
+// source TABLE '...' takes the upstream table's columns (types as
+// PostgreSQL names them, typmods kept) and primary key; INCLUDE timestamp
+// AS col holds each change's upstream commit time (the Unix epoch for the
+// snapshot's rows); other INCLUDE kinds, (*) without a CDC upstream, and
+// (*) over an upstream without a key or with a type Runnel lacks are
+// refused with a clear error at CREATE.
+func TestCDCStarColumnsAndCommitTime(t *testing.T) {
+	up := newCDCUpstream(t)
+	up.exec(t, "CREATE TABLE wide (a int, b varchar(20), c numeric(10,2), d timestamptz, e jsonb, f text[], g bool, h bytea, i uuid, j date, PRIMARY KEY (b, a))")
+	up.exec(t, "INSERT INTO wide VALUES (1, 'x', 1.5, '2024-01-02 03:04:05+00', '{\"k\": 1}', '{p,q}', true, '\\x01', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '2020-01-01')")
+	up.exec(t, "CREATE TABLE nokey (a int)")
+	up.exec(t, "CREATE TYPE mood AS ENUM ('ok')")
+	up.exec(t, "CREATE TABLE withenum (id int PRIMARY KEY, m mood)")
+	ts := startTestServer(t, "")
+	conn := ts.connect(t)
+	mustExec(t, conn, "CREATE SOURCE pg WITH ("+up.withOptions("")+")")
+	mustExec(t, conn, "CREATE TABLE wide (*) FROM pg TABLE 'public.wide'")
+	got := strings.Join(wiretest.QueryText(t, conn, "DESCRIBE wide"), "\n")
+	want := strings.Join([]string{
+		"a|integer|false|NULL", "b|character varying(20)|false|NULL", "c|numeric(10,2)|false|NULL",
+		"d|timestamp with time zone|false|NULL", "e|jsonb|false|NULL", "f|text[]|false|NULL", "g|boolean|false|NULL",
+		"h|bytea|false|NULL", "i|uuid|false|NULL", "j|date|false|NULL", "primary key|a, b|NULL|NULL", "distribution key|a, b|NULL|NULL"}, "\n")
+	if got != want {
+		t.Fatalf("DESCRIBE wide (*):\n%s\nwant\n%s", got, want)
+	}
+	up.exec(t, "INSERT INTO wide (a, b, c) VALUES (2, 'y', 2.25)")
+	waitSame(t, conn, up, "SELECT a, b, c, d, e::text, f, g, h, i, j FROM wide ORDER BY a", "wide (*)")
+
+	mustExec(t, conn, "CREATE TABLE w2 (a int, b varchar, PRIMARY KEY (a, b)) INCLUDE timestamp AS commit_ts FROM pg TABLE 'public.wide'")
+	waitSameAs(t, conn, up, "SELECT a, b, commit_ts FROM w2 ORDER BY a",
+		"SELECT a, b, '1970-01-01 00:00:00+00'::timestamptz FROM wide ORDER BY a", "snapshot rows' commit time")
+	before := time.Now().Add(-time.Minute) // the upstream shares this clock
+	up.exec(t, "INSERT INTO wide (a, b) VALUES (3, 'z')")
+	waitSameAs(t, conn, up, "SELECT a, b FROM w2 ORDER BY a", "SELECT a, b FROM wide ORDER BY a", "after an upstream insert")
+	var ct time.Time
+	if err := conn.QueryRow(context.Background(), "SELECT commit_ts FROM w2 WHERE a = 3").Scan(&ct); err != nil {
+		t.Fatal(err)
+	}
+	if ct.Before(before) || ct.After(time.Now().Add(time.Minute)) {
+		t.Fatalf("commit_ts of a streamed insert = %v; want the upstream commit time (about %v)", ct, time.Now())
+	}
+
+	for _, c := range []struct{ sql, code, text string }{
+		{"CREATE TABLE a (*) FROM pg TABLE 'public.nokey'", "42P16", "no primary key"},
+		{"CREATE TABLE a (*) FROM pg TABLE 'public.withenum'", "0A000", `"m"`},
+		{"CREATE TABLE a (*) WITH (connector = 'datagen')", "0A000", "postgres-cdc"},
+		{"CREATE TABLE a (a int, b varchar, PRIMARY KEY (a, b)) INCLUDE key AS k FROM pg TABLE 'public.wide'", "0A000", "INCLUDE key"},
+	} {
+		_, err := conn.Exec(context.Background(), c.sql)
+		if sqlState(err) != c.code || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("%s: %v; want %s naming %s", c.sql, err, c.code, c.text)
+		}
+	}
+}

@@ -19,6 +19,9 @@ type decoder struct {
 	cols []int
 	// known are the upstream columns seen so far, to report additions.
 	known []string
+	// commitTime is the current transaction's commit time, for the
+	// INCLUDE timestamp column.
+	commitTime types.Datum
 }
 
 // apply appends m's changes to out.
@@ -70,7 +73,7 @@ func (d *decoder) relation(m *pglogrepl.RelationMessage) {
 		names[i] = c.Name
 		d.cols[i] = -1
 		for j, rc := range d.r.cols {
-			if rc.Name == c.Name {
+			if rc.Name == c.Name && !rc.CommitTime {
 				d.cols[i] = j
 			}
 		}
@@ -89,7 +92,7 @@ func (d *decoder) relation(m *pglogrepl.RelationMessage) {
 		}
 	}
 	for _, rc := range d.r.cols {
-		if !slices.Contains(names, rc.Name) {
+		if !rc.CommitTime && !slices.Contains(names, rc.Name) {
 			notes = append(notes, fmt.Sprintf("column %q is not in upstream table %s; the Runnel table %s stores NULL for it until it is added there", rc.Name, d.r.cfg.TableName(), d.r.opt.Name))
 		}
 	}
@@ -118,6 +121,9 @@ func (d *decoder) row(t *pglogrepl.TupleData, fill types.Row) (row types.Row, ke
 		return nil, nil, false
 	}
 	row = make(types.Row, len(d.r.cols))
+	if j := d.r.commitCol; j >= 0 {
+		row[j] = d.commitTime
+	}
 	for i, c := range t.Columns {
 		if i >= len(d.cols) || d.cols[i] < 0 {
 			continue

@@ -34,9 +34,9 @@ func New(spec connector.Spec) (connector.External, error) {
 	if cfg.Slot == "" {
 		return nil, badOption(OptSlot, "required")
 	}
-	cols := make([]Column, len(spec.Columns))
-	for i, c := range spec.Columns {
-		cols[i] = Column{Name: c.Name, Type: c.Type}
+	cols, err := SpecColumns(spec)
+	if err != nil {
+		return nil, err
 	}
 	return &external{spec: spec, cfg: cfg, cols: cols}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,6 +122,8 @@ type Reader struct {
 	cols []Column
 	pk   []int
 	opt  Options
+	// commitCol is the INCLUDE timestamp column (-1: none).
+	commitCol int
 
 	out    chan Batch
 	cancel context.CancelFunc
@@ -153,7 +156,7 @@ func Start(cfg Config, cols []Column, pk []int, committed *State, opt Options) *
 	opt.fill()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Reader{cfg: cfg, cols: cols, pk: pk, opt: opt, out: make(chan Batch, 4), cancel: cancel,
-		done: make(chan struct{})}
+		done: make(chan struct{}), commitCol: slices.IndexFunc(cols, func(c Column) bool { return c.CommitTime })}
 	st := State{Phase: PhaseSnapshot, Slot: cfg.Slot}
 	if committed != nil {
 		st = *committed
@@ -365,6 +368,10 @@ func (r *Reader) snapshot(ctx context.Context, repl *pgconn.PgConn, st State) (S
 func (r *Reader) snapshotRow(vals [][]byte) (types.Row, bool) {
 	row := make(types.Row, len(r.cols))
 	for i, v := range vals {
+		if i == r.commitCol {
+			row[i] = types.DTimestamptz(0) // no one transaction wrote it
+			continue
+		}
 		if v == nil {
 			continue
 		}
@@ -502,6 +509,7 @@ func (r *Reader) stream(ctx context.Context, repl *pgconn.PgConn, st State) (Sta
 				switch lm := lm.(type) {
 				case *pglogrepl.BeginMessage:
 					inTxn = true
+					d.commitTime = types.DTimestamptz(lm.CommitTime.UnixMicro())
 				case *pglogrepl.CommitMessage:
 					inTxn = false
 					if lm.TransactionEndLSN > st.LSN {

@@ -244,7 +244,7 @@ func head(s []string) []string {
 	return out
 }
 
-var testCols = []Column{{"id", types.Int32}, {"k", types.Int32}, {"v", types.Text}, {"n", types.Numeric}, {"ts", types.Timestamptz}}
+var testCols = []Column{{Name: "id", Type: types.Int32}, {Name: "k", Type: types.Int32}, {Name: "v", Type: types.Text}, {Name: "n", Type: types.Numeric}, {Name: "ts", Type: types.Timestamptz}}
 
 func randomDML(u *upstream, rng *rand.Rand, n int) {
 	for range n {
@@ -442,7 +442,7 @@ func TestToastAndReplicaIdentity(t *testing.T) {
 			u := newUpstream(t, "big", "runnel_toast_"+strings.ToLower(identity))
 			u.exec(`CREATE TABLE big (id int PRIMARY KEY, k int, doc text)`)
 			u.exec(`ALTER TABLE big REPLICA IDENTITY ` + identity)
-			cols := []Column{{"id", types.Int32}, {"k", types.Int32}, {"doc", types.Text}}
+			cols := []Column{{Name: "id", Type: types.Int32}, {Name: "k", Type: types.Int32}, {Name: "doc", Type: types.Text}}
 			pk := []int{0}
 			m := newModel(cols, pk)
 			r := Start(u.cfg, cols, pk, nil, Options{StatusInterval: 20 * time.Millisecond, Name: "big"})
@@ -487,7 +487,7 @@ func TestUpstreamColumnAdded(t *testing.T) {
 func TestBadValuesBecomeNull(t *testing.T) {
 	u := newUpstream(t, "t", "runnel_bad_slot")
 	u.exec(`CREATE TABLE t (id text PRIMARY KEY, k text)`)
-	cols := []Column{{"id", types.Int32}, {"k", types.Int16}}
+	cols := []Column{{Name: "id", Type: types.Int32}, {Name: "k", Type: types.Int16}}
 	pk := []int{0}
 	m := newModel(cols, pk)
 	r := Start(u.cfg, cols, pk, nil, Options{StatusInterval: 20 * time.Millisecond, Name: "t"})

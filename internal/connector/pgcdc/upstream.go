@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/runneldb/runnel/internal/connector"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
 )
@@ -21,6 +22,30 @@ import (
 type Column struct {
 	Name string
 	Type types.Type
+	// CommitTime marks the column of INCLUDE timestamp: the upstream
+	// transaction's commit time (the Unix epoch for rows of the initial
+	// snapshot, which no one transaction wrote), never read upstream.
+	CommitTime bool
+}
+
+// OptIncludeTimestamp names the INCLUDE timestamp column (the binder
+// stores INCLUDE clauses as include.<kind> options).
+const OptIncludeTimestamp = "include.timestamp"
+
+// SpecColumns are the columns of a CDC table's spec, the INCLUDE
+// timestamp column marked. Other INCLUDE kinds are Kafka's and refused.
+func SpecColumns(spec connector.Spec) ([]Column, error) {
+	for k := range spec.Options {
+		if strings.HasPrefix(k, "include.") && k != OptIncludeTimestamp {
+			return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "postgres-cdc: INCLUDE %s is a Kafka column; a CDC table can INCLUDE timestamp (the upstream commit time)", strings.TrimPrefix(k, "include."))
+		}
+	}
+	commit := spec.Options[OptIncludeTimestamp]
+	cols := make([]Column, len(spec.Columns))
+	for i, c := range spec.Columns {
+		cols[i] = Column{Name: c.Name, Type: c.Type, CommitTime: commit != "" && c.Name == commit}
+	}
+	return cols, nil
 }
 
 // connect opens a connection (a replication one when replication).
@@ -161,7 +186,7 @@ func Check(ctx context.Context, c Config, cols []Column, pk []int) error {
 	// the key: it is NULL until ALTER TABLE ... ADD COLUMN adds it
 	// upstream, and fed from then on (decoder.relation maps by name).
 	for i, col := range cols {
-		if !have[col.Name] && slices.Contains(pk, i) {
+		if (col.CommitTime || !have[col.Name]) && slices.Contains(pk, i) {
 			return sqlerr.Errorf(sqlerr.UndefinedColumn, "postgres-cdc: primary key column %q does not exist in upstream table %s", col.Name, c.TableName())
 		}
 	}
@@ -336,7 +361,7 @@ func selectListOf(cols []Column, upstream []string) string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
 		parts[i] = quoteIdent(c.Name)
-		if upstream != nil && !slices.Contains(upstream, c.Name) {
+		if c.CommitTime || upstream != nil && !slices.Contains(upstream, c.Name) {
 			parts[i] = "NULL"
 		}
 	}

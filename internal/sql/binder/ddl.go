@@ -50,6 +50,9 @@ type CreateTable struct {
 	// FromSource and FromTable are CREATE TABLE ... FROM source TABLE
 	// 'upstream' (a CDC table of a shared source), "" when absent.
 	FromSource, FromTable string
+	// StarColumns: the column list began with * (the upstream table's
+	// columns and key come first; see parser.CreateSource).
+	StarColumns bool
 }
 
 // CreateTableAs is CREATE TABLE name [(columns)] AS query [WITH [NO]
@@ -438,6 +441,7 @@ func (b *Binder) bindCreateSource(cs *parser.CreateSource) (Statement, error) {
 		}
 	}
 	ct.FromSource, ct.FromTable = cs.FromSource, cs.FromTable
+	ct.StarColumns = cs.StarColumns
 	if cs.TimeIndex != "" { // GreptimeDB's TIME INDEX: a time-series table (internal/tsdb)
 		if ct.Options == nil {
 			ct.Options = map[string]string{}

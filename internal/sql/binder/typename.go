@@ -136,3 +136,24 @@ func typeByName(name string) (types.Type, bool) {
 	}
 	return types.Type{}, false
 }
+
+// ResolveTypeText maps a type as PostgreSQL's format_type prints it
+// ("character varying(20)", "numeric(10,2)", "timestamp with time zone",
+// "integer[]") to a Runnel type: the text is parsed as the target of a
+// cast, never spliced into a statement.
+func ResolveTypeText(s string) (types.Type, error) {
+	tree, err := pg.Parse("SELECT NULL::" + s)
+	bad := sqlerr.Errorf(sqlerr.UndefinedObject, "type %q is not a type Runnel knows", s)
+	if err != nil || len(tree.Stmts) != 1 {
+		return types.Type{}, bad
+	}
+	sel := tree.Stmts[0].Stmt.GetSelectStmt()
+	if sel == nil || len(sel.TargetList) != 1 || sel.FromClause != nil {
+		return types.Type{}, bad
+	}
+	tc := sel.TargetList[0].GetResTarget().GetVal().GetTypeCast()
+	if tc == nil || tc.TypeName == nil || tc.Arg.GetAConst() == nil {
+		return types.Type{}, bad
+	}
+	return ResolveTypeName(tc.TypeName)
+}

@@ -182,6 +182,23 @@ func TestCreateCDCSourceAndTable(t *testing.T) {
 	if !ok || cs.IsSource || cs.FromSource != "Pg" || cs.FromTable != "public.t's" || len(cs.Create.TableElts) != 3 {
 		t.Fatalf("got %T %+v", sts[0].Runnel, cs)
 	}
+	// (*): the upstream's columns (read at CREATE), then any listed.
+	for _, c := range []struct {
+		sql   string
+		elems int
+	}{
+		{`CREATE TABLE t (*) FROM pg TABLE 'public.t'`, 0},
+		{`CREATE TABLE t ( * , note text) FROM pg TABLE 'public.t'`, 1},
+	} {
+		sts, err = Parse(c.sql)
+		if err != nil {
+			t.Fatalf("%s: %v", c.sql, err)
+		}
+		cs, ok = sts[0].Runnel.(*CreateSource)
+		if !ok || !cs.StarColumns || cs.FromSource != "pg" || len(cs.Create.TableElts) != c.elems {
+			t.Fatalf("%s: got %T %+v", c.sql, sts[0].Runnel, cs)
+		}
+	}
 	// CREATE TABLE ... AS SELECT ... FROM stays PostgreSQL's.
 	sts, err = Parse("create table x as select * from y")
 	if err != nil || sts[0].AST.GetCreateTableAsStmt() == nil {

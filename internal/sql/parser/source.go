@@ -35,6 +35,10 @@ type CreateSource struct {
 	// 'upstream' (a CDC table fed by a shared source); "" when absent.
 	// FromSource may be schema-qualified.
 	FromSource, FromTable string
+	// StarColumns is a column list that starts with * (CREATE TABLE t (*)
+	// FROM source TABLE 'public.t'): the upstream table's columns and
+	// primary key, read at CREATE.
+	StarColumns bool
 	// TimeIndex is the column of GreptimeDB's TIME INDEX (a column
 	// constraint `ts TIMESTAMP TIME INDEX` or an element `TIME INDEX (ts)`),
 	// "" when absent. In such a statement GreptimeDB's STRING and DOUBLE
@@ -101,6 +105,17 @@ func parseCreateSource(text string) (*CreateSource, bool, error) {
 	if n := nameEnd(toks); n > 0 && n+1 < len(toks) && toks[n+1].text != "(" &&
 		(cs.IsSource || toks[n+1].text == "with" && hasToken(toks, "format")) {
 		cuts = append(cuts, cut{toks[n].end, toks[n].end, " ()"})
+	}
+	// (*) or (*, more columns): every column of the upstream table first
+	// (RisingWave's form for a CDC table whose schema PostgreSQL knows).
+	if n := nameEnd(toks); !cs.IsSource && n > 0 && n+3 < len(toks) && toks[n+1].text == "(" && toks[n+2].text == "*" &&
+		(toks[n+3].text == ")" || toks[n+3].text == ",") {
+		cs.StarColumns = true
+		end := toks[n+2].end
+		if toks[n+3].text == "," {
+			end = toks[n+3].end
+		}
+		cuts = append(cuts, cut{toks[n+2].start, end, ""})
 	}
 	for i := 2; i < len(toks); i++ {
 		t := toks[i]
