@@ -20,6 +20,7 @@ import (
 	"github.com/runneldb/runnel/internal/catalog"
 	"github.com/runneldb/runnel/internal/meta"
 	"github.com/runneldb/runnel/internal/pgwire"
+	"github.com/runneldb/runnel/internal/sink"
 	"github.com/runneldb/runnel/internal/sql"
 	"github.com/runneldb/runnel/internal/sql/parser"
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -848,7 +849,22 @@ func (ss *session) flush(ctx context.Context) error {
 	if err == nil || errors.Is(err, meta.ErrWritesDiscarded) {
 		ss.written = nil
 	}
+	if err == nil && ss.s.hasSinkIntoTable() {
+		// The session's writes may flow through a sink into a table;
+		// FLUSH covers what such sinks deliver (a meta Flush does).
+		if err := ss.s.meta.Flush(ctx); err != nil {
+			return fmt.Errorf("flush: %w", err)
+		}
+	}
 	return err
+}
+
+// hasSinkIntoTable reports whether some sink writes into a table
+// (CREATE SINK ... INTO).
+func (s *Frontend) hasSinkIntoTable() bool {
+	return len(s.catalog.Relations(func(r *catalog.Relation) bool {
+		return r.Kind == catalog.KindSink && r.Options["connector"] == sink.ConnectorTable
+	})) > 0
 }
 
 func (ss *session) waitWritten(ctx context.Context, epochs []uint64) error {

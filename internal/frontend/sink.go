@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/runneldb/runnel/internal/catalog"
@@ -80,6 +81,14 @@ func (ss *session) createSink(ctx context.Context, cs *parser.CreateSink) (pgwir
 	if v, ok := cs.EncodeOptions["force_append_only"]; ok && opts["force_append_only"] == "" {
 		opts["force_append_only"] = v
 	}
+	var into *catalog.Relation
+	if cs.Into != "" {
+		if into, err = ss.sinkIntoTarget(cs, opts); err != nil {
+			return pgwire.Result{}, err
+		}
+	} else if strings.HasPrefix(opts["connector"], "_") {
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.FeatureNotSupported, "sink %q: unknown connector %q (supported: %s)", cs.Name, opts["connector"], strings.Join(sink.Connectors(), ", "))
+	}
 	if opts["type"] == "" {
 		// RisingWave takes the sink's type from FORMAT when WITH has no
 		// type: PLAIN is append-only, UPSERT and DEBEZIUM upsert. A
@@ -116,6 +125,11 @@ func (ss *session) createSink(ctx context.Context, cs *parser.CreateSink) (pgwir
 			opts[sink.OptEncodePrefix+k] = v
 		}
 	}
+	if into != nil {
+		if query, err = ss.sinkIntoQuery(cs, into, query); err != nil {
+			return pgwire.Result{}, err
+		}
+	}
 	root, cv, err := s.planSink(ss, cs.Name, query, spec)
 	if err != nil {
 		return pgwire.Result{}, err
@@ -125,8 +139,18 @@ func (ss *session) createSink(ctx context.Context, cs *parser.CreateSink) (pgwir
 			"sink %q cannot be append-only: its query is not append-only (it can update and delete rows)", cs.Name).
 			WithHint("Add force_append_only = 'true' to the WITH options to force it: the sink then drops deletes and turns updates into inserts; or use type = 'upsert' with a primary_key.")
 	}
+	deps := cv.DependsOn
+	if into != nil {
+		// The sink must not feed its own input (every write would come
+		// round again); the table cannot be dropped while it is written
+		// (DROP TABLE ... CASCADE drops the sink).
+		if err := s.checkNoCycle(into, deps); err != nil {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidObjectDefinition, "sink %q cannot write into table %q: its query reads that table, so every write would come back to it", cs.Name, into.Name)
+		}
+		deps = append(slices.Clone(deps), into.ID)
+	}
 	rel := &catalog.Relation{DatabaseID: ss.db.ID, SchemaID: sc.ID, Name: cs.Name, Owner: ss.user.Name, Kind: catalog.KindSink,
-		Definition: query, DependsOn: cv.DependsOn, Functions: cv.Functions, Options: opts, AppendOnly: spec.Type == sink.TypeAppendOnly}
+		Definition: query, DependsOn: deps, Functions: cv.Functions, Options: opts, AppendOnly: spec.Type == sink.TypeAppendOnly}
 	if err := s.meta.CreateSink(ctx, rel, root, cv.Columns, spec); err != nil {
 		return pgwire.Result{}, err
 	}
@@ -161,7 +185,10 @@ func (ss *session) dropSinkStmt(ctx context.Context, d *parser.DropSink) (pgwire
 func createSinkText(rel *catalog.Relation, qualified string) string {
 	var b strings.Builder
 	b.WriteString("CREATE SINK " + qualified)
-	if from := rel.Options[sink.OptFrom]; from != "" {
+	if into := rel.Options[sink.OptIntoName]; into != "" {
+		// The stored query already maps its columns onto the table's.
+		b.WriteString(" INTO " + into + " AS " + rel.Definition)
+	} else if from := rel.Options[sink.OptFrom]; from != "" {
 		b.WriteString(" FROM " + from)
 	} else {
 		b.WriteString(" AS " + rel.Definition)
@@ -171,7 +198,7 @@ func createSinkText(rel *catalog.Relation, qualified string) string {
 		switch {
 		case strings.HasPrefix(k, sink.OptEncodePrefix):
 			enc = append(enc, k)
-		case !strings.HasPrefix(k, "_"):
+		case !strings.HasPrefix(k, "_") && !(k == "connector" && rel.Options[k] == sink.ConnectorTable):
 			keys = append(keys, k)
 		}
 	}
@@ -181,7 +208,9 @@ func createSinkText(rel *catalog.Relation, qualified string) string {
 	for i, k := range keys {
 		parts[i] = optionText(k, rel.Options[k])
 	}
-	b.WriteString(" WITH (" + strings.Join(parts, ", ") + ")")
+	if len(parts) > 0 {
+		b.WriteString(" WITH (" + strings.Join(parts, ", ") + ")")
+	}
 	if f := rel.Options[sink.OptFormat]; f != "" {
 		b.WriteString(" FORMAT " + f + " ENCODE " + rel.Options[sink.OptEncode])
 		if len(enc) > 0 {
@@ -220,4 +249,131 @@ func sinkRows(sc *sysCtx) [][]any {
 			st.DeliveredRows, lastErr})
 	}
 	return out
+}
+
+// sinkIntoTarget resolves the table of CREATE SINK ... INTO (RisingWave's
+// sink into a table) and sets the options that make the meta node deliver
+// each committed epoch into it as DML: the table's primary key is the
+// sink's (an upsert sink: a delete upstream deletes the row by key); a
+// table without one takes an append-only sink (inserts only).
+func (ss *session) sinkIntoTarget(cs *parser.CreateSink, opts map[string]string) (*catalog.Relation, error) {
+	if c := opts["connector"]; c != "" {
+		return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: CREATE SINK ... INTO a table takes no connector (it writes into the table), but connector = %q was given", cs.Name, c)
+	}
+	if cs.Format != "" {
+		return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: CREATE SINK ... INTO a table takes no FORMAT ... ENCODE ...", cs.Name)
+	}
+	t, err := (&sessionCatalog{ss: ss}).ResolveRelation(cs.IntoSchema, cs.Into)
+	if err != nil || t == nil {
+		return nil, sqlerr.Errorf(sqlerr.UndefinedTable, "table %q does not exist", cs.Into)
+	}
+	if t.Kind != catalog.KindTable {
+		return nil, sqlerr.Errorf(sqlerr.WrongObjectType, "cannot create sink %q into %s %q: only a table can be written", cs.Name, t.Kind, t.Name)
+	}
+	if !ss.user.Superuser && t.Owner != ss.user.Name {
+		return nil, sqlerr.Errorf(sqlerr.InsufficientPrivilege, "permission denied for table %s", t.Name)
+	}
+	var pk []string
+	for _, k := range t.PK {
+		if t.Columns[k].Hidden {
+			pk = nil // the hidden _row_id: no key a sink can name
+			break
+		}
+		pk = append(pk, t.Columns[k].Name)
+	}
+	switch strings.ToLower(opts["type"]) {
+	case "":
+		opts["type"] = sink.TypeAppendOnly
+		if pk != nil {
+			opts["type"] = sink.TypeUpsert
+		}
+	case sink.TypeUpsert:
+		if pk == nil {
+			return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: an upsert sink into table %q needs the table to have a primary key", cs.Name, t.Name)
+		}
+	}
+	if pk != nil {
+		if given := opts["primary_key"]; given != "" && !strings.EqualFold(strings.ReplaceAll(given, " ", ""), strings.Join(pk, ",")) {
+			return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: primary_key %q differs from table %q's primary key (%s): a sink into a table writes by the table's key", cs.Name, given, t.Name, strings.Join(pk, ", "))
+		}
+		if opts["type"] == sink.TypeUpsert {
+			opts["primary_key"] = strings.Join(quoteAll(pk), ", ")
+		}
+	}
+	qualified, _ := createStatement(ss.s.catalog, t)
+	opts["connector"] = sink.ConnectorTable
+	opts[sink.OptInto] = strconv.FormatUint(uint64(t.ID), 10)
+	opts[sink.OptIntoName] = qualified
+	return t, nil
+}
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = quoteIdent(n)
+	}
+	return out
+}
+
+// sinkIntoQuery wraps a sink's query so that it yields exactly the
+// target table's visible columns, in order and of their types: the
+// query's columns go to the listed columns (or to the table's first
+// ones, in order), cast as INSERT would; the others take their DEFAULT,
+// or NULL.
+func (ss *session) sinkIntoQuery(cs *parser.CreateSink, t *catalog.Relation, query string) (string, error) {
+	// Bound as a plain query: its column names do not matter (they are
+	// replaced by position below), so duplicates are fine.
+	st, err := parser.ParseOne(query)
+	if err != nil {
+		return "", err
+	}
+	p, err := sql.Prepare(&sessionCatalog{ss: ss}, st, nil)
+	if err != nil {
+		return "", err
+	}
+	if p.Kind != sql.KindQuery {
+		return "", sqlerr.Errorf(sqlerr.SyntaxError, "sink %q: its query is not a query", cs.Name)
+	}
+	cv := p // cv.Columns: the query's result columns
+	visible := t.VisibleColumns()
+	targets := cs.IntoColumns
+	if targets == nil {
+		if len(cv.Columns) > len(visible) {
+			return "", sqlerr.Errorf(sqlerr.SyntaxError, "sink %q has more columns (%d) than table %q (%d)", cs.Name, len(cv.Columns), t.Name, len(visible))
+		}
+		for _, i := range visible[:len(cv.Columns)] {
+			targets = append(targets, t.Columns[i].Name)
+		}
+	}
+	if len(targets) != len(cv.Columns) {
+		return "", sqlerr.Errorf(sqlerr.SyntaxError, "sink %q has %d columns but %d target columns of table %q are listed", cs.Name, len(cv.Columns), len(targets), t.Name)
+	}
+	from := map[string]int{}
+	for i, name := range targets {
+		idx := t.ColumnIndex(name)
+		if idx < 0 || t.Columns[idx].Hidden {
+			return "", sqlerr.Errorf(sqlerr.UndefinedColumn, "column %q of relation %q does not exist", name, t.Name)
+		}
+		if _, dup := from[name]; dup {
+			return "", sqlerr.Errorf(sqlerr.DuplicateColumn, "column %q specified more than once", name)
+		}
+		from[name] = i
+	}
+	const src = "_rw_sink_src"
+	aliases := make([]string, len(cv.Columns))
+	for i := range aliases {
+		aliases[i] = fmt.Sprintf("_c%d", i+1)
+	}
+	sel := make([]string, 0, len(visible))
+	for _, i := range visible {
+		c := t.Columns[i]
+		val := "NULL"
+		if k, ok := from[c.Name]; ok {
+			val = src + "." + aliases[k]
+		} else if c.Default != "" {
+			val = "(" + c.Default + ")"
+		}
+		sel = append(sel, fmt.Sprintf("CAST(%s AS %s) AS %s", val, c.Type.Name(), quoteIdent(c.Name)))
+	}
+	return fmt.Sprintf("SELECT %s FROM (%s) AS %s(%s)", strings.Join(sel, ", "), query, src, strings.Join(aliases, ", ")), nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/storage"
 	"github.com/runneldb/runnel/internal/stream"
+	"github.com/runneldb/runnel/internal/stream/exec"
 	"github.com/runneldb/runnel/internal/streamplan"
 )
 
@@ -46,6 +47,9 @@ type Compute interface {
 	TearDown(in func(*catalog.Relation) bool)
 	Actors() []stream.ActorInfo
 	ActorDatabases() map[stream.ActorID]catalog.ObjectID
+	// Write applies one statement's writes to a table (a sink into a
+	// table delivers its epochs so).
+	Write(ctx context.Context, rel *catalog.Relation, apply func(context.Context, *exec.TableWriter) error) (uint64, error)
 }
 
 var _ Compute = (*compute.Node)(nil)

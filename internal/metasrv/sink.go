@@ -91,7 +91,10 @@ func sinkQualifiedName(cat *catalog.Catalog, rel *catalog.Relation) string {
 }
 
 // newSinkTarget opens a sink's connector (options checked, not connected).
-func newSinkTarget(cfg *sink.Config, spec *sink.Spec) (sink.Target, error) {
+func (s *Service) newSinkTarget(rel *catalog.Relation, cfg *sink.Config, spec *sink.Spec) (sink.Target, error) {
+	if spec.Connector == sink.ConnectorTable {
+		return s.newTableTarget(cfg, rel.Options) // see sinkinto.go
+	}
 	c, _ := sink.Lookup(spec.Connector)
 	if c.NeedsFormat && cfg.Format == "" {
 		return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: connector %s needs FORMAT ... ENCODE ...", cfg.Name, spec.Connector)
@@ -108,7 +111,7 @@ func (s *Service) createSink(ctx context.Context, rel *catalog.Relation, root *s
 	if err != nil {
 		return err
 	}
-	target, err := newSinkTarget(cfg, spec)
+	target, err := s.newSinkTarget(rel, cfg, spec)
 	if err != nil {
 		return err
 	}
@@ -176,7 +179,7 @@ func (s *Service) startSinkWorker(rel *catalog.Relation, root *streamplan.Node) 
 	if err != nil {
 		return nil, err
 	}
-	target, err := newSinkTarget(cfg, spec)
+	target, err := s.newSinkTarget(rel, cfg, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -138,7 +138,12 @@ func (m metaRole) SetSystemParam(ctx context.Context, name, value string, reset 
 	return m.s.meta.SetSystemParam(ctx, name, value, reset, by)
 }
 
-func (m metaRole) Flush(ctx context.Context) error { return m.s.epochs.Flush(ctx) }
+func (m metaRole) Flush(ctx context.Context) error {
+	if err := m.s.epochs.Flush(ctx); err != nil {
+		return err
+	}
+	return m.s.meta.FlushIntoTables(ctx, m.s.epochs.Flush)
+}
 
 func (m metaRole) Recover(ctx context.Context, reason string) error {
 	return m.s.epochs.Recover(ctx, reason)

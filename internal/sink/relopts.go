@@ -7,6 +7,10 @@ const (
 	OptFormat = "_format"
 	OptEncode = "_encode"
 	OptFrom   = "_from" // CREATE SINK ... FROM this relation
+	// OptInto is the object id of the table of CREATE SINK ... INTO, and
+	// OptIntoName its qualified name as written at CREATE.
+	OptInto     = "_into"
+	OptIntoName = "_into_name"
 	// OptEncodePrefix prefixes each ENCODE (...) option.
 	OptEncodePrefix = "_encode."
 )

@@ -133,6 +133,11 @@ func Lookup(name string) (Connector, bool) {
 	return c, ok
 }
 
+// ConnectorTable is the connector of CREATE SINK ... INTO a table: the
+// meta node delivers each epoch as DML into the Runnel table named by
+// OptInto (internal/metasrv), so it is not in the registry.
+const ConnectorTable = "_table"
+
 // Spec is a sink's WITH options, checked: what the planner needs.
 type Spec struct {
 	Connector string
@@ -157,7 +162,7 @@ func ParseSpec(name string, opts map[string]string) (*Spec, error) {
 	if s.Connector == "" {
 		return nil, sqlerr.Errorf(sqlerr.InvalidParameterValue, "sink %q: the connector option is required (WITH (connector = '...'), one of %s)", name, strings.Join(Connectors(), ", "))
 	}
-	if _, ok := Lookup(s.Connector); !ok {
+	if _, ok := Lookup(s.Connector); !ok && s.Connector != ConnectorTable {
 		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "sink %q: unknown connector %q (supported: %s)", name, s.Connector, strings.Join(Connectors(), ", "))
 	}
 	s.Type = strings.ToLower(opts["type"])

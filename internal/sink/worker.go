@@ -160,6 +160,14 @@ func (w *Worker) Status() Status {
 	return s
 }
 
+// Through is the last committed epoch the worker has handled: every
+// epoch up to it is delivered (or held by a Buffered target).
+func (w *Worker) Through() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.through
+}
+
 // Written implements exec.SinkLog.
 func (w *Worker) Written(epoch uint64, _ int, n int64) {
 	w.mu.Lock()

@@ -28,6 +28,11 @@ type CreateSink struct {
 	// Format and Encode are FORMAT x ENCODE y (upper-cased; "" when absent).
 	Format, Encode string
 	EncodeOptions  map[string]string
+	// IntoSchema.Into names the table of CREATE SINK ... INTO table
+	// [(columns)] (RisingWave's sink into a table; WITH is optional);
+	// IntoColumns are the listed target columns.
+	IntoSchema, Into string
+	IntoColumns      []string
 }
 
 // DropSink is DROP SINK [IF EXISTS] [schema.]name [CASCADE | RESTRICT].
@@ -171,7 +176,25 @@ func parseCreateSink(text string, toks []tok) (RunnelStmt, bool, error) {
 	}
 	cs.Schema, cs.Name = schema, name
 	if i < len(toks) && toks[i].text == "into" {
-		return nil, true, sqlerr.New(sqlerr.FeatureNotSupported, "CREATE SINK ... INTO a table is not supported")
+		ts, tn, n, ok := sinkName(text, toks, i+1)
+		if !ok {
+			return nil, true, syntaxErrorf("syntax error: expected CREATE SINK name INTO [schema.]table [(column, ...)] { FROM relation | AS query }")
+		}
+		cs.IntoSchema, cs.Into, i = ts, tn, n
+		if i < len(toks) && toks[i].text == "(" {
+			for i++; ; i++ {
+				_, col, n, ok := sinkName(text, toks, i)
+				if !ok || n >= len(toks) || n != i+1 || toks[n].text != "," && toks[n].text != ")" {
+					return nil, true, syntaxErrorf("syntax error in the column list of CREATE SINK %s INTO %s", name, tn)
+				}
+				cs.IntoColumns = append(cs.IntoColumns, col)
+				i = n
+				if toks[n].text == ")" {
+					i++
+					break
+				}
+			}
+		}
 	}
 	// The WITH options are the last top-level "WITH (" whose parentheses
 	// are followed only by FORMAT ... ENCODE ... (a query may start with
@@ -190,15 +213,20 @@ func parseCreateSink(text string, toks []tok) (RunnelStmt, bool, error) {
 			}
 		}
 	}
-	if withAt < 0 {
+	if withAt < 0 && cs.Into == "" {
 		return nil, true, syntaxErrorf("syntax error: CREATE SINK needs WITH (connector = '...'): %s", shape)
 	}
-	opts, n := encodeOptions(text, toks[withAt+1:])
-	if n < 0 {
-		return nil, true, syntaxErrorf("syntax error in the WITH options of CREATE SINK %s", name)
+	j := len(toks)
+	if withAt >= 0 {
+		opts, n := encodeOptions(text, toks[withAt+1:])
+		if n < 0 {
+			return nil, true, syntaxErrorf("syntax error in the WITH options of CREATE SINK %s", name)
+		}
+		cs.Options = opts
+		j = withAt + 1 + n
+	} else {
+		withAt = len(toks)
 	}
-	cs.Options = opts
-	j := withAt + 1 + n
 	if j < len(toks) {
 		if toks[j].text != "format" || j+3 >= len(toks) || toks[j+2].text != "encode" {
 			return nil, true, syntaxErrorf("syntax error at or near %q: %s", text[toks[j].start:toks[j].end], shape)
