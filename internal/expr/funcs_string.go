@@ -486,6 +486,12 @@ func init() {
 	regFunc("regexp_replace", &overload{args: T(X, X, X, X), ret: X, fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		return regexpReplace(a[0].Str(), a[1].Str(), a[2].Str(), a[3].Str())
 	}})
+	regFunc("regexp_match", &overload{args: T(X, X), ret: types.ArrayOf(types.Text), fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+		return regexpMatch(a[0].Str(), a[1].Str(), "")
+	}})
+	regFunc("regexp_match", &overload{args: T(X, X, X), ret: types.ArrayOf(types.Text), fn: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+		return regexpMatch(a[0].Str(), a[1].Str(), a[2].Str())
+	}})
 	regFunc("regexp_like", &overload{args: T(X, X), ret: B, fn2: regexOp(false, false)})
 	regFunc("regexp_count", &overload{args: T(X, X), ret: I, fn2: func(a, b types.Datum) (types.Datum, error) {
 		re, err := compileRegex(b.Str(), "")
@@ -505,4 +511,34 @@ func init() {
 		}
 		return txt(a.Str()[loc[0]:loc[1]]), nil
 	}})
+}
+
+// regexpMatch is PostgreSQL's regexp_match: the first match's capture
+// groups as a text[] (NULL for a group that did not take part), or the
+// whole match when the pattern has none; NULL when nothing matches.
+func regexpMatch(str, pat, flags string) (types.Datum, error) {
+	if strings.Contains(flags, "g") {
+		return types.NullDatum, sqlerr.Errorf(sqlerr.InvalidParameterValue, "regexp_match() does not support the \"global\" option").
+			WithHint("Use the regexp_matches function instead.")
+	}
+	re, err := compileRegex(pat, flags)
+	if err != nil {
+		return types.NullDatum, err
+	}
+	loc := re.FindStringSubmatchIndex(str)
+	if loc == nil {
+		return types.NullDatum, nil
+	}
+	if len(loc) == 2 {
+		return types.DArray(types.KindVarchar, []types.Datum{types.DVarchar(str[loc[0]:loc[1]])}), nil
+	}
+	elems := make([]types.Datum, 0, len(loc)/2-1)
+	for i := 2; i < len(loc); i += 2 {
+		if loc[i] < 0 {
+			elems = append(elems, types.NullDatum)
+			continue
+		}
+		elems = append(elems, types.DVarchar(str[loc[i]:loc[i+1]]))
+	}
+	return types.DArray(types.KindVarchar, elems), nil
 }

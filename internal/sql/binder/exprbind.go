@@ -52,7 +52,7 @@ func commonType(ts []types.Type, context string) (types.Type, error) {
 
 // approx_count_distinct is bound as count(DISTINCT x) (bindAggCall).
 func isAggregateName(name string) bool {
-	return expr.IsAggregateName(name) || name == "approx_count_distinct"
+	return expr.IsAggregateName(name) || name == "approx_count_distinct" || name == "approx_percentile"
 }
 
 var windowOnly = map[string]bool{
@@ -634,6 +634,24 @@ func (b *Binder) bindAggCall(fc *pg.FuncCall, name string, ec *exprCtx) (*plan.A
 		}
 	}
 	distinct := fc.AggDistinct
+	if name == "approx_percentile" {
+		// RisingWave's approx_percentile(q [, relative_error]) WITHIN
+		// GROUP (ORDER BY x) is computed exactly, as percentile_cont(q)
+		// over x as double precision: within any relative error.
+		if !fc.AggWithinGroup || len(fc.AggOrder) != 1 || len(args) < 1 || len(args) > 2 || distinct {
+			return nil, b.errorf(fc.Location, sqlerr.UndefinedFunction, "approx_percentile takes (fraction [, relative_error]) WITHIN GROUP (ORDER BY expression)")
+		}
+		if len(args) == 2 {
+			if c, ok := args[1].(*expr.Const); !ok || c.Value.IsNull() {
+				return nil, b.errorf(fc.Location, sqlerr.InvalidParameterValue, "approx_percentile: relative_error must be a constant")
+			}
+			args = args[:1]
+		}
+		name = "percentile_cont"
+		nfc := *fc
+		nfc.Args = fc.Args[:1]
+		fc = &nfc
+	}
 	lookup := name
 	switch {
 	case fc.AggWithinGroup || expr.IsOrderedSetAggregate(name):
