@@ -96,6 +96,7 @@ var settingDefaults = map[string]string{
 	"visibility_mode":                "default",
 	"allow_drop_cascade":             "false",
 	"rw_batch_enable_lookup_join":    "true",
+	"background_ddl":                 "false",
 	// PostgreSQL's planner method switches (pgPlannerSettings).
 	"enable_hashjoin":   "on",
 	"enable_mergejoin":  "on",
@@ -136,6 +137,10 @@ var plannerSettings = map[string][]string{
 	"visibility_mode":                {"default", "all", "checkpoint"},
 	"allow_drop_cascade":             nil,
 	"rw_batch_enable_lookup_join":    nil,
+	// background_ddl: RisingWave returns from CREATE before the backfill
+	// ends; Runnel's CREATE returns once the view is complete, which is
+	// what WAIT after a background CREATE gives.
+	"background_ddl": nil,
 }
 
 // settingAliases maps accepted alternative names to canonical ones.
@@ -356,6 +361,20 @@ func (st *statement) executeRunnel(ctx context.Context, r parser.RunnelStmt) (pg
 			return pgwire.Result{}, err
 		}
 		return pgwire.Result{Tag: "FLUSH"}, nil
+	case *parser.AlterParallelism:
+		return ss.alterParallelism(r)
+	case *parser.Wait:
+		// Runnel's DDL runs in the foreground (background_ddl is
+		// accepted and changes nothing), so only other sessions' CREATEs
+		// can be in progress: wait for them, as RisingWave's WAIT does.
+		for len(ss.s.meta.CreatingJobs()) > 0 {
+			select {
+			case <-ctx.Done():
+				return pgwire.Result{}, ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		return pgwire.Result{Tag: "WAIT"}, nil
 	case *parser.Recover:
 		if !ss.user.Superuser {
 			return pgwire.Result{}, sqlerr.New(sqlerr.InsufficientPrivilege, "must be superuser to run RECOVER")
@@ -915,4 +934,26 @@ func (f *minMessagesFilter) Notice(n pgwire.Notice) {
 		return
 	}
 	f.ClientConn.Notice(n)
+}
+
+// alterParallelism accepts RisingWave's ALTER ... SET PARALLELISM for an
+// existing object and says that it is not applied: Runnel runs every
+// job's fragments with the server's parallelism (--parallelism), and
+// rescaling one job is not there yet. Results do not depend on it.
+func (ss *session) alterParallelism(r *parser.AlterParallelism) (pgwire.Result, error) {
+	kinds := map[string]catalog.RelationKind{"table": catalog.KindTable, "materialized view": catalog.KindMaterializedView,
+		"sink": catalog.KindSink, "source": catalog.KindSource, "index": catalog.KindIndex}
+	rel, err := (&sessionCatalog{ss: ss}).ResolveRelation(r.Schema, r.Name)
+	if err != nil || rel == nil || rel.Kind != kinds[r.Kind] {
+		return pgwire.Result{}, sqlerr.Errorf(sqlerr.UndefinedTable, "%s %q does not exist", r.Kind, r.Name)
+	}
+	switch v := strings.ToLower(r.Value); v {
+	case "adaptive", "auto", "default", "fixed":
+	default:
+		if n, err := strconv.Atoi(v); err != nil || n < 0 {
+			return pgwire.Result{}, sqlerr.Errorf(sqlerr.InvalidParameterValue, "invalid parallelism %q: a non-negative integer or adaptive", r.Value)
+		}
+	}
+	ss.client.Notice(pgwire.Notice{Message: fmt.Sprintf("parallelism of %s %s is not changed: Runnel runs every job with the server's parallelism (--parallelism)", r.Kind, rel.Name)})
+	return pgwire.Result{Tag: "ALTER " + strings.ToUpper(r.Kind)}, nil
 }

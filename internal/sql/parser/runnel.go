@@ -16,6 +16,18 @@ type Flush struct{}
 // Recover forces a recovery of the streaming graph.
 type Recover struct{}
 
+// AlterParallelism is RisingWave's ALTER TABLE | MATERIALIZED VIEW | SINK
+// | SOURCE | INDEX name SET PARALLELISM {= | TO} value.
+type AlterParallelism struct {
+	Kind         string // "table", "materialized view", ...
+	Schema, Name string
+	Value        string
+}
+
+// Wait (RisingWave's WAIT) returns once no streaming job is being
+// created: every CREATE in progress, in any session, has finished.
+type Wait struct{}
+
 // ShowObjects lists catalog objects: SHOW TABLES [FROM schema], SHOW
 // DATABASES, SHOW SCHEMAS, SHOW MATERIALIZED VIEWS [FROM schema], SHOW VIEWS,
 // SHOW SOURCES, SHOW JOBS, SHOW SINKS, SHOW CLUSTER.
@@ -67,14 +79,16 @@ type CancelJobs struct {
 	IDs []uint64
 }
 
-func (*Flush) runnelStmt()       {}
-func (*Recover) runnelStmt()     {}
-func (*ShowObjects) runnelStmt() {}
-func (*Describe) runnelStmt()    {}
-func (*CancelJobs) runnelStmt()  {}
-func (*ShowColumns) runnelStmt() {}
-func (*ShowCreate) runnelStmt()  {}
-func (*ShowIndexes) runnelStmt() {}
+func (*Flush) runnelStmt()            {}
+func (*Recover) runnelStmt()          {}
+func (*Wait) runnelStmt()             {}
+func (*AlterParallelism) runnelStmt() {}
+func (*ShowObjects) runnelStmt()      {}
+func (*Describe) runnelStmt()         {}
+func (*CancelJobs) runnelStmt()       {}
+func (*ShowColumns) runnelStmt()      {}
+func (*ShowCreate) runnelStmt()       {}
+func (*ShowIndexes) runnelStmt()      {}
 
 // word is one token of the small front's lexer.
 type word struct {
@@ -93,7 +107,7 @@ func lexWords(text string) (out []word, ok bool) {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
 			i++
-		case c == ',' || c == '.' || c == '(' || c == ')':
+		case c == ',' || c == '.' || c == '(' || c == ')' || c == '=':
 			out = append(out, word{text: string(c), punct: true})
 			i++
 		case c == '"':
@@ -171,6 +185,23 @@ func parseRunnel(text string) (RunnelStmt, bool, error) {
 		return &Flush{}, true, nil
 	case isKw(w, 0, "recover") && len(w) == 1:
 		return &Recover{}, true, nil
+	case isKw(w, 0, "wait") && len(w) == 1:
+		return &Wait{}, true, nil
+	case isKw(w, 0, "alter") && len(w) > 5 && isKw(w, len(w)-4, "set") && isKw(w, len(w)-3, "parallelism"):
+		k, i := "", 2
+		switch {
+		case isKw(w, 1, "table"), isKw(w, 1, "sink"), isKw(w, 1, "source"), isKw(w, 1, "index"):
+			k = w[1].text
+		case isKw(w, 1, "materialized") && isKw(w, 2, "view"):
+			k, i = "materialized view", 3
+		default:
+			return nil, false, nil
+		}
+		schema, name, n, err := qualifiedName(w, i)
+		if err != nil || n != len(w)-4 || !(w[n+2].text == "=" && w[n+2].punct || isKw(w, n+2, "to")) {
+			return nil, true, syntaxErrorf("syntax error: expected ALTER %s name SET PARALLELISM = value", strings.ToUpper(k))
+		}
+		return &AlterParallelism{Kind: k, Schema: schema, Name: name, Value: w[n+3].text}, true, nil
 	case isKw(w, 0, "describe"):
 		schema, name, n, err := qualifiedName(w, 1)
 		if err != nil || n != len(w) {

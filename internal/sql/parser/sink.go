@@ -130,6 +130,9 @@ func parseAlterRename(text string, toks []tok) (RunnelStmt, bool, error) {
 	if !ok {
 		return nil, true, syntaxErrorf("syntax error: %s", shape)
 	}
+	if n+1 < len(toks) && toks[n].text == "set" && toks[n+1].text == "parallelism" {
+		return nil, false, nil // ALTER ... SET PARALLELISM (runnel.go)
+	}
 	if n+3 != len(toks) || toks[n].text != "rename" || toks[n+1].text != "to" {
 		return nil, true, sqlerr.Errorf(sqlerr.FeatureNotSupported, "this form of ALTER %s is not supported (only RENAME TO)", strings.ToUpper(toks[1].text))
 	}
