@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	neturl "net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -113,8 +115,14 @@ func openSQLite(ctx context.Context, url string, busy time.Duration) (*DB, error
 	// commits, so every thousandth page written made one commit (a FLUSH)
 	// copy 4 MB into the database file and fsync it — 50-100 ms. The
 	// checkpointer runs them on its own connection instead.
-	dsn := fmt.Sprintf("file:%s?_pragma=journal_mode(WAL)&_pragma=busy_timeout(%d)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)&_pragma=wal_autocheckpoint(0)&_txlock=immediate",
-		path, busy.Milliseconds())
+	//
+	// The path is percent-escaped into the file: URI: a '#' or '?' in a
+	// directory name (Go's t.TempDir() of a subtest named "x#01" has one)
+	// would otherwise end the file name there, and the metastore would
+	// silently be another file, outside the data directory, possibly
+	// another server's.
+	dsn := fmt.Sprintf("%s?_pragma=journal_mode(WAL)&_pragma=busy_timeout(%d)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)&_pragma=wal_autocheckpoint(0)&_txlock=immediate",
+		sqliteFileURI(path), busy.Milliseconds())
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("metastore: open %s: %w", url, err)
@@ -360,4 +368,15 @@ func redact(url string) string {
 		return url[:scheme+3] + creds[:colon] + ":***" + url[at:]
 	}
 	return url
+}
+
+// sqliteFileURI is path as an SQLite file: URI, every character that URI
+// syntax gives a meaning ('#', '?', '%', and the others url.PathEscape
+// escapes within a segment) percent-escaped; SQLite decodes the escapes.
+func sqliteFileURI(path string) string {
+	segs := strings.Split(filepath.ToSlash(path), "/")
+	for i, s := range segs {
+		segs[i] = neturl.PathEscape(s)
+	}
+	return "file:" + strings.Join(segs, "/")
 }

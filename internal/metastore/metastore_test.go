@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -591,4 +592,41 @@ func TestPreparedStatementsInTx(t *testing.T) {
 			t.Fatalf("%d rows, want 50", got)
 		}
 	})
+}
+
+// TestSQLitePathWithURICharacters: a data directory whose name holds
+// characters with a meaning in a file: URI ('#', '?', '%', a space) keeps
+// its metastore inside it. Before, "x#01/meta.db" opened the file "x"
+// next to the directory — shared by every such directory, so a fresh
+// server found another's catalog (TestDDLCrashPoints' subtest "…#01" failed
+// with 42P07 on its first CREATE TABLE).
+func TestSQLitePathWithURICharacters(t *testing.T) {
+	parent := t.TempDir()
+	for i, name := range []string{"run#01", "what?x=1", "100%", "a b&c"} {
+		dir := filepath.Join(parent, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		db := openTestSQLite(t, filepath.Join(dir, "meta.db"), sqliteBusyTimeout)
+		if _, err := db.Exec(bg, "CREATE TABLE mine (n INTEGER)"); err != nil {
+			t.Fatalf("%s: a fresh metastore already has table mine (another directory's): %v", name, err)
+		}
+		if _, err := db.Exec(bg, "INSERT INTO mine VALUES (?)", i); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "meta.db")); err != nil {
+			t.Fatalf("%s: the metastore is not in its directory: %v", name, err)
+		}
+	}
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 4 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("files beside the data directories: %v", names)
+	}
 }
