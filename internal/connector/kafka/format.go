@@ -49,6 +49,8 @@ func newDecoder(cfg *Config, spec connector.Spec) (decoder, error) {
 		return &plainCSV{rb: rb, delim: cfg.Delimiter, withoutHeader: cfg.WithoutHeader, headers: map[int32][]int{}}, nil
 	case "plain protobuf":
 		return newProtobuf(rb, cfg)
+	case "plain avro":
+		return newAvro(rb, cfg)
 	case "plain bytes":
 		for i := range spec.Columns {
 			if !rb.isInclude(i) {

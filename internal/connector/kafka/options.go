@@ -31,6 +31,10 @@ type Config struct {
 	Include map[string]int
 	// Protobuf: the message's full name and the descriptor set file.
 	ProtoMessage, ProtoSchema string
+	// Avro: a schema registry's URL(s) (and basic auth), or a schema
+	// file (avro.go).
+	AvroRegistry, AvroRegistryUser, AvroRegistryPassword string
+	AvroLocation                                         string
 }
 
 func badOption(key, format string, args ...any) error {
@@ -85,9 +89,9 @@ func ParseOptions(spec connector.Spec) (*Config, error) {
 		cfg.Format, cfg.Encode = "plain", "json"
 	}
 	switch cfg.Format + " " + cfg.Encode {
-	case "plain json", "upsert json", "debezium json", "plain csv", "plain protobuf", "plain bytes":
+	case "plain json", "upsert json", "debezium json", "plain csv", "plain protobuf", "plain bytes", "plain avro":
 	default:
-		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "kafka: FORMAT %s ENCODE %s is not supported (supported: PLAIN JSON, PLAIN CSV, PLAIN PROTOBUF, PLAIN BYTES, UPSERT JSON, DEBEZIUM JSON)",
+		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "kafka: FORMAT %s ENCODE %s is not supported (supported: PLAIN JSON, PLAIN CSV, PLAIN PROTOBUF, PLAIN AVRO, PLAIN BYTES, UPSERT JSON, DEBEZIUM JSON)",
 			strings.ToUpper(cfg.Format), strings.ToUpper(cfg.Encode))
 	}
 	if (cfg.Format == "upsert" || cfg.Format == "debezium") && len(spec.PK) == 0 {
@@ -114,6 +118,13 @@ func ParseOptions(spec connector.Spec) (*Config, error) {
 		cfg.ProtoMessage, cfg.ProtoSchema = o["encode.message"], o["encode.schema.location"]
 		if cfg.ProtoMessage == "" || cfg.ProtoSchema == "" {
 			return nil, badOption("ENCODE PROTOBUF", "needs message = '...' and schema.location = 'file://...'")
+		}
+	}
+	if cfg.Encode == "avro" {
+		cfg.AvroRegistry, cfg.AvroLocation = o["encode.schema.registry"], o["encode.schema.location"]
+		cfg.AvroRegistryUser, cfg.AvroRegistryPassword = o["encode.schema.registry.username"], o["encode.schema.registry.password"]
+		if (cfg.AvroRegistry == "") == (cfg.AvroLocation == "") {
+			return nil, badOption("ENCODE AVRO", "needs schema.registry = 'http://...' or schema.location = 'file://...'")
 		}
 	}
 	cols := map[string]int{}

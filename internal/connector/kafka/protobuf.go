@@ -108,11 +108,15 @@ func loadMessage(cfg *Config) (protoreflect.MessageDescriptor, error) {
 
 // ProtobufColumns are the columns a source or table with ENCODE PROTOBUF
 // and no declared columns gets: one per field of the message, typed as
-// the table at the top of this file says.
+// the table at the top of this file says (and with ENCODE AVRO, one per
+// field of the schema: avro.go).
 func ProtobufColumns(options map[string]string) ([]connector.Column, error) {
 	cfg, err := ParseOptions(connector.Spec{Options: options})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Encode == "avro" {
+		return avroColumns(cfg)
 	}
 	if cfg.Encode != "protobuf" {
 		return nil, nil
