@@ -648,9 +648,8 @@ func (b *Binder) bindAggCall(fc *pg.FuncCall, name string, ec *exprCtx) (*plan.A
 			args = args[:1]
 		}
 		name = "percentile_cont"
-		nfc := *fc
-		nfc.Args = fc.Args[:1]
-		fc = &nfc
+		fc = &pg.FuncCall{Funcname: fc.Funcname, Args: fc.Args[:1], AggFilter: fc.AggFilter, AggWithinGroup: fc.AggWithinGroup,
+			AggOrder: fc.AggOrder, Location: fc.Location}
 	}
 	lookup := name
 	switch {
