@@ -65,7 +65,7 @@ func (s *Source) adminClient() (*kgo.Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.admin == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...), kgo.DialTimeout(5*time.Second), kgo.RequestRetries(2))
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...), kgo.DialTimeout(5 * time.Second), kgo.RequestRetries(2)}, s.cfg.Security...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -190,18 +190,18 @@ func (s *Source) OpenSplit(ctx context.Context, sp connector.Split, state []byte
 	}
 	st.caughtUp = st.next >= end
 	st.announce = st.announce || st.caughtUp
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(s.cfg.Brokers...),
-		kgo.DialTimeout(5*time.Second),
+		kgo.DialTimeout(5 * time.Second),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topic: {partition: kgo.NewOffset().At(st.next)}}),
 		// I7: only committed transactions' records; the markers are kept
 		// so the offset (and the state) moves past them.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.FetchMaxPartitionBytes(fetchPartitionBytes),
 		kgo.FetchMaxBytes(fetchPartitionBytes),
-	)
+	}, s.cfg.Security...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/runneldb/runnel/internal/connector"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
@@ -35,6 +37,9 @@ type Config struct {
 	// file (avro.go).
 	AvroRegistry, AvroRegistryUser, AvroRegistryPassword string
 	AvroLocation                                         string
+	// Security are the client options of the SASL and SSL settings
+	// (security.go).
+	Security []kgo.Opt
 }
 
 func badOption(key, format string, args ...any) error {
@@ -61,6 +66,11 @@ func ParseOptions(spec connector.Spec) (*Config, error) {
 			cfg.Brokers = append(cfg.Brokers, b)
 		}
 	}
+	sec, err := ClientSecurity("kafka topic "+cfg.Topic, o)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Security = sec
 	switch m := strings.ToLower(o["scan.startup.mode"]); m {
 	case "", "earliest":
 	case "latest":

@@ -49,6 +49,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	kafkasrc "github.com/runneldb/runnel/internal/connector/kafka"
 	"github.com/runneldb/runnel/internal/sink"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
@@ -69,6 +70,8 @@ type target struct {
 	exactlyOnce bool
 	txnID       string
 	topicID     [16]byte // for TxnOffsetCommit v6+, which names topics by id
+	// security are the SASL/SSL client options (kafkasrc.ClientSecurity).
+	security []kgo.Opt
 }
 
 // txnTimeout is the transaction timeout: an epoch's records are produced
@@ -96,6 +99,11 @@ func New(cfg *sink.Config) (sink.Target, error) {
 	if t.topic == "" {
 		return nil, bad("topic is required")
 	}
+	sec, err := kafkasrc.ClientSecurity(fmt.Sprintf("sink %q", cfg.Name), cfg.Options)
+	if err != nil {
+		return nil, err
+	}
+	t.security = sec
 	if cfg.Encode != "JSON" {
 		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "sink %q: ENCODE %s is not supported (ENCODE JSON)", cfg.Name, cfg.Encode)
 	}
@@ -132,6 +140,7 @@ func (t *target) Open(ctx context.Context) (uint64, error) {
 	if t.exactlyOnce {
 		opts = append(opts, kgo.TransactionalID(t.txnID), kgo.TransactionTimeout(txnTimeout))
 	}
+	opts = append(opts, t.security...)
 	c, err := kgo.NewClient(opts...)
 	if err != nil {
 		return 0, fmt.Errorf("sink %s: kafka client: %w", t.cfg.Name, err)
