@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runneldb/runnel/internal/testutil/pgtest"
 	"github.com/runneldb/runnel/internal/testutil/wiretest"
@@ -342,6 +343,34 @@ func TestCDCStarColumnsAndCommitTime(t *testing.T) {
 		_, err := conn.Exec(context.Background(), c.sql)
 		if sqlState(err) != c.code || !strings.Contains(err.Error(), c.text) {
 			t.Errorf("%s: %v; want %s naming %s", c.sql, err, c.code, c.text)
+		}
+	}
+}
+
+// TestCDCSSLMode: RisingWave's ssl.mode reaches the connection: against
+// the test cluster (no TLS) 'disabled' and the default work, 'required'
+// and 'verify-full' are refused by the upstream check at CREATE SOURCE
+// (before, the option was ignored and every connection used prefer); bad
+// values are refused.
+func TestCDCSSLMode(t *testing.T) {
+	up := newCDCUpstream(t)
+	ts := startTestServer(t, "")
+	conn := ts.connect(t)
+	mustExec(t, conn, "CREATE SOURCE plain WITH ("+up.withOptions(", ssl.mode = 'disabled'")+")")
+	mustExec(t, conn, "CREATE SOURCE dflt WITH ("+up.withOptions("")+")")
+	for _, c := range []struct{ extra, code, text string }{
+		{", ssl.mode = 'required'", "08000", "TLS"},
+		{", ssl.mode = 'verify-full'", "08000", "TLS"},
+		{", ssl.mode = 'sometimes'", "22023", "ssl.mode"},
+		{", ssl.root.cert = '/tmp/ca.pem'", "22023", "verify"},
+	} {
+		_, err := conn.Exec(context.Background(), "CREATE SOURCE bad WITH ("+up.withOptions(c.extra)+")")
+		text := fmt.Sprint(err)
+		if pe, ok := err.(*pgconn.PgError); ok {
+			text += " " + pe.Detail
+		}
+		if sqlState(err) != c.code || !strings.Contains(text, c.text) {
+			t.Errorf("%s: %s; want %s naming %s", c.extra, text, c.code, c.text)
 		}
 	}
 }

@@ -36,6 +36,10 @@ type Config struct {
 	// when missing.
 	Publication       string
 	CreatePublication bool
+	// SSLMode is ssl.mode as libpq's sslmode (prefer by default);
+	// SSLRootCert is ssl.root.cert, the path of the PEM CA file for
+	// verify-ca and verify-full.
+	SSLMode, SSLRootCert string
 }
 
 // The option keys.
@@ -50,7 +54,19 @@ const (
 	OptSlot              = "slot.name"
 	OptPublication       = "publication.name"
 	OptCreatePublication = "publication.create.enable"
+	OptSSLMode           = "ssl.mode"
+	OptSSLRootCert       = "ssl.root.cert"
 )
+
+// sslModes maps RisingWave's ssl.mode values (and libpq's own names) to
+// libpq's sslmode.
+var sslModes = map[string]string{
+	"disabled": "disable", "disable": "disable",
+	"preferred": "prefer", "prefer": "prefer",
+	"required": "require", "require": "require",
+	"verify-ca": "verify-ca", "verify_ca": "verify-ca",
+	"verify-full": "verify-full", "verify_full": "verify-full", "verify-identity": "verify-full",
+}
 
 // slotNameRE is PostgreSQL's rule for replication slot names.
 var slotNameRE = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
@@ -89,6 +105,18 @@ func ParseSourceOptions(opts map[string]string) (Config, error) {
 	}
 	if c.Slot != "" && !slotNameRE.MatchString(c.Slot) {
 		return Config{}, badOption(OptSlot, "%q: a slot name is 1-63 lower-case letters, digits and underscores", c.Slot)
+	}
+	c.SSLMode = "prefer"
+	if v := strings.ToLower(get(OptSSLMode)); v != "" {
+		m, ok := sslModes[v]
+		if !ok {
+			return Config{}, badOption(OptSSLMode, "%q is not disabled, preferred, required, verify-ca or verify-full", opts[OptSSLMode])
+		}
+		c.SSLMode = m
+	}
+	c.SSLRootCert = get(OptSSLRootCert)
+	if c.SSLRootCert != "" && !strings.HasPrefix(c.SSLMode, "verify") {
+		return Config{}, badOption(OptSSLRootCert, "is used by ssl.mode = 'verify-ca' or 'verify-full' only (it is %s)", c.SSLMode)
 	}
 	if v := get(OptCreatePublication); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -139,7 +167,14 @@ func (c Config) connURL(replication bool) string {
 		u.User = url.User(c.User)
 	}
 	q := url.Values{}
-	q.Set("sslmode", "prefer")
+	mode := c.SSLMode
+	if mode == "" {
+		mode = "prefer"
+	}
+	q.Set("sslmode", mode)
+	if c.SSLRootCert != "" {
+		q.Set("sslrootcert", c.SSLRootCert)
+	}
 	q.Set("connect_timeout", "10")
 	q.Set("application_name", "runnel-cdc")
 	q.Set("DateStyle", "ISO")

@@ -64,7 +64,10 @@ const connectTimeout = 15 * time.Second
 
 // unreachable wraps a connection failure as 08000 naming the server.
 func unreachable(c Config, err error) error {
-	return sqlerr.Wrap(err, sqlerr.ConnectionException, "postgres-cdc: cannot connect to "+c.Redacted())
+	// The cause (refused, TLS refused, authentication failed) goes to the
+	// client as the DETAIL; pgconn's text names host, user and database,
+	// never the password.
+	return sqlerr.Wrap(err, sqlerr.ConnectionException, "postgres-cdc: cannot connect to "+c.Redacted()).WithDetail("%v", err)
 }
 
 // exec runs one simple-protocol statement and returns its text rows.
