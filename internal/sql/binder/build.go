@@ -9,7 +9,8 @@ import (
 	"github.com/runneldb/runnel/internal/types"
 )
 
-// conjuncts splits an AND tree into its parts.
+// conjuncts splits an AND tree into its parts; an OR whose branches share
+// conjuncts gives them as parts of their own (factorOr).
 func conjuncts(n *pg.Node) []*pg.Node {
 	if be := n.GetBoolExpr(); be != nil && be.Boolop == pg.BoolExprType_AND_EXPR {
 		var out []*pg.Node
@@ -17,6 +18,14 @@ func conjuncts(n *pg.Node) []*pg.Node {
 			out = append(out, conjuncts(a)...)
 		}
 		return out
+	} else if be != nil && be.Boolop == pg.BoolExprType_OR_EXPR {
+		if f := factorOr(be); f != nil {
+			var out []*pg.Node
+			for _, c := range f {
+				out = append(out, conjuncts(c)...)
+			}
+			return out
+		}
 	}
 	return []*pg.Node{n}
 }

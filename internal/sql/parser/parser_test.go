@@ -226,8 +226,25 @@ func TestParseAlterRename(t *testing.T) {
 	if !ok || !a.Sink || !a.IfExists || a.Schema != "s" || a.Name != "K" || a.NewName != "k2" {
 		t.Fatalf("got %#v", st.Runnel)
 	}
-	if _, err := ParseOne("ALTER SOURCE src SET PARALLELISM = 2"); err == nil || !strings.Contains(err.Error(), "only RENAME TO") {
-		t.Fatalf("ALTER SOURCE ... SET: %v", err)
+	if _, err := ParseOne("ALTER SOURCE src OWNER TO bob"); err == nil || !strings.Contains(err.Error(), "only RENAME TO") {
+		t.Fatalf("ALTER SOURCE ... OWNER TO: %v", err)
+	}
+	// RisingWave's SET PARALLELISM and WAIT (their own statements).
+	for sql, want := range map[string]AlterParallelism{
+		"ALTER SOURCE src SET PARALLELISM = 2":                     {Kind: "source", Name: "src", Value: "2"},
+		"alter materialized view s.mv set parallelism to adaptive": {Kind: "materialized view", Schema: "s", Name: "mv", Value: "adaptive"},
+		"ALTER SINK k SET PARALLELISM = 0":                         {Kind: "sink", Name: "k", Value: "0"},
+	} {
+		st, err := ParseOne(sql)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		if got, ok := st.Runnel.(*AlterParallelism); !ok || *got != want {
+			t.Fatalf("%s: got %#v", sql, st.Runnel)
+		}
+	}
+	if st, err := ParseOne("WAIT"); err != nil || st.Runnel == nil {
+		t.Fatalf("WAIT: %v %v", st, err)
 	}
 	if st, err := ParseOne("ALTER TABLE t RENAME TO u"); err != nil || st.AST == nil {
 		t.Fatalf("ALTER TABLE goes to pg_query: %v %v", st, err)
