@@ -145,6 +145,14 @@ func (h *hashAggExec) consume(ctx context.Context) error {
 		// A global aggregate returns one row even for empty input.
 		h.order = append(h.order, h.newGroup(nil))
 	}
+	for _, key := range h.node.Always {
+		// So does each empty grouping set (GROUP BY ROLLUP(a)'s total).
+		if buf = rowKey(buf, key); h.groups[string(buf)] == nil {
+			g := h.newGroup(key)
+			h.groups[string(buf)] = g
+			h.order = append(h.order, g)
+		}
+	}
 	for _, g := range h.order {
 		out := make(types.Row, 0, len(g.key)+len(g.accs))
 		out = append(out, g.key...)

@@ -208,6 +208,12 @@ func (r *runner) build(n plan.Node) (executor, error) {
 			return nil, err
 		}
 		return &projectExec{r: r, in: in, exprs: n.Exprs}, nil
+	case *plan.Expand:
+		in, err := r.build(n.Input)
+		if err != nil {
+			return nil, err
+		}
+		return &expandExec{r: r, in: in, node: n}, nil // see expand.go
 	case *plan.Aggregate:
 		in, err := r.build(n.Input)
 		if err != nil {

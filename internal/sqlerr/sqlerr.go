@@ -75,6 +75,8 @@ const (
 	OutOfMemory                   = "53200"
 	ProgramLimitExceeded          = "54000"
 	StatementTooComplex           = "54001"
+	TooManyColumns                = "54011"
+	TooManyArguments              = "54023"
 	ObjectNotInPrerequisiteState  = "55000"
 	ObjectInUse                   = "55006"
 	QueryCanceled                 = "57014"

@@ -1,8 +1,8 @@
 // Package plan defines Runnel's logical query plan: a tree of relational
 // operators (Scan, Filter, Project, Aggregate, Join, Sort, Limit, TopN,
-// Distinct, SetOp, Values, TableFunc, Window, ProjectSet, HopWindow), each
-// with an output schema, whose scalar parts are bound expressions from
-// internal/expr.
+// Distinct, SetOp, Values, TableFunc, Window, ProjectSet, HopWindow,
+// Expand), each with an output schema, whose scalar parts are bound
+// expressions from internal/expr.
 //
 // The binder (internal/sql/binder) produces it, the optimizer rewrites it
 // (internal/sql/optimizer), the batch executors (internal/batch) run it for

@@ -165,11 +165,17 @@ func (a *AggCall) String() string {
 // Aggregate groups its input by GroupBy and computes Aggs per group. Its
 // output is the group keys followed by the aggregate results. With no
 // GroupBy it is a global aggregate: exactly one row, even on empty input.
+//
+// Always lists group keys whose row exists even when no input row falls
+// in the group: the empty sets of GROUPING SETS (NULL keys and the set's
+// number), each a global aggregate of its own, so GROUP BY ROLLUP(a) has
+// its total row (count 0) over an empty input, as in PostgreSQL.
 type Aggregate struct {
 	Input   Node
 	GroupBy []expr.Expr
 	Aggs    []*AggCall
 	Out     Schema
+	Always  []types.Row
 }
 
 // JoinKind is the kind of join.
@@ -457,6 +463,13 @@ func (n *Aggregate) Describe() string {
 	s := "Aggregate " + strings.Join(parts, ", ")
 	if len(n.GroupBy) > 0 {
 		s += " group by: " + exprList(n.GroupBy)
+	}
+	if len(n.Always) > 0 {
+		keys := make([]string, len(n.Always))
+		for i, k := range n.Always {
+			keys[i] = k.String()
+		}
+		s += " always: " + strings.Join(keys, ", ")
 	}
 	return s
 }
