@@ -111,6 +111,8 @@ func (b *builder) build(n plan.Node) (*Node, error) {
 		return b.setOp(n)
 	case *plan.ProjectSet:
 		return b.projectSet(n) // constant ones were planned above (constant.go)
+	case *plan.Expand:
+		return b.expand(n) // see expand.go
 	case *plan.Window:
 		return b.overWindow(n)
 	case *plan.HopWindow:
@@ -141,6 +143,8 @@ func checkNode(n plan.Node) error {
 		}
 	case *plan.Join:
 		return checkStreamable(append(append(n.LeftKeys, n.RightKeys...), n.Cond)...)
+	case *plan.Expand:
+		return checkStreamable(n.Keys...)
 	}
 	return nil
 }
@@ -305,13 +309,14 @@ func (b *builder) aggregate(n *plan.Aggregate) (*Node, error) {
 	pre := &Node{Op: OpProject, Inputs: []*Node{in}, Schema: out, Key: inKey, Dist: Dist{Kind: DistAny}, Exprs: exprs}
 	g := len(n.GroupBy)
 	if g == 0 {
+		// (Always is set only with a group key: the grouping-set number.)
 		ex := exchange(pre, Dist{Kind: DistSingle})
 		return &Node{Op: OpSimpleAgg, Inputs: []*Node{ex}, Schema: n.Out, Key: []int{}, Dist: Dist{Kind: DistSingle},
 			Aggs: specs, InputKey: inKey}, nil
 	}
 	ex := exchange(pre, Dist{Kind: DistHash, Keys: seq(0, g)})
 	return &Node{Op: OpHashAgg, Inputs: []*Node{ex}, Schema: n.Out, Key: seq(0, g), Dist: Dist{Kind: DistHash, Keys: seq(0, g)},
-		GroupKey: seq(0, g), Aggs: specs, InputKey: inKey}, nil
+		GroupKey: seq(0, g), Aggs: specs, InputKey: inKey, Always: n.Always}, nil
 }
 
 // join plans an equi-join: each side projected to carry its join keys as

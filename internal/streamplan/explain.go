@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/stream/state"
 )
 
@@ -224,6 +225,15 @@ func attributes(n *Node) []string {
 			parts[i] = g.Call.String()
 		}
 		add("aggs: [%s]", strings.Join(parts, ", "))
+		if len(n.Always) > 0 {
+			keys := make([]string, len(n.Always))
+			for i, k := range n.Always {
+				keys[i] = k.String()
+			}
+			add("always present: [%s]", strings.Join(keys, ", "))
+		}
+	case OpExpand:
+		add("grouping sets: [%s]", plan.FormatGroupingSets(n.Exprs, n.GroupingSets))
 	case OpHashJoin:
 		add("type: %s", n.JoinKind)
 		add("left keys: %s", colList(n.Inputs[0], n.LeftKeys))

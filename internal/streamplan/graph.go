@@ -608,9 +608,11 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 			agg.SetAppendOnly() // min/max keep no inputs
 		}
 		agg.SetBackfillGate(g.job.Gate) // state written once per backfill (I7: see BackfillGate)
-		// Watermark cleanup deletes only this actor's groups.
+		// Watermark cleanup deletes only this actor's groups, and only
+		// this actor creates the Always groups of its vnodes.
 		owners := f.owners
 		agg.SetVnodeOwner(func(v uint16) bool { return owners[v] == actor })
+		agg.SetAlwaysGroups(n.Always)
 		return agg, nil
 	case OpHashJoin:
 		l, err := input(0)
@@ -687,6 +689,12 @@ func (g *graphBuilder) executor(f *fragment, i int, n *Node) (stream.Executor, e
 		}
 		ps.SetLateral(n.SRFOrdinality, n.SRFOuter)
 		return ps, nil
+	case OpExpand:
+		in, err := input(0)
+		if err != nil {
+			return nil, err
+		}
+		return exec.NewExpand(in, n.Exprs, n.GroupingSets, n.ExpandAt, env.Location)
 	case OpWindowClose:
 		in, err := input(0)
 		if err != nil {
@@ -892,9 +900,10 @@ func appendOnly(n *Node) bool {
 		// Each insert emits inserts keyed by its own key (and the looked-up
 		// rows' keys); nothing is retracted.
 		return appendOnly(n.Inputs[0])
-	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow, OpProjectSet:
+	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow, OpProjectSet, OpExpand:
 		// (A hop window turns an insert into inserts keyed by the input's
-		// key and window_start: fresh keys too.)
+		// key and window_start: fresh keys too; an Expand into inserts
+		// keyed by the input's key and the grouping-set number.)
 		for _, c := range n.Inputs {
 			if !appendOnly(c) {
 				return false

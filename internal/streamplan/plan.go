@@ -65,9 +65,10 @@ const (
 	OpProjectSet     // set-returning functions in a select list (projectset.go)
 	OpDynamicFilter  // a comparison with a one-row subquery (dynamicfilter.go)
 	OpTemporalJoin   // FOR SYSTEM_TIME AS OF PROCTIME() (temporaljoin.go)
+	OpExpand         // a row per grouping set under a GROUPING SETS aggregation (expand.go)
 )
 
-var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink", "TemporalFilter", "WindowClose", "ProjectSet", "DynamicFilter", "TemporalJoin"}
+var opNames = [...]string{"Scan", "Filter", "Project", "HashAgg", "SimpleAgg", "HashJoin", "TopN", "Distinct", "UnionAll", "Exchange", "Materialize", "Source", "OverWindow", "HopWindow", "Values", "Sink", "TemporalFilter", "WindowClose", "ProjectSet", "DynamicFilter", "TemporalJoin", "Expand"}
 
 func (o Op) String() string { return opNames[o] }
 
@@ -134,6 +135,14 @@ type Node struct {
 	// SRFOuter keeps a row with an empty expansion as one row of NULLs
 	// (LEFT JOIN LATERAL ... ON true).
 	SRFOrdinality, SRFOuter bool
+	// GroupingSets are OpExpand's sets, each a list of indices in Exprs
+	// (the grouping expressions, over the input's first ExpandAt
+	// columns); the NULLed keys and the set number follow those columns.
+	GroupingSets [][]int
+	ExpandAt     int
+	// Always are OpHashAgg's group keys whose row always exists (the
+	// empty grouping sets, plan.Aggregate.Always).
+	Always []types.Row
 	// CloseCol is OpWindowClose's watermark column: a row is emitted once
 	// the watermark passes its value there.
 	CloseCol int
@@ -176,6 +185,11 @@ func (n *Node) Describe() string {
 			fmt.Fprintf(&b, " group key %v", n.GroupKey)
 		}
 		fmt.Fprintf(&b, " aggs [%s]", strings.Join(parts, ", "))
+		if len(n.Always) > 0 {
+			fmt.Fprintf(&b, " always %v", n.Always)
+		}
+	case OpExpand:
+		fmt.Fprintf(&b, " grouping sets %s", plan.FormatGroupingSets(n.Exprs, n.GroupingSets))
 	case OpHashJoin:
 		fmt.Fprintf(&b, " %s keys %v = %v", n.JoinKind, n.LeftKeys, n.RightKeys)
 		if n.Cond != nil {

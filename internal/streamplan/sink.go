@@ -58,7 +58,7 @@ func InsertOnly(n *Node) bool {
 	case OpTemporalJoin:
 		// Over an insert-only input it emits inserts only.
 		return n.TemporalJoin.AppendOnly
-	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow, OpProjectSet:
+	case OpFilter, OpProject, OpExchange, OpUnionAll, OpHopWindow, OpProjectSet, OpExpand:
 		for _, c := range n.Inputs {
 			if !InsertOnly(c) {
 				return false

@@ -40,6 +40,8 @@ import (
 //
 // SimpleAgg (no GROUP BY) is the same executor with an empty group key
 // whose one output row always exists: count 0 and sum NULL on empty input.
+// A HashAgg's always groups (SetAlwaysGroups: the empty grouping sets of
+// GROUP BY ROLLUP and the like) exist the same way.
 //
 // Group cache: after a flush, a group's entry (its stored row and decoded
 // states) stays in an LRU cache charged to the operator cache budget
@@ -76,10 +78,15 @@ type HashAgg struct {
 	extBuf []byte
 	argBuf types.Row // scratch: one call's arguments
 	rowBuf types.Row // scratch: a row to encode into a call table
-	inited bool      // simple agg: the one row was materialized
+	inited bool      // simple agg: the one row was materialized (and the always groups)
 	out    output
 	q      queue
 	cache  *lruCache[*aggGroup]
+
+	// always are group keys whose row exists even when no input row is in
+	// the group (SetAlwaysGroups); alwaysKey holds their encodings.
+	always    []types.Row
+	alwaysKey map[string]bool
 
 	// gate, when set, is the new job's backfill gate: while it is closed
 	// barriers do not flush (see deferFlush).
@@ -400,6 +407,12 @@ func (h *HashAgg) Next(ctx context.Context) (stream.Message, error) {
 				}
 				h.inited = true
 			}
+			if !h.inited && len(h.always) > 0 {
+				if err := h.touchAlways(ctx); err != nil {
+					return stream.Message{}, err
+				}
+				h.inited = true
+			}
 			if !h.deferFlush() {
 				if err := h.flush(ctx); err != nil {
 					return stream.Message{}, err
@@ -449,13 +462,53 @@ func (h *HashAgg) deferFlush() bool {
 	return h.gate.Backfilling() && !h.wm.advanced()
 }
 
+// SetAlwaysGroups makes the rows of keys exist even when no input row is
+// in their group, like a SimpleAgg's one row: GROUP BY ROLLUP(a)'s total
+// row (keys with a NULL a and the empty set's number) over an empty table.
+// Each is created at the first barrier by the actor owning its vnode
+// (SetVnodeOwner), and kept with count 0 when its last row is deleted.
+// Call it before the first message.
+func (h *HashAgg) SetAlwaysGroups(keys []types.Row) {
+	h.always = keys
+	h.alwaysKey = map[string]bool{}
+	for _, k := range keys {
+		h.alwaysKey[string(h.encodeGroupKey(nil, k))] = true
+	}
+}
+
+// touchAlways makes this actor's always groups dirty, so that the flush
+// writes and emits those that do not exist yet.
+func (h *HashAgg) touchAlways(ctx context.Context) error {
+	for _, k := range h.always {
+		if h.wm.owns != nil {
+			v, ok := h.result.PrefixVnode(k)
+			if !ok {
+				return fmt.Errorf("%s: no vnode for group %s", h.Identity(), k)
+			}
+			if !h.wm.owns(v) {
+				continue
+			}
+		}
+		if _, err := h.group(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodeGroupKey appends the encoding of a group key, the dirty map's and
+// the cache's key, to dst.
+func (h *HashAgg) encodeGroupKey(dst []byte, key types.Row) []byte {
+	for i, d := range key {
+		dst = types.AppendKey(dst, d, h.inTypes[h.groupKey[i]], false, false)
+	}
+	return dst
+}
+
 // group returns the dirty-group entry for key, loading it from the result
 // table at first touch.
 func (h *HashAgg) group(ctx context.Context, key types.Row) (*aggGroup, error) {
-	h.keyBuf = h.keyBuf[:0]
-	for i, d := range key {
-		h.keyBuf = types.AppendKey(h.keyBuf, d, h.inTypes[h.groupKey[i]], false, false)
-	}
+	h.keyBuf = h.encodeGroupKey(h.keyBuf[:0], key)
 	if g, ok := h.dirty[string(h.keyBuf)]; ok {
 		return g, nil
 	}
@@ -714,7 +767,7 @@ func (h *HashAgg) flush(ctx context.Context) error {
 				prevOut = append(prevOut, g.prev[k+2+2*i])
 			}
 		}
-		if g.count == 0 && !h.simple {
+		if g.count == 0 && !h.simple && !h.alwaysKey[ks] {
 			if g.prev != nil {
 				h.out.emit(types.OpDelete, prevOut)
 				h.result.Delete(g.prev)
