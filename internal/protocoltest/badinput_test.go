@@ -143,7 +143,6 @@ var unsupportedStatements = []struct{ sql, feature, code string }{
 	{sql: "CREATE TABLE ck (a int CHECK (a > 0))", feature: "CHECK"},
 	{sql: "CREATE TEMP TABLE tmp (a int)", feature: "temporary tables"},
 	{sql: "CREATE SEQUENCE seq", feature: "CREATE SEQUENCE"},
-	{sql: "SELECT a FROM bi GROUP BY ROLLUP (a)", feature: "ROLLUP"},
 	{sql: "LOCK TABLE bi", feature: "LOCK"},
 	{sql: "SELECT * FROM bi, LATERAL (SELECT 1) x", feature: "LATERAL"},
 	{sql: "SELECT xmlparse(document '<a/>')", feature: "XML"},

@@ -18,6 +18,11 @@ type aggCtx struct {
 	keys   map[string]int // bound GROUP BY expression text -> index
 	aggs   []*plan.AggCall
 	aggIdx map[string]int
+	// sets, with GROUPING SETS, ROLLUP or CUBE making more than one set,
+	// lists each set's keys (indices in group); group then ends with the
+	// set number, after the nKeys grouping expressions (grouping.go).
+	sets  [][]int
+	nKeys int
 }
 
 func (a *aggCtx) groupRef(i int) expr.Expr {
@@ -118,6 +123,10 @@ func containsWindow(n *pg.Node) bool {
 // n structurally (its children come back here).
 func (b *Binder) aggHook(n *pg.Node, ec *exprCtx) (expr.Expr, bool, error) {
 	a := ec.agg
+	if gf := n.GetGroupingFunc(); gf != nil {
+		e, err := b.bindGrouping(gf, a, ec.clause) // see grouping.go
+		return e, true, err
+	}
 	if fc := n.GetFuncCall(); fc != nil && fc.Over == nil {
 		if rw := valueAggregate(fc); rw != nil {
 			e, err := b.bindExpr(rw, ec)

@@ -198,6 +198,8 @@ func nodeName(n *pg.Node) string {
 		return nodeName(ind.Arg)
 	case n.GetCoalesceExpr() != nil:
 		return "coalesce"
+	case n.GetGroupingFunc() != nil:
+		return "grouping"
 	case n.GetMinMaxExpr() != nil:
 		if n.GetMinMaxExpr().Op == pg.MinMaxOp_IS_GREATEST {
 			return "greatest"

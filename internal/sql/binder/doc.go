@@ -13,7 +13,9 @@
 //     the Aggregate node are matched against the GROUP BY expressions
 //     (structurally, by their bound form) and aggregate calls become
 //     references to the Aggregate's output columns; any other column
-//     reference is error 42803.
+//     reference is error 42803. GROUPING SETS, ROLLUP and CUBE add an
+//     Expand under the Aggregate and a grouping-set number to its keys
+//     (grouping.go).
 //   - Untyped literals stay "unknown" until their context types them
 //     (internal/expr does the coercion); an output column still unknown at
 //     the end becomes text, as in PostgreSQL.

@@ -211,6 +211,12 @@ func (b *Binder) bindExprInner(n *pg.Node, ec *exprCtx) (expr.Expr, error) {
 		return b.bindArrayExpr(n.GetAArrayExpr(), types.Type{}, ec) // see array.go
 	case n.GetRowExpr() != nil:
 		return nil, unsupported("row constructors are not supported")
+	case n.GetGroupingFunc() != nil:
+		// Above an Aggregate, aggHook binds it (grouping.go).
+		if ec.inAggArgs && ec.clause != "FILTER" {
+			return nil, sqlerr.New(sqlerr.GroupingError, "aggregate function calls cannot be nested")
+		}
+		return nil, sqlerr.Errorf(sqlerr.GroupingError, "grouping operations are not allowed in %s", ec.clause)
 	case n.GetCollateClause() != nil:
 		cc := n.GetCollateClause()
 		coll := strings.TrimPrefix(strings.Join(strs(cc.Collname), "."), "pg_catalog.")

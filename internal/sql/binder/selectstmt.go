@@ -353,12 +353,12 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 
 	hasAgg := len(sel.GroupClause) > 0 || sel.HavingClause != nil
 	for _, t := range targets {
-		if t.ast != nil && containsAggregate(t.ast) {
+		if t.ast != nil && (containsAggregate(t.ast) || containsGrouping(t.ast)) {
 			hasAgg = true
 		}
 	}
 	for _, s := range sel.SortClause {
-		if containsAggregate(s.GetSortBy().Node) {
+		if containsAggregate(s.GetSortBy().Node) || containsGrouping(s.GetSortBy().Node) {
 			hasAgg = true
 		}
 	}
@@ -368,6 +368,9 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 		ac = &aggCtx{input: sc, keys: map[string]int{}, aggIdx: map[string]int{}}
 		if err := b.bindGroupBy(sel, targets, ac); err != nil {
 			return nil, err
+		}
+		if ac.sets != nil {
+			ac.addGroupingSetColumn(len(node.Schema())) // see grouping.go
 		}
 		ac.out = &scope{parent: sc.parent}
 		for i, g := range ac.group {
@@ -562,6 +565,9 @@ func (b *Binder) bindSimpleSelect(sel *pg.SelectStmt, outer *scope) (plan.Node, 
 	// Build: Aggregate -> HAVING -> Window -> Project.
 	if hasAgg {
 		agg := &plan.Aggregate{Input: node, GroupBy: ac.group, Aggs: ac.aggs}
+		if ac.sets != nil {
+			agg = ac.groupingAggregate(node) // Expand under the Aggregate
+		}
 		for _, g := range ac.group {
 			agg.Out = append(agg.Out, plan.Column{Name: g.String(), Type: g.Type()})
 		}
@@ -712,67 +718,6 @@ func colAST(c scopeCol) *pg.Node {
 		return pg.MakeColumnRefNode([]*pg.Node{pg.MakeStrNode(c.table), pg.MakeStrNode(c.name)}, -1)
 	}
 	return pg.MakeColumnRefNode([]*pg.Node{pg.MakeStrNode(c.name)}, -1)
-}
-
-// bindGroupBy binds GROUP BY items: ordinals and output-column aliases
-// (when no input column has that name) refer to the select list.
-func (b *Binder) bindGroupBy(sel *pg.SelectStmt, targets []selItem, ac *aggCtx) error {
-	in := &exprCtx{sc: ac.input, clause: "GROUP BY"}
-	add := func(e expr.Expr) {
-		s := e.String()
-		if _, dup := ac.keys[s]; dup {
-			return
-		}
-		ac.keys[s] = len(ac.group)
-		ac.group = append(ac.group, e)
-	}
-	for _, g := range sel.GroupClause {
-		if gs := g.GetGroupingSet(); gs != nil {
-			if gs.Kind == pg.GroupingSetKind_GROUPING_SET_EMPTY {
-				continue // GROUP BY (): one global group
-			}
-			return unsupported("GROUPING SETS, ROLLUP and CUBE are not supported")
-		}
-		ast := g
-		if c := g.GetAConst(); c != nil && c.GetIval() != nil {
-			i := int(c.GetIval().Ival)
-			if i < 1 || i > len(targets) {
-				return b.errorf(c.Location, sqlerr.InvalidColumnReference, "GROUP BY position %d is not in select list", i)
-			}
-			ast = targets[i-1].ast
-		} else if c := g.GetAConst(); c != nil {
-			// PostgreSQL reads an integer constant as a position and refuses
-			// every other constant.
-			return b.errorf(c.Location, sqlerr.SyntaxError, "non-integer constant in GROUP BY")
-		} else if cr := g.GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetString_() != nil {
-			name := cr.Fields[0].GetString_().Sval
-			if _, ok, _ := ac.input.lookup("", name); !ok {
-				for _, t := range targets {
-					if t.name == name && t.e == nil {
-						ast = t.ast
-						break
-					}
-				}
-			}
-		}
-		if containsAggregate(ast) {
-			return b.errorf(aggregateLocation(ast), sqlerr.GroupingError, "aggregate functions are not allowed in GROUP BY")
-		}
-		if containsWindow(ast) {
-			return b.errorf(windowLocation(ast), sqlerr.WindowingError, "window functions are not allowed in GROUP BY")
-		}
-		e, err := b.bindExpr(ast, in)
-		if err != nil {
-			return err
-		}
-		if e.Type().Kind == types.KindUnknown {
-			if e, err = expr.ResolveUnknown(e); err != nil {
-				return err
-			}
-		}
-		add(e)
-	}
-	return nil
 }
 
 func isSRFName(fc *pg.FuncCall) bool {

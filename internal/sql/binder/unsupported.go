@@ -13,7 +13,6 @@ var exprFeatureNames = map[string]string{
 	"XmlExpr":               "XML functions",
 	"XmlSerialize":          "XMLSERIALIZE",
 	"AIndirection":          "subscripts and field selection",
-	"GroupingFunc":          "GROUPING()",
 	"MultiAssignRef":        "multiple-column assignment",
 	"JsonObjectConstructor": "JSON_OBJECT",
 	"JsonArrayConstructor":  "JSON_ARRAY",
