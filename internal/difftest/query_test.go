@@ -323,6 +323,11 @@ func (g *gen) aggQuery(tables []*relation) (string, []item) {
 			items = append(items, item{sql: sc.ref, typ: sc.typ})
 		}
 	}
+	groupBy := strings.Join(groups, ", ")
+	if len(groups) > 0 && groupingSets && g.chance(0.25) {
+		groupBy = g.groupingSets(groups)
+		items = append(items, item{sql: "GROUPING(" + strings.Join(groups, ", ") + ")", typ: tInt})
+	}
 	for range 1 + g.intn(3) {
 		items = append(items, g.aggCall(s, true))
 	}
@@ -332,7 +337,7 @@ func (g *gen) aggQuery(tables []*relation) (string, []item) {
 	}
 	sql := fmt.Sprintf("SELECT %s FROM %s%s", strings.Join(sel, ", "), from, where)
 	if len(groups) > 0 {
-		sql += " GROUP BY " + strings.Join(groups, ", ")
+		sql += " GROUP BY " + groupBy
 		if g.chance(0.4) {
 			h := g.aggCall(s, false)
 			if h.typ == tBool {

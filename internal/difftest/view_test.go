@@ -452,12 +452,19 @@ func (c *viewCase) groupedSelect(name, from string, s scope, depth int) (string,
 			uniq = append(uniq, o.add(e, t, false, false))
 		}
 	}
+	groupBy := strings.Join(groups, ", ")
+	if len(groups) > 0 && groupingSets && g.chance(0.25) {
+		// Keys are no longer unique: the rows of the sets without a key
+		// hold NULL there (GROUPING tells them apart).
+		groupBy, uniq = g.groupingSets(groups), nil
+		o.add("GROUPING("+strings.Join(groups, ", ")+")", tInt, false, false)
+	}
 	for range 1 + g.intn(4) {
 		c.aggregate(s, &o)
 	}
 	body := fmt.Sprintf("SELECT %s FROM %s%s", strings.Join(o.items, ", "), from, c.where(s))
 	if len(groups) > 0 {
-		body += " GROUP BY " + strings.Join(groups, ", ")
+		body += " GROUP BY " + groupBy
 		if g.chance(0.3) {
 			body += " HAVING " + pick(g, []string{"count(*) > 1", "count(*) < 3", "count(*) <> 2"})
 		}
@@ -474,6 +481,29 @@ func (c *viewCase) aggView(name string, src *relation) (string, string, *relatio
 	}
 	body, r := c.groupedSelect(name, src.name+" a", s, src.depth+1)
 	return "aggregate", body, r
+}
+
+// groupingSets lets grouped views and queries group by ROLLUP, CUBE or
+// GROUPING SETS of their keys (with a GROUPING() column).
+const groupingSets = true
+
+// groupingSets returns a GROUP BY list over keys (one or two) with
+// grouping sets: every form, duplicate and empty sets included.
+func (g *gen) groupingSets(keys []string) string {
+	x := keys[0]
+	if len(keys) == 1 {
+		return pick(g, []string{"ROLLUP (" + x + ")", "CUBE (" + x + ")", "GROUPING SETS ((" + x + "), ())",
+			"GROUPING SETS ((" + x + "), (" + x + "), ())"})
+	}
+	y := keys[1]
+	return pick(g, []string{
+		"ROLLUP (" + x + ", " + y + ")",
+		"CUBE (" + x + ", " + y + ")",
+		"GROUPING SETS ((" + x + ", " + y + "), (" + x + "), ())",
+		"GROUPING SETS ((" + x + "), (" + y + "), (" + y + "))",
+		x + ", ROLLUP (" + y + ")",
+		"GROUPING SETS (ROLLUP (" + x + "), CUBE (" + y + "))",
+	})
 }
 
 // crossWidthJoinKeys lets joins equate INT with BIGINT columns (regression:
