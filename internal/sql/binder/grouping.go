@@ -277,6 +277,11 @@ func (b *Binder) bindGrouping(gf *pg.GroupingFunc, a *aggCtx, clause string) (ex
 		if err != nil {
 			return nil, err
 		}
+		if _, outer := e.(*plan.OuterRef); outer {
+			// PostgreSQL evaluates it at the enclosing query's level, whose
+			// grouping-set number a subquery does not see here.
+			return nil, b.errAt(unsupported("GROUPING() of an enclosing query's grouping expressions in a subquery is not supported"), location(arg))
+		}
 		k, ok := a.keys[e.String()]
 		if !ok {
 			return nil, b.errorf(location(arg), sqlerr.GroupingError, "arguments to GROUPING must be grouping expressions of the associated query level")
