@@ -34,6 +34,11 @@ import (
 func (st *statement) alterTable(ctx context.Context, n *pg_query.AlterTableStmt) (pgwire.Result, error) {
 	ss := st.sess
 	res := pgwire.Result{Tag: "ALTER TABLE"}
+	if len(n.Cmds) == 1 && n.Relation != nil {
+		if cmd := n.Cmds[0].GetAlterTableCmd(); cmd != nil && cmd.Subtype == pg_query.AlterTableType_AT_ChangeOwner {
+			return ss.alterOwner(ctx, n, cmd.Newowner) // owner.go
+		}
+	}
 	if n.Objtype != pg_query.ObjectType_OBJECT_TABLE || n.Relation == nil || len(n.Cmds) != 1 {
 		return res, sqlerr.New(sqlerr.FeatureNotSupported, "this form of ALTER is not supported (ALTER TABLE ... ADD COLUMN and RENAME are)")
 	}

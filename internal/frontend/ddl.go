@@ -197,6 +197,9 @@ func (ss *session) dropRelation(ctx context.Context, d *binder.Drop, n binder.Qu
 		return sqlerr.Errorf(sqlerr.WrongObjectType, "%q is not a %s", n.Name, want).
 			WithHint("Use DROP %s to remove a %s.", strings.ToUpper(rel.Kind.String()), rel.Kind)
 	}
+	if err := ss.requireOwner(rel); err != nil {
+		return err
+	}
 	// A relation's indexes go with it without CASCADE, as in PostgreSQL
 	// (the drop removes them first: metasrv's dropOrder).
 	deps := slices.DeleteFunc(s.catalog.Dependents(rel.ID), func(r *catalog.Relation) bool {

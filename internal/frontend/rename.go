@@ -77,7 +77,19 @@ func (ss *session) lookupForAlter(want catalog.RelationKind, schema, name string
 		return nil, sqlerr.Errorf(sqlerr.WrongObjectType, "%q is not a %s", name, want).
 			WithHint("Use ALTER %s instead.", strings.ToUpper(rel.Kind.String()))
 	}
+	if err := ss.requireOwner(rel); err != nil {
+		return nil, err
+	}
 	return rel, nil
+}
+
+// requireOwner refuses to let anyone but rel's owner or a superuser alter,
+// comment on or drop it (PostgreSQL's 42501).
+func (ss *session) requireOwner(rel *catalog.Relation) error {
+	if ss.user.Superuser || rel.Owner == ss.user.Name {
+		return nil
+	}
+	return sqlerr.Errorf(sqlerr.InsufficientPrivilege, "must be owner of %s %s", rel.Kind, rel.Name)
 }
 
 // findRelation finds [schema.]name along search_path (nil when absent).

@@ -398,6 +398,9 @@ func (st *statement) executeRunnel(ctx context.Context, r parser.RunnelStmt) (pg
 		if r.Sink {
 			kind = catalog.KindSink
 		}
+		if r.Owner != "" {
+			return pgwire.Result{Tag: "ALTER " + strings.ToUpper(kind.String())}, ss.alterOwnerOf(ctx, kind, r.Schema, r.Name, r.Owner, r.IfExists) // owner.go
+		}
 		return pgwire.Result{Tag: "ALTER " + strings.ToUpper(kind.String())}, ss.renameRelation(ctx, kind, r.Schema, r.Name, r.NewName, r.IfExists)
 	case *parser.CancelJobs:
 		return st.cancelJobs(ctx, r.IDs)

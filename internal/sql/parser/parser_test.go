@@ -226,8 +226,11 @@ func TestParseAlterRename(t *testing.T) {
 	if !ok || !a.Sink || !a.IfExists || a.Schema != "s" || a.Name != "K" || a.NewName != "k2" {
 		t.Fatalf("got %#v", st.Runnel)
 	}
-	if _, err := ParseOne("ALTER SOURCE src OWNER TO bob"); err == nil || !strings.Contains(err.Error(), "only RENAME TO") {
-		t.Fatalf("ALTER SOURCE ... OWNER TO: %v", err)
+	if _, err := ParseOne("ALTER SOURCE src SET SCHEMA other"); err == nil || !strings.Contains(err.Error(), "RENAME TO, OWNER TO") {
+		t.Fatalf("ALTER SOURCE ... SET SCHEMA: %v", err)
+	}
+	if st, err := ParseOne("ALTER SINK k OWNER TO bob"); err != nil || st.Runnel.(*AlterRename).Owner != "bob" {
+		t.Fatalf("ALTER SINK ... OWNER TO: %v %v", st, err)
 	}
 	// RisingWave's SET PARALLELISM and WAIT (their own statements).
 	for sql, want := range map[string]AlterParallelism{

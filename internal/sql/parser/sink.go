@@ -48,6 +48,10 @@ type AlterRename struct {
 	Schema, Name string
 	NewName      string
 	IfExists     bool
+	// Owner is the role of ALTER SOURCE | SINK name OWNER TO role (then
+	// NewName is empty); "current_user" and "session_user" are the
+	// session's.
+	Owner string
 }
 
 func (*AlterRename) runnelStmt() {}
@@ -130,11 +134,19 @@ func parseAlterRename(text string, toks []tok) (RunnelStmt, bool, error) {
 	if !ok {
 		return nil, true, syntaxErrorf("syntax error: %s", shape)
 	}
+	if n+3 == len(toks) && toks[n].text == "owner" && toks[n+1].text == "to" {
+		_, owner, m, ok := sinkName(text, toks, n+2)
+		if !ok || m != len(toks) {
+			return nil, true, syntaxErrorf("syntax error: expected ALTER %s name OWNER TO role", strings.ToUpper(toks[1].text))
+		}
+		a.Schema, a.Name, a.Owner = schema, name, owner
+		return a, true, nil
+	}
 	if n+1 < len(toks) && toks[n].text == "set" && toks[n+1].text == "parallelism" {
 		return nil, false, nil // ALTER ... SET PARALLELISM (runnel.go)
 	}
 	if n+3 != len(toks) || toks[n].text != "rename" || toks[n+1].text != "to" {
-		return nil, true, sqlerr.Errorf(sqlerr.FeatureNotSupported, "this form of ALTER %s is not supported (only RENAME TO)", strings.ToUpper(toks[1].text))
+		return nil, true, sqlerr.Errorf(sqlerr.FeatureNotSupported, "this form of ALTER %s is not supported (RENAME TO, OWNER TO and SET PARALLELISM are)", strings.ToUpper(toks[1].text))
 	}
 	_, newName, m, ok := sinkName(text, toks, n+2)
 	if !ok || m != len(toks) {
