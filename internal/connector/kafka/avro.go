@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/url"
@@ -63,7 +64,7 @@ type avroSchemas struct {
 	client *sr.Client // nil: a schema file
 	file   avro.Schema
 	mu     sync.Mutex
-	byID   map[int]*avro.RecordSchema
+	byID   map[int]avro.Schema
 }
 
 func newAvroSchemas(cfg *Config) (*avroSchemas, error) {
@@ -84,7 +85,7 @@ func newAvroSchemas(cfg *Config) (*avroSchemas, error) {
 		if err != nil {
 			return nil, badOption("schema.registry", "%v", err)
 		}
-		return &avroSchemas{client: cl, byID: map[int]*avro.RecordSchema{}}, nil
+		return &avroSchemas{client: cl, byID: map[int]avro.Schema{}}, nil
 	}
 	u, err := url.Parse(cfg.AvroLocation)
 	if err != nil || u.Scheme != "file" {
@@ -147,8 +148,9 @@ func (a *avroSchemas) latest(ctx context.Context, subject string) (*avro.RecordS
 	return rs, nil
 }
 
-// byWriterID is the writer schema of id (fetched once).
-func (a *avroSchemas) byWriterID(id int) (*avro.RecordSchema, error) {
+// byWriterIDAny is the writer schema of id (fetched once): a record for
+// a value, possibly a primitive for a key.
+func (a *avroSchemas) byWriterIDAny(id int) (avro.Schema, error) {
 	a.mu.Lock()
 	s := a.byID[id]
 	a.mu.Unlock()
@@ -164,7 +166,7 @@ func (a *avroSchemas) byWriterID(id int) (*avro.RecordSchema, error) {
 	if sch.Type != sr.TypeAvro {
 		return nil, fmt.Errorf("schema id %d is a %s schema", id, sch.Type)
 	}
-	if s, err = parseAvroRecord(sch.Schema); err != nil {
+	if s, err = avro.ParseWithCache(sch.Schema, "", &avro.SchemaCache{}); err != nil {
 		return nil, fmt.Errorf("schema id %d: %v", id, err)
 	}
 	a.mu.Lock()
@@ -247,17 +249,36 @@ func avroColumnType(s avro.Schema) types.Type {
 type plainAvro struct {
 	rb      *rowBuilder
 	schemas *avroSchemas
+	pk      []int // the table's key (UPSERT; a primitive key's column)
 }
 
-func newAvro(rb *rowBuilder, cfg *Config) (decoder, error) {
+func newAvro(rb *rowBuilder, cfg *Config, pk []int) (decoder, error) {
 	as, err := newAvroSchemas(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &plainAvro{rb: rb, schemas: as}, nil
+	d := plainAvro{rb: rb, schemas: as, pk: pk}
+	if cfg.Format == "upsert" {
+		return &upsertAvro{d}, nil
+	}
+	return &d, nil
 }
 
-func (d *plainAvro) decode(r *kgo.Record, out *types.Chunk) (err error) {
+func (d *plainAvro) decode(r *kgo.Record, out *types.Chunk) error {
+	if r.Value == nil {
+		return fmt.Errorf("record without a value")
+	}
+	row := d.rb.newRow(r)
+	if err := d.fill(r.Value, row, false); err != nil {
+		return err
+	}
+	out.Append(types.OpInsert, row)
+	return nil
+}
+
+// fill decodes an Avro body (framed when a registry is used) into row's
+// columns by field name; onlyEmpty leaves columns that are set alone.
+func (d *plainAvro) fill(b []byte, row types.Row, onlyEmpty bool) (err error) {
 	// I9: the Avro runtime sees outside input; nothing it does with it
 	// may end the process.
 	defer func() {
@@ -265,43 +286,95 @@ func (d *plainAvro) decode(r *kgo.Record, out *types.Chunk) (err error) {
 			err = fmt.Errorf("avro: %v", p)
 		}
 	}()
-	if len(r.Value) > maxRecordBytes {
-		return fmt.Errorf("record of %d bytes exceeds %d", len(r.Value), maxRecordBytes)
+	if len(b) > maxRecordBytes {
+		return fmt.Errorf("record of %d bytes exceeds %d", len(b), maxRecordBytes)
 	}
-	if r.Value == nil {
-		return fmt.Errorf("record without a value")
-	}
-	body := r.Value
-	var schema *avro.RecordSchema
+	var schema avro.Schema
 	if d.schemas.client != nil {
-		if len(body) < 5 || body[0] != 0 {
+		if len(b) < 5 || b[0] != 0 {
 			return fmt.Errorf("not in the schema registry's wire format (magic byte 0 and a schema id)")
 		}
-		id := int(binary.BigEndian.Uint32(body[1:5]))
-		if schema, err = d.schemas.byWriterID(id); err != nil {
+		id := int(binary.BigEndian.Uint32(b[1:5]))
+		if schema, err = d.schemas.byWriterIDAny(id); err != nil {
 			return err
 		}
-		body = body[5:]
+		b = b[5:]
 	} else {
-		schema = d.schemas.file.(*avro.RecordSchema)
+		schema = d.schemas.file
+	}
+	rs, isRecord := schema.(*avro.RecordSchema)
+	if !isRecord {
+		// A key of one primitive value: the table's one-column key.
+		var v any
+		if err := avro.Unmarshal(schema, b, &v); err != nil {
+			return fmt.Errorf("invalid avro %s: %v", schema.Type(), err)
+		}
+		if len(d.pk) == 1 && (!onlyEmpty || row[d.pk[0]].IsNull()) {
+			row[d.pk[0]] = avroDatum(v, schema, d.rb.cols[d.pk[0]].Type)
+		}
+		return nil
 	}
 	var v map[string]any
-	if err := avro.Unmarshal(schema, body, &v); err != nil {
-		return fmt.Errorf("invalid avro %s: %v", schema.FullName(), err)
+	if err := avro.Unmarshal(rs, b, &v); err != nil {
+		return fmt.Errorf("invalid avro %s: %v", rs.FullName(), err)
 	}
-	row := d.rb.newRow(r)
-	for _, f := range schema.Fields() {
+	for _, f := range rs.Fields() {
 		j, ok := d.rb.byName[f.Name()]
 		if !ok {
 			j, ok = d.rb.byName[strings.ToLower(f.Name())]
 		}
-		if !ok {
+		if !ok || onlyEmpty && !row[j].IsNull() {
 			continue
 		}
 		row[j] = avroDatum(v[f.Name()], f.Type(), d.rb.cols[j].Type)
 	}
-	out.Append(types.OpInsert, row)
 	return nil
+}
+
+// upsertAvro: FORMAT UPSERT ENCODE AVRO — the value is the new row (an
+// upsert by primary key); a null value deletes the row whose key is the
+// record's key: an INCLUDE key column (RisingWave's form: PRIMARY KEY
+// (rw_key) over INCLUDE KEY AS rw_key), or the key's Avro fields by name
+// (a primitive key for a one-column key).
+type upsertAvro struct{ plainAvro }
+
+func (d *upsertAvro) decode(r *kgo.Record, out *types.Chunk) error {
+	row := d.rb.newRow(r)
+	if r.Value != nil {
+		if err := d.fill(r.Value, row, false); err != nil {
+			return err
+		}
+		if err := d.keyFromRecord(r, row); err != nil {
+			return err
+		}
+		out.Append(types.OpInsert, row)
+		return nil
+	}
+	if r.Key == nil {
+		return errors.New("upsert delete (null value) without a key")
+	}
+	if err := d.keyFromRecord(r, row); err != nil {
+		return err
+	}
+	for _, k := range d.pk {
+		if row[k].IsNull() {
+			return fmt.Errorf("upsert delete: the key lacks column %s", d.rb.cols[k].Name)
+		}
+	}
+	out.Append(types.OpDelete, row)
+	return nil
+}
+
+// keyFromRecord fills key columns still NULL from the Avro record key.
+func (d *upsertAvro) keyFromRecord(r *kgo.Record, row types.Row) error {
+	missing := false
+	for _, k := range d.pk {
+		missing = missing || row[k].IsNull()
+	}
+	if !missing || r.Key == nil || d.schemas.client == nil {
+		return nil // with a schema file the key's schema is unknown
+	}
+	return d.fill(r.Key, row, true)
 }
 
 // avroDatum converts a generically decoded Avro value of schema s to a

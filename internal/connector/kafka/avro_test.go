@@ -129,3 +129,52 @@ func TestKafkaAvro(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaUpsertAvro: FORMAT UPSERT ENCODE AVRO in RisingWave's form (the
+// key is INCLUDE KEY AS rw_key, the primary key) and with a value column
+// as the key, the record key an Avro record registered as <topic>-key: a
+// value replaces the row of its key, a null value (a tombstone) deletes it.
+func TestKafkaUpsertAvro(t *testing.T) {
+	b := startBroker(t, 1, "up1", "up2")
+	reg := srfake.New()
+	defer reg.Close()
+	const val = `{"type": "record", "name": "V", "fields": [{"name": "id", "type": "int"}, {"name": "v", "type": "string"}]}`
+	const key = `{"type": "record", "name": "K", "fields": [{"name": "id", "type": "int"}]}`
+	reg.SeedSchema("up1-value", 1, 10, sr.Schema{Schema: val, Type: sr.TypeAvro}) // up2's value too (ids are global)
+	reg.SeedSchema("up2-key", 1, 11, sr.Schema{Schema: key, Type: sr.TypeAvro})
+	vs, ks := avro.MustParse(val), avro.MustParse(key)
+	v := func(id int, s string) []byte { return confluent(10, must(avro.Marshal(vs, map[string]any{"id": id, "v": s}))) }
+	k := func(id int) []byte { return confluent(11, must(avro.Marshal(ks, map[string]any{"id": id}))) }
+	for _, topic := range []string{"up1", "up2"} {
+		key := func(id int) []byte {
+			if topic == "up1" {
+				return []byte(fmt.Sprintf("k%d", id))
+			}
+			return k(id)
+		}
+		b.produce(t,
+			&kgo.Record{Topic: topic, Key: key(1), Value: v(1, "a")},
+			&kgo.Record{Topic: topic, Key: key(2), Value: v(2, "b")},
+			&kgo.Record{Topic: topic, Key: key(1), Value: v(1, "a2")},
+			&kgo.Record{Topic: topic, Key: key(3), Value: v(3, "c")},
+			&kgo.Record{Topic: topic, Key: key(2)}, // tombstone
+		)
+	}
+	srv := servertest.Start(t)
+	conn := servertest.Connect(t, srv.URL())
+	servertest.Exec(t, conn, fmt.Sprintf(`CREATE TABLE up1 (id int, v varchar, PRIMARY KEY (rw_key)) INCLUDE KEY AS rw_key
+		WITH (connector = 'kafka', topic = 'up1', properties.bootstrap.server = '%s')
+		FORMAT UPSERT ENCODE AVRO (schema.registry = '%s')`, b.addr, reg.URL()))
+	servertest.Exec(t, conn, fmt.Sprintf(`CREATE TABLE up2 (id int PRIMARY KEY, v varchar)
+		WITH (connector = 'kafka', topic = 'up2', properties.bootstrap.server = '%s')
+		FORMAT UPSERT ENCODE AVRO (schema.registry = '%s')`, b.addr, reg.URL()))
+	waitRows(t, conn, `SELECT encode(rw_key, 'escape'), id, v FROM up1 ORDER BY id`, "k1|1|a2;k3|3|c")
+	waitRows(t, conn, `SELECT id, v FROM up2 ORDER BY id`, "1|a2;3|c")
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
