@@ -98,6 +98,28 @@ func (c *conn) interrupt() {
 	c.nc.SetReadDeadline(time.Now())
 }
 
+// terminate is Backend.Terminate: the running statement is cancelled
+// (and one about to start is, in beginStatement) and a read waiting for
+// the client's next message is woken; the connection then ends with FATAL
+// 57P01 (loop, receive, simpleQuery, extended).
+func (c *conn) terminate() {
+	c.mu.Lock()
+	c.terminated.Store(true)
+	if c.stmtCancel != nil {
+		c.stmtCancel(errTerminated)
+	}
+	c.mu.Unlock()
+	c.nc.SetReadDeadline(time.Now())
+}
+
+// terminatedError is the end of a terminated connection, or nil.
+func (c *conn) terminatedError() error {
+	if c.terminated.Load() {
+		return &fatalError{errTerminated}
+	}
+	return nil
+}
+
 func (c *conn) cancelStatement(cause error) {
 	c.mu.Lock()
 	if c.stmtCancel != nil {
@@ -120,6 +142,9 @@ func (c *conn) beginStatement() (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	c.mu.Lock()
 	c.stmtCancel = cancel
+	if c.terminated.Load() {
+		cancel(errTerminated)
+	}
 	c.mu.Unlock()
 	var timer *time.Timer
 	arm := func() {
@@ -294,6 +319,8 @@ func (c *conn) receive() (pgproto3.FrontendMessage, error) {
 			"message of %d bytes exceeds the limit of %d bytes", tooBig.ActualBodyLen, tooBig.MaxExpectedBodyLen)}
 	case c.srv.baseCtx.Err() != nil && errors.As(err, &ne) && ne.Timeout():
 		return nil, &fatalError{errAdminShutdown}
+	case c.terminated.Load() && errors.As(err, &ne) && ne.Timeout():
+		return nil, &fatalError{errTerminated}
 	case err == io.EOF:
 		// pgproto3 reports a failed read as io.ErrUnexpectedEOF; a bare
 		// io.EOF comes from decoding a whole, received body that ends
@@ -360,6 +387,7 @@ func (c *conn) startup() error {
 	if err := c.srv.register(c); err != nil {
 		return err
 	}
+	params.Backend = (*backend)(c)
 	c.status.set("server_version", c.srv.cfg.ServerVersion)
 	c.status.set("server_encoding", "UTF8")
 	c.status.set("client_encoding", "UTF8")
@@ -633,6 +661,9 @@ func (cc *clientConn) SetParameterStatus(name, value string) {
 	if name == "TimeZone" {
 		c.fopts.setTimeZone(value)
 	}
+	if name == "application_name" {
+		c.app.Store(&value)
+	}
 	if c.status.set(name, value) && c.sess != nil {
 		// During NewSession the value joins the startup set instead.
 		c.send(&pgproto3.ParameterStatus{Name: name, Value: value})
@@ -646,6 +677,7 @@ func (c *conn) readyForQuery() {
 	if c.sess != nil {
 		st = c.sess.TxStatus()
 	}
+	c.noteTxStatus(st)
 	c.send(&pgproto3.ReadyForQuery{TxStatus: byte(st)})
 	c.flush()
 }
@@ -657,6 +689,9 @@ func (c *conn) loop() error {
 		}
 		if c.srv.baseCtx.Err() != nil {
 			return &fatalError{errAdminShutdown}
+		}
+		if err := c.terminatedError(); err != nil {
+			return err
 		}
 		msg, err := c.receive()
 		if err != nil {
@@ -728,6 +763,9 @@ func (c *conn) extended(fn func(ctx context.Context) error) error {
 	if isConnError(err) {
 		return err
 	}
+	if err := c.terminatedError(); err != nil {
+		return err // FATAL only, as PostgreSQL reports a terminated statement
+	}
 	c.sendError(ctx, err)
 	c.ignoreTillSync = true
 	return c.connErrorAfter()
@@ -738,6 +776,9 @@ func (c *conn) extended(fn func(ctx context.Context) error) error {
 func (c *conn) connErrorAfter() error {
 	if c.srv.baseCtx.Err() != nil {
 		return &fatalError{errAdminShutdown}
+	}
+	if err := c.terminatedError(); err != nil {
+		return err
 	}
 	return c.werr
 }
@@ -796,17 +837,23 @@ func (c *conn) simpleQuery(sql string) error {
 	ctx, done := c.beginStatement()
 	c.setActivity(sql)
 	err := c.runSimple(ctx, sql)
-	c.endActivity()
 	done()
 	if err != nil {
 		if isConnError(err) {
 			return err
+		}
+		if terr := c.terminatedError(); terr != nil {
+			return terr // FATAL only, as PostgreSQL reports a terminated statement
 		}
 		c.sendError(ctx, err)
 		if cerr := c.connErrorAfter(); cerr != nil {
 			return cerr
 		}
 	}
+	// Idle only after the error aborted the block (sendError's OnError),
+	// and before the client hears ReadyForQuery: another session that
+	// looks once this one is ready sees it idle, with its final state.
+	c.endActivity()
 	c.readyForQuery()
 	return nil
 }

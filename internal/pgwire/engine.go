@@ -50,6 +50,12 @@ type StartupParams struct {
 	// DateStyle, TimeZone, extra_float_digits, ...) as sent.
 	Other      map[string]string
 	RemoteAddr net.Addr
+	// Backend is the connection's handle for other sessions: its process
+	// id (the one in BackendKeyData, which cancel requests name), what it
+	// runs now, cancel and terminate (pg_stat_activity, pg_backend_pid,
+	// pg_cancel_backend, pg_terminate_backend). Nil for sessions that do
+	// not come over this server's connections.
+	Backend Backend
 }
 
 // ClientConn is the session's handle on its client connection. Its methods

@@ -36,6 +36,8 @@ type fakeEngine struct {
 	sleeping chan struct{}
 	// maxSleep caps pg_sleep (fuzzing sets it to zero).
 	maxSleep time.Duration
+	// backends receives each session's StartupParams.Backend (if non-nil).
+	backends chan Backend
 
 	mu    sync.Mutex
 	table []types.Row // t(a int4, b text)
@@ -59,6 +61,9 @@ func (e *fakeEngine) UserAuth(ctx context.Context, user string) (AuthInfo, error
 func (e *fakeEngine) NewSession(ctx context.Context, p StartupParams, client ClientConn) (Session, error) {
 	if p.Database != "dev" {
 		return nil, sqlerr.Errorf(sqlerr.InvalidCatalogName, "database %q does not exist", p.Database)
+	}
+	if e.backends != nil {
+		e.backends <- p.Backend
 	}
 	if tz, ok := p.Options["TimeZone"]; ok {
 		client.SetParameterStatus("TimeZone", tz)

@@ -13,6 +13,11 @@ var (
 	errStatementTimeout = sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to statement timeout")
 	errAdminShutdown    = sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command")
 	errClientGone       = sqlerr.New(sqlerr.QueryCanceled, "canceling statement because the client closed the connection")
+
+	// errTerminated ends a connection that Backend.Terminate ended
+	// (pg_terminate_backend): PostgreSQL's message, also that of a
+	// shutdown.
+	errTerminated = sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command")
 )
 
 // fatalError is an error after which the connection is closed: the client
