@@ -19,6 +19,17 @@ type Expr interface {
 	String() string
 }
 
+// VolatileCall is implemented by calls bound outside this package (the
+// frontend's session functions) that FuncExpr.Volatile cannot speak for:
+// VolatileName is the function's name when a call must run each time
+// anew (pg_cancel_backend signals a session; pg_backend_pid is the
+// calling session's), "" otherwise. Materialized views refuse such calls
+// as they refuse random().
+type VolatileCall interface {
+	Expr
+	VolatileName() string
+}
+
 // EvalContext carries per-statement state that functions need.
 type EvalContext struct {
 	Ctx context.Context

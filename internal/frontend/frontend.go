@@ -151,6 +151,8 @@ type Frontend struct {
 	log     *slog.Logger
 	// openTxns: snapshots of open transaction blocks (txn.go).
 	openTxns openTxns
+	// sessions are the live sessions by process id (activity.go).
+	sessions sessionRegistry
 }
 
 // New returns a frontend.

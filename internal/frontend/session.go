@@ -52,6 +52,13 @@ type session struct {
 	// written holds the distinct epochs this session's acknowledged writes
 	// went to since its last FLUSH, ascending.
 	written []uint64
+
+	// backend is the session's connection (nil when it has none: SQL
+	// over HTTP, MySQL); remote and started describe it. A session with
+	// a backend is in s.sessions until Close (activity.go).
+	backend pgwire.Backend
+	remote  net.Addr
+	started time.Time
 }
 
 // settingDefaults are the session parameters and their defaults, as
@@ -158,7 +165,8 @@ var reportedSettings = map[string]string{
 }
 
 func newSession(s *Frontend, db *catalog.Database, u *catalog.User, params pgwire.StartupParams, client pgwire.ClientConn) *session {
-	sess := &session{s: s, db: db, user: u, settings: map[string]string{}}
+	sess := &session{s: s, db: db, user: u, settings: map[string]string{},
+		backend: params.Backend, remote: params.RemoteAddr, started: time.Now()}
 	sess.client = &minMessagesFilter{ClientConn: client, ss: sess}
 	for k, v := range settingDefaults {
 		sess.settings[k] = v
@@ -168,6 +176,9 @@ func newSession(s *Frontend, db *catalog.Database, u *catalog.User, params pgwir
 		for k, v := range m {
 			sess.startupSetting(k, v)
 		}
+	}
+	if sess.backend != nil {
+		s.sessions.add(sess)
 	}
 	return sess
 }
@@ -230,7 +241,12 @@ func (ss *session) TxStatus() pgwire.TxStatus {
 	return pgwire.TxIdle
 }
 
-func (ss *session) Close() { ss.endTxn() }
+func (ss *session) Close() {
+	if ss.backend != nil {
+		ss.s.sessions.remove(ss)
+	}
+	ss.endTxn()
+}
 
 // OnError implements pgwire.Session: an error aborts an open block.
 func (ss *session) OnError(err error) {
@@ -342,7 +358,8 @@ func (st *statement) execute(ctx context.Context, params []types.Datum) (pgwire.
 func handledDirectly(r parser.RunnelStmt) bool {
 	switch r.(type) {
 	case *parser.Flush, *parser.Recover, *parser.ShowObjects, *parser.Describe, *parser.ShowColumns,
-		*parser.ShowCreate, *parser.CancelJobs, *parser.CreateSink, *parser.DropSink, *parser.TQL, *parser.AlterRename:
+		*parser.ShowCreate, *parser.CancelJobs, *parser.CreateSink, *parser.DropSink, *parser.TQL, *parser.AlterRename,
+		*parser.Kill:
 		return true
 	}
 	return false
@@ -404,6 +421,8 @@ func (st *statement) executeRunnel(ctx context.Context, r parser.RunnelStmt) (pg
 		return pgwire.Result{Tag: "ALTER " + strings.ToUpper(kind.String())}, ss.renameRelation(ctx, kind, r.Schema, r.Name, r.NewName, r.IfExists)
 	case *parser.CancelJobs:
 		return st.cancelJobs(ctx, r.IDs)
+	case *parser.Kill:
+		return ss.kill(r.PID) // activity.go
 	case *parser.CreateSink:
 		return ss.createSink(ctx, r) // sink.go
 	case *parser.DropSink:
@@ -422,6 +441,9 @@ func (st *statement) runnelColumns(r parser.RunnelStmt) ([]pgwire.Column, error)
 		}
 		if r.Kind == parser.ShowCluster {
 			return showClusterColumns, nil
+		}
+		if r.Kind == parser.ShowProcessList {
+			return showProcessListColumns, nil
 		}
 		return []pgwire.Column{{Name: "Name", Type: types.Varchar}}, nil
 	case *parser.Describe, *parser.ShowColumns:
@@ -466,6 +488,8 @@ func (st *statement) showObjects(ctx context.Context, r *parser.ShowObjects) (pg
 				types.DVarchar(strings.Join(n.Roles, ",")), types.DVarchar(n.State), types.DInt64(int64(n.Parallelism)),
 				types.DTimestamptz(n.StartedAt.UnixMicro()), types.DTimestamptz(n.Heartbeat.UnixMicro())})
 		}
+	case parser.ShowProcessList:
+		return ss.showProcessList(), nil // activity.go
 	case parser.ShowJobs:
 		for _, j := range ss.s.meta.CreatingJobs() {
 			rows = append(rows, types.Row{types.DInt64(int64(j.ID)), types.DVarchar(j.Definition), types.DVarchar(j.Progress)})

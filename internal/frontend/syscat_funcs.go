@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -18,9 +19,29 @@ type sysFunc struct {
 	// strict functions return NULL when an argument is NULL.
 	strict bool
 	fn     func(args []types.Datum) (types.Datum, error)
+	// evalFn, when set, is called instead of fn with the statement's
+	// context (a wait that a cancel must end).
+	evalFn func(ctx *expr.EvalContext, args []types.Datum) (types.Datum, error)
+	// volatile calls run each time anew (expr.VolatileCall): they act on
+	// or describe the calling session, so a materialized view refuses
+	// them.
+	volatile bool
+	// argTypes, when set, type untyped $n arguments (binder.ArgTyped).
+	argTypes []types.Type
 }
 
+// ArgTypes implements binder.ArgTyped.
+func (f *sysFunc) ArgTypes() []types.Type { return f.argTypes }
+
 func (f *sysFunc) Type() types.Type { return f.typ }
+
+// VolatileName implements expr.VolatileCall.
+func (f *sysFunc) VolatileName() string {
+	if f.volatile {
+		return f.name
+	}
+	return ""
+}
 
 func (f *sysFunc) Eval(ctx *expr.EvalContext, row types.Row) (types.Datum, error) {
 	vals := make([]types.Datum, len(f.args))
@@ -33,6 +54,9 @@ func (f *sysFunc) Eval(ctx *expr.EvalContext, row types.Row) (types.Datum, error
 			return types.Datum{}, nil
 		}
 		vals[i] = v
+	}
+	if f.evalFn != nil {
+		return f.evalFn(ctx, vals)
 	}
 	return f.fn(vals)
 }
@@ -96,6 +120,56 @@ func (c *sessionCatalog) ResolveFunction(name string, args []expr.Expr) (expr.Ex
 			}
 			return types.Datum{}, nil
 		})
+	case "pg_backend_pid":
+		if len(args) != 0 {
+			return nil, false, nil
+		}
+		return &sysFunc{name: name, typ: types.Int32, volatile: true, fn: func([]types.Datum) (types.Datum, error) {
+			return types.DInt32(int32(ss.pid())), nil
+		}}, true, nil
+	case "pg_cancel_backend", "pg_terminate_backend":
+		// pg_cancel_backend(pid), pg_terminate_backend(pid [, timeout
+		// in milliseconds]) (activity.go).
+		maxArgs := 1
+		if name == "pg_terminate_backend" {
+			maxArgs = 2
+		}
+		if len(args) < 1 || len(args) > maxArgs {
+			return nil, false, nil
+		}
+		for _, a := range args {
+			if !isIntKind(a.Type().Kind) && a.Type().Kind != types.KindUnknown {
+				return nil, false, nil
+			}
+		}
+		return &sysFunc{name: name, args: args, typ: types.Bool, strict: true, volatile: true, argTypes: []types.Type{types.Int32, types.Int64},
+			evalFn: func(ctx *expr.EvalContext, a []types.Datum) (types.Datum, error) {
+				pid, ok := datumInt(a[0])
+				if !ok {
+					return types.Datum{}, sqlerr.Errorf(sqlerr.InvalidTextRepresentation, "invalid input syntax for type integer: %q", a[0].Str())
+				}
+				var done bool
+				var err error
+				if name == "pg_cancel_backend" {
+					done, err = ss.cancelBackend(pid)
+				} else {
+					var timeout int64
+					if len(a) > 1 {
+						if timeout, ok = datumInt(a[1]); !ok {
+							return types.Datum{}, sqlerr.Errorf(sqlerr.InvalidTextRepresentation, "invalid input syntax for type bigint: %q", a[1].Str())
+						}
+					}
+					waitCtx := ctx.Ctx
+					if waitCtx == nil {
+						waitCtx = context.Background()
+					}
+					done, err = ss.terminateBackend(waitCtx, pid, timeout)
+				}
+				if err != nil {
+					return types.Datum{}, err
+				}
+				return types.DBool(done), nil
+			}}, true, nil
 	case "version":
 		return constText("PostgreSQL 15.0 (Runnel) on x86_64-pc-linux-gnu, compiled by Go, 64-bit")
 	case "pg_is_in_recovery":

@@ -127,6 +127,13 @@ func buildSysTables() []*sysTable {
 			extra_desc text, context text, vartype text, source text, min_val text, max_val text,
 			enumvals arr, boot_val text, reset_val text, sourcefile text, sourceline int4,
 			pending_restart bool`, settingsRows),
+		// client_addr is text (Runnel has no inet), backend_xid and
+		// backend_xmin text (no xid); both xids are NULL (activity.go).
+		pg("pg_stat_activity", `datid oid, datname name, pid int4, leader_pid int4, usesysid oid, usename name,
+			application_name text, client_addr text, client_hostname text, client_port int4,
+			backend_start timestamptz, xact_start timestamptz, query_start timestamptz, state_change timestamptz,
+			wait_event_type text, wait_event text, state text, backend_xid text, backend_xmin text,
+			query_id int8, query text, backend_type text`, activityRows),
 		pg("pg_tables", `schemaname name, tablename name, tableowner name, tablespace name,
 			hasindexes bool, hasrules bool, hastriggers bool, rowsecurity bool`, tablesRows),
 		pg("pg_views", "schemaname name, viewname name, viewowner name, definition text", viewsRows(catalog.KindView)),

@@ -18,6 +18,8 @@ func volatileCall(es ...expr.Expr) (name string, tooDeep bool) {
 		tooDeep = !walkBound(e, func(x any) bool {
 			if f, ok := x.(*expr.FuncExpr); ok && f.Volatile() {
 				name = f.Name
+			} else if f, ok := x.(expr.VolatileCall); ok {
+				name = f.VolatileName()
 			}
 			return name == ""
 		}) || tooDeep

@@ -296,6 +296,8 @@ func outerOnly(e expr.Expr) bool {
 			ok = false
 		case *expr.FuncExpr:
 			ok = ok && !v.Volatile()
+		case expr.VolatileCall:
+			ok = ok && v.VolatileName() == ""
 		}
 		return ok
 	})

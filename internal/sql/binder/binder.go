@@ -33,6 +33,14 @@ type FunctionCatalog interface {
 	ResolveFunction(name string, args []expr.Expr) (e expr.Expr, handled bool, err error)
 }
 
+// ArgTyped is implemented by a call a FunctionCatalog returns whose
+// parameters have declared types: an untyped $n passed as argument i
+// takes ArgTypes()[i] (pg_cancel_backend($1) gives $1 int4, as in
+// PostgreSQL, so a driver can send the pid as an integer).
+type ArgTyped interface {
+	ArgTypes() []types.Type
+}
+
 // Binder binds one statement. It is not safe for concurrent use.
 type Binder struct {
 	cat  Catalog
@@ -101,6 +109,15 @@ func (b *Binder) ParamTypes() []types.Type {
 func (b *Binder) callFunction(name string, args []expr.Expr) (expr.Expr, error) {
 	if fc, ok := b.cat.(FunctionCatalog); ok {
 		e, handled, err := fc.ResolveFunction(name, args)
+		if handled && err == nil {
+			if at, ok := e.(ArgTyped); ok {
+				for i, t := range at.ArgTypes() {
+					if i < len(args) {
+						b.retypeParam(args[i], t)
+					}
+				}
+			}
+		}
 		if handled || err != nil {
 			return e, err
 		}

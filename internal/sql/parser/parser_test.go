@@ -62,6 +62,9 @@ func TestRunnelStatements(t *testing.T) {
 		{"SHOW CREATE TABLE t", "*parser.ShowCreate"},
 		{"SHOW CREATE MATERIALIZED VIEW s.\"Mv\"", "*parser.ShowCreate"},
 		{"show create source src", "*parser.ShowCreate"},
+		{"SHOW PROCESSLIST", "*parser.ShowObjects"},
+		{"KILL 42", "*parser.Kill"},
+		{"kill '42' ;", "*parser.Kill"},
 	}
 	for _, c := range cases {
 		sts, err := Parse(c.in)
@@ -78,6 +81,22 @@ func TestRunnelStatements(t *testing.T) {
 	sts, _ := Parse("SHOW TABLES FROM s1")
 	if s := sts[0].Runnel.(*ShowObjects); s.Schema != "s1" || s.Kind != ShowTables {
 		t.Fatalf("got %+v", s)
+	}
+	sts, _ = Parse("show processlist")
+	if s := sts[0].Runnel.(*ShowObjects); s.Kind != ShowProcessList {
+		t.Fatalf("got %+v", s)
+	}
+	sts, _ = Parse("KILL '7'")
+	if k := sts[0].Runnel.(*Kill); k.PID != 7 {
+		t.Fatalf("got %+v", k)
+	}
+	for _, bad := range []string{"KILL", "KILL x", "KILL 0", "kill '1:2'", "KILL 1 2", "SHOW PROCESSLIST x"} {
+		if _, err := Parse(bad); sqlerr.Code(err) != sqlerr.SyntaxError {
+			t.Fatalf("%s: got %v, want 42601", bad, err)
+		}
+	}
+	if sts, err := Parse("killjoy"); err == nil && len(sts) == 1 && sts[0].Runnel != nil {
+		t.Fatalf("killjoy parsed as %T", sts[0].Runnel)
 	}
 	sts, _ = Parse(`DESCRIBE s."T"`)
 	if d := sts[0].Runnel.(*Describe); d.Schema != "s" || d.Name != "T" {
@@ -121,6 +140,8 @@ func typeName(v any) string {
 		return "*parser.Describe"
 	case *CancelJobs:
 		return "*parser.CancelJobs"
+	case *Kill:
+		return "*parser.Kill"
 	case *ShowColumns:
 		return "*parser.ShowColumns"
 	case *ShowCreate:

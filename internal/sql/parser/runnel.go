@@ -30,7 +30,8 @@ type Wait struct{}
 
 // ShowObjects lists catalog objects: SHOW TABLES [FROM schema], SHOW
 // DATABASES, SHOW SCHEMAS, SHOW MATERIALIZED VIEWS [FROM schema], SHOW VIEWS,
-// SHOW SOURCES, SHOW JOBS, SHOW SINKS, SHOW CLUSTER.
+// SHOW SOURCES, SHOW JOBS, SHOW SINKS, SHOW CLUSTER; and the sessions:
+// SHOW PROCESSLIST.
 type ShowObjects struct {
 	Kind   ObjectKind
 	Schema string // "" when no FROM clause
@@ -50,6 +51,7 @@ const (
 	ShowSinks
 	ShowCluster
 	ShowIndex // SHOW CREATE INDEX (SHOW INDEXES is its own statement)
+	ShowProcessList
 )
 
 // ShowIndexes lists a relation's indexes: SHOW INDEXES FROM|IN [schema.]name.
@@ -79,6 +81,12 @@ type CancelJobs struct {
 	IDs []uint64
 }
 
+// Kill is RisingWave's KILL process_id (also quoted: KILL '42'): it
+// cancels the statement the session with that process id runs.
+type Kill struct {
+	PID int64
+}
+
 func (*Flush) runnelStmt()            {}
 func (*Recover) runnelStmt()          {}
 func (*Wait) runnelStmt()             {}
@@ -86,6 +94,7 @@ func (*AlterParallelism) runnelStmt() {}
 func (*ShowObjects) runnelStmt()      {}
 func (*Describe) runnelStmt()         {}
 func (*CancelJobs) runnelStmt()       {}
+func (*Kill) runnelStmt()             {}
 func (*ShowColumns) runnelStmt()      {}
 func (*ShowCreate) runnelStmt()       {}
 func (*ShowIndexes) runnelStmt()      {}
@@ -176,6 +185,9 @@ func parseRunnel(text string) (RunnelStmt, bool, error) {
 			return cs, ok, err
 		}
 	}
+	if k, ok, err := parseKill(text); ok || err != nil {
+		return k, ok, err
+	}
 	w, lexOK := lexWords(text)
 	if !lexOK || len(w) == 0 {
 		return nil, false, nil
@@ -253,6 +265,8 @@ func parseShow(w []word) (RunnelStmt, bool, error) {
 		kind = ShowSinks
 	case isKw(w, 1, "cluster"):
 		kind = ShowCluster
+	case isKw(w, 1, "processlist"):
+		kind = ShowProcessList
 	case isKw(w, 1, "materialized") && isKw(w, 2, "views"):
 		kind = ShowMaterializedViews
 		next = 3
@@ -313,6 +327,27 @@ func parseShow(w []word) (RunnelStmt, bool, error) {
 		return s, true, nil
 	}
 	return nil, true, sqlerr.New(sqlerr.SyntaxError, "syntax error at end of SHOW statement")
+}
+
+// parseKill recognises KILL process_id, the id a number or a quoted one
+// (RisingWave's parser takes a number or a string).
+func parseKill(text string) (RunnelStmt, bool, error) {
+	if len(text) < 4 || !strings.EqualFold(text[:4], "kill") {
+		return nil, false, nil
+	}
+	arg := text[4:]
+	if arg != "" && arg[0] != '\'' && strings.TrimLeft(arg, " \t\r\n\f") == arg {
+		return nil, false, nil // a longer word: not KILL
+	}
+	arg = strings.TrimSpace(arg)
+	if len(arg) >= 2 && arg[0] == '\'' && arg[len(arg)-1] == '\'' {
+		arg = strings.TrimSpace(arg[1 : len(arg)-1])
+	}
+	pid, err := strconv.ParseInt(arg, 10, 32)
+	if err != nil || pid <= 0 {
+		return nil, true, syntaxErrorf("syntax error: expected KILL process_id (a process id of SHOW PROCESSLIST or pg_stat_activity), got %q", arg)
+	}
+	return &Kill{PID: pid}, true, nil
 }
 
 func syntaxErrorf(format string, args ...any) error {
