@@ -122,13 +122,13 @@ func TestSessionActivity(t *testing.T) {
 	// One row per session, PostgreSQL's columns.
 	rows := queryStrings(t, admin, `SELECT pid, datname, usename, application_name, state, query, backend_type,
 		client_addr, client_port > 0, backend_start <= now(), xact_start IS NOT NULL, query_start IS NOT NULL,
-		state_change >= query_start, wait_event, leader_pid, backend_xid, query_id
+		state_change >= query_start, wait_event, leader_pid, backend_xid, query_id, client_hostname, backend_xmin
 		FROM pg_stat_activity ORDER BY pid`)
 	want := []string{
 		fmt.Sprintf("%d|dev|root||active|SELECT pid, datname", pid(admin)),
-		fmt.Sprintf("%d|dev|root|idle_app|idle|SELECT 42|client backend|127.0.0.1|true|true|false|true|true|ClientRead|<nil>|<nil>|<nil>", pid(idle)),
-		fmt.Sprintf("%d|dev|root|tx_app|idle in transaction|SELECT 1|client backend|127.0.0.1|true|true|true|true|true|ClientRead|<nil>|<nil>|<nil>", pid(inTx)),
-		fmt.Sprintf("%d|dev|root|busy_app|active|SELECT pg_sleep(10)|client backend|127.0.0.1|true|true|true|true|true|<nil>|<nil>|<nil>|<nil>", pid(busy)),
+		fmt.Sprintf("%d|dev|root|idle_app|idle|SELECT 42|client backend|127.0.0.1|true|true|false|true|true|ClientRead|<nil>|<nil>|<nil>|<nil>|<nil>", pid(idle)),
+		fmt.Sprintf("%d|dev|root|tx_app|idle in transaction|SELECT 1|client backend|127.0.0.1|true|true|true|true|true|ClientRead|<nil>|<nil>|<nil>|<nil>|<nil>", pid(inTx)),
+		fmt.Sprintf("%d|dev|root|busy_app|active|SELECT pg_sleep(10)|client backend|127.0.0.1|true|true|true|true|true|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>", pid(busy)),
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("pg_stat_activity:\n%s", strings.Join(rows, "\n"))
@@ -154,6 +154,18 @@ func TestSessionActivity(t *testing.T) {
 
 	// SHOW PROCESSLIST: RisingWave's columns; Time and Info only for a
 	// running statement.
+	rs, err := admin.Query(ctx, "SHOW PROCESSLIST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range rs.FieldDescriptions() {
+		names = append(names, f.Name)
+	}
+	rs.Close()
+	if got := strings.Join(names, ","); got != "Id,User,Host,Database,Time,Info" {
+		t.Fatalf("SHOW PROCESSLIST columns: %s", got)
+	}
 	procs := map[string][]string{}
 	res := queryStrings(t, admin, "SHOW PROCESSLIST")
 	for _, r := range res {
@@ -282,7 +294,7 @@ func TestSessionActivity(t *testing.T) {
 			t.Fatalf("%s as alice: %v; want 42501 %q", q, err, msg)
 		}
 	}
-	_, err := alice.Exec(ctx, fmt.Sprintf("SELECT pg_cancel_backend(%d)", pid(bob)))
+	_, err = alice.Exec(ctx, fmt.Sprintf("SELECT pg_cancel_backend(%d)", pid(bob)))
 	if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != "42501" ||
 		pe.Message != "must be a member of the role whose query is being canceled or member of pg_signal_backend" {
 		t.Fatalf("alice cancels bob: %v", err)
