@@ -143,7 +143,9 @@ func TestKafkaUpsertAvro(t *testing.T) {
 	reg.SeedSchema("up1-value", 1, 10, sr.Schema{Schema: val, Type: sr.TypeAvro}) // up2's value too (ids are global)
 	reg.SeedSchema("up2-key", 1, 11, sr.Schema{Schema: key, Type: sr.TypeAvro})
 	vs, ks := avro.MustParse(val), avro.MustParse(key)
-	v := func(id int, s string) []byte { return confluent(10, must(avro.Marshal(vs, map[string]any{"id": id, "v": s}))) }
+	v := func(id int, s string) []byte {
+		return confluent(10, must(avro.Marshal(vs, map[string]any{"id": id, "v": s})))
+	}
 	k := func(id int) []byte { return confluent(11, must(avro.Marshal(ks, map[string]any{"id": id}))) }
 	for _, topic := range []string{"up1", "up2"} {
 		key := func(id int) []byte {
