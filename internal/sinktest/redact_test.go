@@ -39,7 +39,8 @@ func TestSecretsRedacted(t *testing.T) {
 		s3.path = 'ev', s3.credentials.access = '%s', s3.credentials.secret = '%s', s3.endpoint_url = 'http://%s',
 		type = 'append-only') FORMAT PLAIN ENCODE PARQUET`, s3.Region, bucket, s3.AccessKey, s3.SecretKey, s3.Endpoint))
 	mustExec(t, rw, fmt.Sprintf(`CREATE SOURCE src (id int, v int) WITH (connector = 'kafka', topic = 'in',
-		properties.bootstrap.server = '%s', properties.sasl.password = '%s') FORMAT PLAIN ENCODE JSON`, c.ListenAddrs()[0], secrets[3]))
+		properties.bootstrap.server = '%s', properties.security.protocol = 'SASL_PLAINTEXT', properties.sasl.username = 'u',
+		properties.sasl.password = '%s') FORMAT PLAIN ENCODE JSON`, c.ListenAddrs()[0], secrets[3]))
 
 	var shown []string
 	for _, q := range []string{"SHOW CREATE SINK pg_sink", "SHOW CREATE SINK s3_sink", "SHOW CREATE SOURCE src",
