@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/big"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -87,24 +86,9 @@ func newAvroSchemas(cfg *Config) (*avroSchemas, error) {
 		}
 		return &avroSchemas{client: cl, byID: map[int]avro.Schema{}}, nil
 	}
-	u, err := url.Parse(cfg.AvroLocation)
-	if err != nil || u.Scheme != "file" {
-		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "kafka ENCODE AVRO: schema.location %q: only file:// locations are supported (or schema.registry)", cfg.AvroLocation)
-	}
-	path := u.Path
-	if path == "" {
-		path = u.Opaque
-	}
-	fi, err := os.Stat(path)
+	b, path, err := readSchemaLocation("AVRO", cfg.AvroLocation, maxAvroSchemaBytes)
 	if err != nil {
-		return nil, badOption("schema.location", "%v", err)
-	}
-	if fi.Size() > maxAvroSchemaBytes {
-		return nil, badOption("schema.location", "%s is %d bytes, over %d", path, fi.Size(), maxAvroSchemaBytes)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, badOption("schema.location", "%v", err)
+		return nil, err
 	}
 	s, err := parseAvroRecord(string(b))
 	if err != nil {

@@ -49,11 +49,13 @@ import (
 // maxDescriptorBytes bounds the descriptor set file read (I9).
 const maxDescriptorBytes = 64 << 20
 
-// loadMessage reads the descriptor set cfg names and finds its message.
-func loadMessage(cfg *Config) (protoreflect.MessageDescriptor, error) {
-	u, err := url.Parse(cfg.ProtoSchema)
+// readSchemaLocation reads the file a schema.location = 'file://...'
+// names (ENCODE PROTOBUF and AVRO), at most max bytes (I9); it returns
+// the path for messages.
+func readSchemaLocation(encode, location string, max int64) ([]byte, string, error) {
+	u, err := url.Parse(location)
 	if err != nil || u.Scheme != "file" {
-		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "kafka ENCODE PROTOBUF: schema.location %q: only file:// locations are supported", cfg.ProtoSchema)
+		return nil, "", sqlerr.Errorf(sqlerr.FeatureNotSupported, "kafka ENCODE %s: schema.location %q: only file:// locations are supported", encode, location)
 	}
 	path := u.Path
 	if path == "" {
@@ -61,14 +63,23 @@ func loadMessage(cfg *Config) (protoreflect.MessageDescriptor, error) {
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, badOption("schema.location", "%v", err)
+		return nil, "", badOption("schema.location", "%v", err)
 	}
-	if fi.Size() > maxDescriptorBytes {
-		return nil, badOption("schema.location", "%s is %d bytes, over %d", path, fi.Size(), maxDescriptorBytes)
+	if fi.Size() > max {
+		return nil, "", badOption("schema.location", "%s is %d bytes, over %d", path, fi.Size(), max)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, badOption("schema.location", "%v", err)
+		return nil, "", badOption("schema.location", "%v", err)
+	}
+	return b, path, nil
+}
+
+// loadMessage reads the descriptor set cfg names and finds its message.
+func loadMessage(cfg *Config) (protoreflect.MessageDescriptor, error) {
+	b, path, err := readSchemaLocation("PROTOBUF", cfg.ProtoSchema, maxDescriptorBytes)
+	if err != nil {
+		return nil, err
 	}
 	var set descriptorpb.FileDescriptorSet
 	if err := proto.Unmarshal(b, &set); err != nil {
