@@ -156,9 +156,9 @@ func newMembership(s *plan.Subquery) *membership {
 		return nil
 	}
 	hitCorrs := append(slices.Clone(corrs), correlation{
-		inner:  &pairOf{second: value, e: r},
-		outer:  &pairOf{first: s.Test, e: l},
-		direct: true,
+		Inner:  &pairOf{second: value, e: r},
+		Outer:  &pairOf{first: s.Test, e: l},
+		Direct: true,
 	})
 	hit := groupByCorrelation(nil, count(core, countCall), core, hitCorrs, 0)
 	if hit == nil {

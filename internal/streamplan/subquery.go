@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/runneldb/runnel/internal/expr"
+	"github.com/runneldb/runnel/internal/sql/decorrelate"
 	"github.com/runneldb/runnel/internal/sql/plan"
 	"github.com/runneldb/runnel/internal/sqlerr"
 	"github.com/runneldb/runnel/internal/types"
@@ -200,19 +201,19 @@ func (p part) attach(cur plan.Node) (plan.Node, subquerySlot) {
 		return &plan.Join{Kind: plan.LeftJoin, Left: cur, Right: p.one, Out: out}, slot
 	}
 	d := p.d
-	right := d.plan.Schema()
-	nk := len(d.outerKeys)
+	right := d.Plan.Schema()
+	nk := len(d.OuterKeys)
 	rightKeys := make([]expr.Expr, nk)
 	for i := range rightKeys {
 		rightKeys[i] = &expr.ColumnRef{Index: i, Typ: right[i].Type, Name: right[i].Name}
 	}
 	w := len(cur.Schema())
-	slot := subquerySlot{col: w + nk, marker: w + nk + 1, empty: d.empty}
+	slot := subquerySlot{col: w + nk, marker: w + nk + 1, empty: d.Empty}
 	out := slices.Clone(cur.Schema())
 	for _, rc := range right {
 		out = append(out, plan.Column{Name: rc.Name, Type: rc.Type, Hidden: true})
 	}
-	return &plan.Join{Kind: plan.LeftJoin, Left: cur, Right: d.plan, LeftKeys: d.outerKeys, RightKeys: rightKeys, Out: out}, slot
+	return &plan.Join{Kind: plan.LeftJoin, Left: cur, Right: d.Plan, LeftKeys: d.OuterKeys, RightKeys: rightKeys, Out: out}, slot
 }
 
 // subquerySlot is where a hoisted subquery's value is in the joined row.
@@ -270,20 +271,9 @@ func (s *subqueryColumns) Eval(ctx *expr.EvalContext, row types.Row) (types.Datu
 	return s.inner.Eval(derive(ctx, func(c context.Context) context.Context { return plan.WithSubqueryRunner(c, s) }), row)
 }
 
-// derive copies ctx (nil: an empty one) with its Go context wrapped by
-// wrap: how a rewritten expression hands its inner one a subquery runner
-// or an enclosing row.
+// derive copies ctx with its Go context wrapped by wrap (decorrelate.Derive).
 func derive(ctx *expr.EvalContext, wrap func(context.Context) context.Context) *expr.EvalContext {
-	c := expr.EvalContext{}
-	if ctx != nil {
-		c = *ctx
-	}
-	base := c.Ctx
-	if base == nil {
-		base = context.Background()
-	}
-	c.Ctx = wrap(base)
-	return &c
+	return decorrelate.Derive(ctx, wrap)
 }
 
 // EvalSubquery reads the subquery's value from its column.

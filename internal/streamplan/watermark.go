@@ -175,7 +175,7 @@ func joinIntervalBounds(n *Node) []exec.JoinIntervalBound {
 	// and remapped to the physical rows (Remap).
 	cond, mapping := n.Cond, []int(nil)
 	if r, ok := n.Cond.(*remapped); ok {
-		cond, mapping = r.inner, r.mapping
+		cond, mapping = r.Inner, r.Mapping
 	}
 	wl := len(n.Inputs[0].Schema)
 	width := len(mapping)
