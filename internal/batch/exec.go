@@ -167,10 +167,13 @@ type runner struct {
 	cache map[*plan.Subquery]*subqueryResult
 	work  map[int][]types.Row // WITH RECURSIVE: each RecursiveUnion's current step
 	mem   *memAccount         // the statement's memory (memory.go)
+	// rewrites: each Filter and Project's decorrelated plan, nil when it
+	// has none (decorrelate.go).
+	rewrites map[plan.Node]plan.Node
 }
 
 func newRunner(env *Env) *runner {
-	return &runner{env: env, cache: map[*plan.Subquery]*subqueryResult{}, work: map[int][]types.Row{},
+	return &runner{env: env, cache: map[*plan.Subquery]*subqueryResult{}, work: map[int][]types.Row{}, rewrites: map[plan.Node]plan.Node{},
 		mem: newMemAccount(env.MemoryLimit)}
 }
 
@@ -189,6 +192,11 @@ func (r *runner) evalCtx(ctx context.Context) *expr.EvalContext {
 func (r *runner) build(n plan.Node) (executor, error) {
 	switch n := n.(type) {
 	case *plan.Scan:
+		if n.Filter != nil {
+			if d := r.decorrelated(n); d != nil {
+				return r.build(d)
+			}
+		}
 		return &scanExec{r: r, node: n}, nil
 	case *plan.Values:
 		return &valuesExec{r: r, node: n}, nil
@@ -197,12 +205,18 @@ func (r *runner) build(n plan.Node) (executor, error) {
 	case *plan.WorkTable:
 		return &workTableExec{rows: r.work[n.WorkID]}, nil
 	case *plan.Filter:
+		if d := r.decorrelated(n); d != nil {
+			return r.build(d)
+		}
 		in, err := r.build(n.Input)
 		if err != nil {
 			return nil, err
 		}
 		return &filterExec{r: r, in: in, cond: n.Cond}, nil
 	case *plan.Project:
+		if d := r.decorrelated(n); d != nil {
+			return r.build(d)
+		}
 		in, err := r.build(n.Input)
 		if err != nil {
 			return nil, err
@@ -221,6 +235,11 @@ func (r *runner) build(n plan.Node) (executor, error) {
 		}
 		return &hashAggExec{r: r, in: in, node: n}, nil
 	case *plan.Join:
+		if n.Cond != nil {
+			if d := r.decorrelated(n); d != nil {
+				return r.build(d)
+			}
+		}
 		left, err := r.build(n.Left)
 		if err != nil {
 			return nil, err
@@ -290,7 +309,7 @@ func (r *runner) build(n plan.Node) (executor, error) {
 		}
 		return &windowExec{r: r, in: in, node: n}, nil
 	case *plan.Explain:
-		return &explainExec{lines: plan.Format(n.Query)}, nil
+		return &explainExec{lines: plan.Format(decorrelateTree(n.Query))}, nil
 	}
 	return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "batch execution of %T is not supported", n)
 }

@@ -222,6 +222,9 @@ func PullCorrelation(n plan.Node) (out plan.Node, corrs []Correlation, ok bool) 
 		}
 		bare := *n
 		bare.Filter, bare.KeyPrefix = rest, nil // the prefix may hold the outer value
+		if l := bare.Index; l != nil && slices.ContainsFunc(append(slices.Clone(l.Eq), l.Lo, l.Hi), ReadsOuter) {
+			bare.Index = nil // a batch scan's index range on the outer value (views read no index)
+		}
 		return &bare, corrs, true
 	case *plan.Filter:
 		in, below, ok := PullCorrelation(n.Input)

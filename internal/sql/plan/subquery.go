@@ -57,6 +57,15 @@ func WithSubqueryRunner(ctx context.Context, r SubqueryRunner) context.Context {
 	return context.WithValue(ctx, runnerKey{}, r)
 }
 
+// SubqueryRunnerFrom returns the runner ctx carries (nil: none).
+func SubqueryRunnerFrom(ctx context.Context) SubqueryRunner {
+	if ctx == nil {
+		return nil
+	}
+	r, _ := ctx.Value(runnerKey{}).(SubqueryRunner)
+	return r
+}
+
 func (s *Subquery) Type() types.Type { return s.Typ }
 func (s *Subquery) String() string   { return s.Label }
 func (s *Subquery) Eval(ctx *expr.EvalContext, row types.Row) (types.Datum, error) {
