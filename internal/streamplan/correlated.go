@@ -10,9 +10,9 @@ import (
 //
 //	SELECT k FROM t1 WHERE v > (SELECT 0.2 * avg(w) FROM t2 WHERE t2.g = t1.g)
 //
-// A batch query re-runs the subquery for every outer row; a view computes
-// the subquery once per value of the correlation key instead, grouped, and
-// joins it back:
+// A view computes the subquery once per value of the correlation key,
+// grouped, and joins it back (batch execution does the same, see
+// internal/batch/decorrelate.go):
 //
 //	Filter v > $value
 //	  Join LEFT ON t1.g = sub.g
