@@ -39,6 +39,9 @@ import (
 // correlated subquery that decorrelates; the answer is kept for the
 // execution (a correlated subquery's plan is built once per outer row).
 func (r *runner) decorrelated(n plan.Node) plan.Node {
+	if r.plain[n] {
+		return nil
+	}
 	if d, ok := r.rewrites[n]; ok {
 		return d
 	}
@@ -46,6 +49,54 @@ func (r *runner) decorrelated(n plan.Node) plan.Node {
 	r.rewrites[n] = d
 	return d
 }
+
+// buildDecorrelated builds d, the decorrelated plan of n, to fall back to
+// n as written when d fails before its first row. The grouped subquery
+// computes every group, also those no outer row asks for (PostgreSQL runs
+// the subquery only for the outer rows): an error there (division by
+// zero, overflow, memory) is not the query's. The grouped side is read
+// in full when the join is first asked for a row, so nothing has been
+// returned yet; an error of the outer side recurs as written.
+func (r *runner) buildDecorrelated(n, d plan.Node) (executor, error) {
+	ex, err := r.build(d)
+	if err != nil {
+		r.plain[n] = true
+		return r.build(n)
+	}
+	return &fallbackExec{r: r, cur: ex, orig: n}, nil
+}
+
+type fallbackExec struct {
+	r       *runner
+	cur     executor
+	orig    plan.Node
+	started bool
+}
+
+func (f *fallbackExec) Next(ctx context.Context) (types.Row, error) {
+	row, err := f.cur.Next(ctx)
+	if f.started || err == nil || sqlerr.Code(err) == sqlerr.QueryCanceled {
+		f.started = true
+		return row, err
+	}
+	f.started = true
+	f.cur.Close()
+	f.r.plain[f.orig] = true
+	ex, berr := f.r.build(f.orig)
+	if berr != nil {
+		f.cur = &errExec{err: berr}
+		return nil, berr
+	}
+	f.cur = ex
+	return ex.Next(ctx)
+}
+
+func (f *fallbackExec) Close() { f.cur.Close() }
+
+type errExec struct{ err error }
+
+func (e *errExec) Next(context.Context) (types.Row, error) { return nil, e.err }
+func (e *errExec) Close()                                  {}
 
 // decorrelateNode rewrites a Filter or Project, or the WHERE conjuncts
 // the binder pushed into a Scan or an inner Join's condition (nil: nothing

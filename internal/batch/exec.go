@@ -170,10 +170,12 @@ type runner struct {
 	// rewrites: each Filter and Project's decorrelated plan, nil when it
 	// has none (decorrelate.go).
 	rewrites map[plan.Node]plan.Node
+	// plain: nodes whose decorrelated plan failed, run as written.
+	plain map[plan.Node]bool
 }
 
 func newRunner(env *Env) *runner {
-	return &runner{env: env, cache: map[*plan.Subquery]*subqueryResult{}, work: map[int][]types.Row{}, rewrites: map[plan.Node]plan.Node{},
+	return &runner{env: env, cache: map[*plan.Subquery]*subqueryResult{}, work: map[int][]types.Row{}, rewrites: map[plan.Node]plan.Node{}, plain: map[plan.Node]bool{},
 		mem: newMemAccount(env.MemoryLimit)}
 }
 
@@ -194,7 +196,7 @@ func (r *runner) build(n plan.Node) (executor, error) {
 	case *plan.Scan:
 		if n.Filter != nil {
 			if d := r.decorrelated(n); d != nil {
-				return r.build(d)
+				return r.buildDecorrelated(n, d)
 			}
 		}
 		return &scanExec{r: r, node: n}, nil
@@ -206,7 +208,7 @@ func (r *runner) build(n plan.Node) (executor, error) {
 		return &workTableExec{rows: r.work[n.WorkID]}, nil
 	case *plan.Filter:
 		if d := r.decorrelated(n); d != nil {
-			return r.build(d)
+			return r.buildDecorrelated(n, d)
 		}
 		in, err := r.build(n.Input)
 		if err != nil {
@@ -215,7 +217,7 @@ func (r *runner) build(n plan.Node) (executor, error) {
 		return &filterExec{r: r, in: in, cond: n.Cond}, nil
 	case *plan.Project:
 		if d := r.decorrelated(n); d != nil {
-			return r.build(d)
+			return r.buildDecorrelated(n, d)
 		}
 		in, err := r.build(n.Input)
 		if err != nil {
@@ -237,7 +239,7 @@ func (r *runner) build(n plan.Node) (executor, error) {
 	case *plan.Join:
 		if n.Cond != nil {
 			if d := r.decorrelated(n); d != nil {
-				return r.build(d)
+				return r.buildDecorrelated(n, d)
 			}
 		}
 		left, err := r.build(n.Left)
