@@ -179,6 +179,7 @@ func avroColumns(cfg *Config) ([]connector.Column, error) {
 
 // avroColumnType is the column type of a field schema.
 func avroColumnType(s avro.Schema) types.Type {
+	s = deref(s)
 	if u, ok := s.(*avro.UnionSchema); ok {
 		if u.Nullable() {
 			for _, t := range u.Types() {
@@ -242,8 +243,11 @@ func newAvro(rb *rowBuilder, cfg *Config, pk []int) (decoder, error) {
 		return nil, err
 	}
 	d := plainAvro{rb: rb, schemas: as, pk: pk}
-	if cfg.Format == "upsert" {
+	switch cfg.Format {
+	case "upsert":
 		return &upsertAvro{d}, nil
+	case "debezium":
+		return &debeziumAvro{d}, nil
 	}
 	return &d, nil
 }
@@ -273,18 +277,9 @@ func (d *plainAvro) fill(b []byte, row types.Row, onlyEmpty bool) (err error) {
 	if len(b) > maxRecordBytes {
 		return fmt.Errorf("record of %d bytes exceeds %d", len(b), maxRecordBytes)
 	}
-	var schema avro.Schema
-	if d.schemas.client != nil {
-		if len(b) < 5 || b[0] != 0 {
-			return fmt.Errorf("not in the schema registry's wire format (magic byte 0 and a schema id)")
-		}
-		id := int(binary.BigEndian.Uint32(b[1:5]))
-		if schema, err = d.schemas.byWriterIDAny(id); err != nil {
-			return err
-		}
-		b = b[5:]
-	} else {
-		schema = d.schemas.file
+	schema, b, err := d.writer(b)
+	if err != nil {
+		return err
 	}
 	rs, isRecord := schema.(*avro.RecordSchema)
 	if !isRecord {
@@ -302,6 +297,25 @@ func (d *plainAvro) fill(b []byte, row types.Row, onlyEmpty bool) (err error) {
 	if err := avro.Unmarshal(rs, b, &v); err != nil {
 		return fmt.Errorf("invalid avro %s: %v", rs.FullName(), err)
 	}
+	d.setRecord(v, rs, row, onlyEmpty)
+	return nil
+}
+
+// writer is the writer schema of an Avro body and the body without the
+// registry's framing.
+func (d *plainAvro) writer(b []byte) (avro.Schema, []byte, error) {
+	if d.schemas.client == nil {
+		return d.schemas.file, b, nil
+	}
+	if len(b) < 5 || b[0] != 0 {
+		return nil, nil, fmt.Errorf("not in the schema registry's wire format (magic byte 0 and a schema id)")
+	}
+	schema, err := d.schemas.byWriterIDAny(int(binary.BigEndian.Uint32(b[1:5])))
+	return schema, b[5:], err
+}
+
+// setRecord sets row's columns from a decoded record's fields, by name.
+func (d *plainAvro) setRecord(v map[string]any, rs *avro.RecordSchema, row types.Row, onlyEmpty bool) {
 	for _, f := range rs.Fields() {
 		j, ok := d.rb.byName[f.Name()]
 		if !ok {
@@ -312,7 +326,6 @@ func (d *plainAvro) fill(b []byte, row types.Row, onlyEmpty bool) (err error) {
 		}
 		row[j] = avroDatum(v[f.Name()], f.Type(), d.rb.cols[j].Type)
 	}
-	return nil
 }
 
 // upsertAvro: FORMAT UPSERT ENCODE AVRO — the value is the new row (an
@@ -364,30 +377,13 @@ func (d *upsertAvro) keyFromRecord(r *kgo.Record, row types.Row) error {
 // avroDatum converts a generically decoded Avro value of schema s to a
 // column of type t; NULL when it does not fit.
 func avroDatum(v any, s avro.Schema, t types.Type) types.Datum {
+	s = deref(s)
 	if v == nil {
 		return types.NullDatum
 	}
-	if u, ok := s.(*avro.UnionSchema); ok {
-		// A union decodes to its branch's value, or to a one-entry map
-		// {branch name: value} for a branch the decoder cannot name.
-		branch := s
-		for _, b := range u.Types() {
-			if b.Type() != avro.Null {
-				branch = b
-				break
-			}
-		}
-		if m, ok := v.(map[string]any); ok && len(m) == 1 && (!u.Nullable() || branch.Type() != avro.Record && branch.Type() != avro.Map) {
-			for name, inner := range m {
-				for _, b := range u.Types() {
-					if avroBranchName(b) == name {
-						return avroDatum(inner, b, t)
-					}
-				}
-			}
-		}
-		if u.Nullable() {
-			return avroDatum(v, branch, t)
+	if _, ok := s.(*avro.UnionSchema); ok {
+		if inner, branch := unwrapUnion(v, s); branch != s {
+			return avroDatum(inner, branch, t)
 		}
 	}
 	if t.Kind == types.KindJsonb {
@@ -488,4 +484,128 @@ func avroJSON(v any) any {
 		return json.Number(x.FloatString(18))
 	}
 	return v
+}
+
+// unwrapUnion is the value of a union-typed field and its branch's schema:
+// a union decodes to its branch's value, or to a one-entry map {branch
+// name: value} for a branch the decoder cannot name (a record). s itself
+// comes back when the branch cannot be told.
+func unwrapUnion(v any, s avro.Schema) (any, avro.Schema) {
+	u, ok := s.(*avro.UnionSchema)
+	if !ok || v == nil {
+		return v, s
+	}
+	if m, ok := v.(map[string]any); ok && len(m) == 1 {
+		for name, inner := range m {
+			for _, b := range u.Types() {
+				if b = deref(b); avroBranchName(b) == name {
+					return inner, b
+				}
+			}
+		}
+	}
+	if u.Nullable() {
+		for _, b := range u.Types() {
+			if b.Type() != avro.Null {
+				return v, deref(b)
+			}
+		}
+	}
+	return v, s
+}
+
+// deref is the schema a reference to a named type (a record defined
+// earlier in the same schema) stands for.
+func deref(s avro.Schema) avro.Schema {
+	if r, ok := s.(*avro.RefSchema); ok {
+		return r.Schema()
+	}
+	return s
+}
+
+// debeziumAvro: FORMAT DEBEZIUM ENCODE AVRO — Debezium change events
+// written by its Avro converter (Confluent wire format): an envelope
+// record whose before and after fields are the row (nullable), and op:
+// c or r inserts after, u replaces before by after, d deletes before. A
+// null value (the tombstone after a delete) is ignored.
+type debeziumAvro struct{ plainAvro }
+
+func (d *debeziumAvro) decode(r *kgo.Record, out *types.Chunk) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("avro: %v", p)
+		}
+	}()
+	if r.Value == nil {
+		return nil // a tombstone
+	}
+	if len(r.Value) > maxRecordBytes {
+		return fmt.Errorf("record of %d bytes exceeds %d", len(r.Value), maxRecordBytes)
+	}
+	schema, body, err := d.writer(r.Value)
+	if err != nil {
+		return err
+	}
+	env, ok := schema.(*avro.RecordSchema)
+	if !ok {
+		return fmt.Errorf("a debezium event is a record, not a %s", schema.Type())
+	}
+	var v map[string]any
+	if err := avro.Unmarshal(env, body, &v); err != nil {
+		return fmt.Errorf("invalid avro %s: %v", env.FullName(), err)
+	}
+	image := func(field string) (types.Row, error) {
+		var fs avro.Schema
+		for _, f := range env.Fields() {
+			if f.Name() == field {
+				fs = f.Type()
+			}
+		}
+		if fs == nil {
+			return nil, fmt.Errorf("debezium event without %q", field)
+		}
+		inner, branch := unwrapUnion(v[field], fs)
+		rs, ok := branch.(*avro.RecordSchema)
+		m, isMap := inner.(map[string]any)
+		if inner == nil || !ok || !isMap {
+			return nil, nil
+		}
+		row := d.rb.newRow(r)
+		d.setRecord(m, rs, row, false)
+		return row, nil
+	}
+	op, _ := v["op"].(string)
+	before, err := image("before")
+	if err != nil {
+		return err
+	}
+	after, err := image("after")
+	if err != nil {
+		return err
+	}
+	switch op {
+	case "c", "r":
+		if after == nil {
+			return fmt.Errorf("debezium %q event without after", op)
+		}
+		out.Append(types.OpInsert, after)
+	case "u":
+		if after == nil {
+			return fmt.Errorf("debezium update without after")
+		}
+		if before != nil {
+			out.Append(types.OpUpdateDelete, before)
+			out.Append(types.OpUpdateInsert, after)
+		} else {
+			out.Append(types.OpInsert, after) // upserted by the table's key
+		}
+	case "d":
+		if before == nil {
+			return fmt.Errorf("debezium delete without before")
+		}
+		out.Append(types.OpDelete, before)
+	default:
+		return fmt.Errorf("debezium event with op %q", op)
+	}
+	return nil
 }

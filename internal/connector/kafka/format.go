@@ -49,7 +49,7 @@ func newDecoder(cfg *Config, spec connector.Spec) (decoder, error) {
 		return &plainCSV{rb: rb, delim: cfg.Delimiter, withoutHeader: cfg.WithoutHeader, headers: map[int32][]int{}}, nil
 	case "plain protobuf":
 		return newProtobuf(rb, cfg)
-	case "plain avro", "upsert avro":
+	case "plain avro", "upsert avro", "debezium avro":
 		return newAvro(rb, cfg, spec.PK)
 	case "plain bytes":
 		for i := range spec.Columns {

@@ -99,9 +99,9 @@ func ParseOptions(spec connector.Spec) (*Config, error) {
 		cfg.Format, cfg.Encode = "plain", "json"
 	}
 	switch cfg.Format + " " + cfg.Encode {
-	case "plain json", "upsert json", "debezium json", "plain csv", "plain protobuf", "plain bytes", "plain avro", "upsert avro":
+	case "plain json", "upsert json", "debezium json", "plain csv", "plain protobuf", "plain bytes", "plain avro", "upsert avro", "debezium avro":
 	default:
-		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "kafka: FORMAT %s ENCODE %s is not supported (supported: PLAIN JSON, PLAIN CSV, PLAIN PROTOBUF, PLAIN AVRO, PLAIN BYTES, UPSERT JSON, UPSERT AVRO, DEBEZIUM JSON)",
+		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "kafka: FORMAT %s ENCODE %s is not supported (supported: PLAIN JSON, PLAIN CSV, PLAIN PROTOBUF, PLAIN AVRO, PLAIN BYTES, UPSERT JSON, UPSERT AVRO, DEBEZIUM JSON, DEBEZIUM AVRO)",
 			strings.ToUpper(cfg.Format), strings.ToUpper(cfg.Encode))
 	}
 	if (cfg.Format == "upsert" || cfg.Format == "debezium") && len(spec.PK) == 0 {
