@@ -3,6 +3,7 @@ package connector
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/runneldb/runnel/internal/sqlerr"
@@ -154,6 +155,38 @@ var columnFuncs = map[string]ColumnsFunc{}
 
 // RegisterColumns adds how connector name derives columns from options.
 func RegisterColumns(name string, f ColumnsFunc) { columnFuncs[name] = f }
+
+// KnownOptions tells whether a WITH option key means something to a
+// connector; the frontend warns about the others (a typo would otherwise
+// be ignored without a word).
+type KnownOptions func(key string) bool
+
+var knownOptions = map[string]KnownOptions{}
+
+// RegisterKnownOptions adds connector name's option check.
+func RegisterKnownOptions(name string, f KnownOptions) { knownOptions[name] = f }
+
+// UnknownOptions lists, sorted, the keys of options the connector they
+// name does not use (none for a connector without a registered check).
+// Keys Runnel itself stores (format, encode, encode.*, include.*, and
+// those starting with '_') are never unknown.
+func UnknownOptions(options map[string]string) []string {
+	f := knownOptions[strings.ToLower(options["connector"])]
+	if f == nil {
+		return nil
+	}
+	var out []string
+	for k := range options {
+		switch {
+		case k == "connector", k == "format", k == "encode", strings.HasPrefix(k, "encode."),
+			strings.HasPrefix(k, "include."), strings.HasPrefix(k, "_"), f(k):
+		default:
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // InferColumns returns the columns options describe, for a CREATE SOURCE
 // or CREATE TABLE that declares none (RisingWave reads them from the

@@ -116,6 +116,7 @@ func (ss *session) createTable(ctx context.Context, ct *binder.CreateTable) (pgw
 		if err := connector.Validate(streamplan.ExternalSpec(rel, s.log)); err != nil {
 			return pgwire.Result{}, err
 		}
+		ss.warnUnknownOptions(ct.Options)
 		if isCDC(rel.Options) {
 			if err := s.checkCDCTable(ctx, rel); err != nil {
 				return pgwire.Result{}, err
@@ -396,6 +397,7 @@ func (ss *session) createSource(ctx context.Context, sc *catalog.Schema, ct *bin
 	} else if err := connector.Validate(connector.Spec{Name: rel.Name, Columns: cols, Options: rel.Options, Log: s.log}); err != nil {
 		return pgwire.Result{}, err
 	}
+	ss.warnUnknownOptions(rel.Options)
 	rel.Columns = append(rel.Columns, catalog.Column{Name: RowIDColumn, Type: types.Int64, NotNull: true, Hidden: true})
 	rel.PK = []int{len(rel.Columns) - 1}
 	if err := s.meta.CreateRelation(ctx, rel); err != nil {
@@ -419,4 +421,12 @@ func inferColumns(ct *binder.CreateTable, options map[string]string) error {
 		ct.Columns = append(ct.Columns, binder.ColumnDef{Name: c.Name, Type: c.Type})
 	}
 	return nil
+}
+
+// warnUnknownOptions sends a WARNING for each WITH option the connector
+// does not use: a misspelt key would otherwise be ignored in silence.
+func (ss *session) warnUnknownOptions(opts map[string]string) {
+	for _, k := range connector.UnknownOptions(opts) {
+		ss.client.Notice(pgwire.Notice{Severity: "WARNING", Message: fmt.Sprintf("WITH option %q is not used by the %s connector; it is ignored", k, opts["connector"])})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,15 @@ import (
 func init() {
 	connector.RegisterExternal("kafka", New)
 	connector.RegisterColumns("kafka", ProtobufColumns)
+	connector.RegisterKnownOptions("kafka", func(k string) bool {
+		switch k {
+		case "topic", "scan.startup.mode", "scan.startup.timestamp.millis", "scan.startup.timestamp_millis":
+			return true
+		}
+		// properties.* are librdkafka's client settings: the ones Runnel
+		// uses are read above, the rest do not change what is read.
+		return strings.HasPrefix(k, "properties.")
+	})
 }
 
 // Tuning.

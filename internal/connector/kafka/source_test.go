@@ -1,9 +1,13 @@
 package kafka_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
@@ -39,4 +43,34 @@ func TestKafkaPlainJSON(t *testing.T) {
 	servertest.Exec(t, conn, fmt.Sprintf(`CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR) WITH (
 		connector = 'kafka', topic = 'events', properties.bootstrap.server = '%s') FORMAT PLAIN ENCODE JSON`, b.addr))
 	waitRows(t, conn, `SELECT id, name FROM t ORDER BY id`, "1|a;2|b;3|c;10|x;20|NULL")
+}
+
+// TestUnknownOptionsWarned: a WITH option the kafka connector does not use
+// (a misspelt scan.startup.mode) gets a WARNING naming it instead of being
+// ignored in silence; known ones, properties.* and INCLUDE/FORMAT options
+// get none.
+func TestUnknownOptionsWarned(t *testing.T) {
+	b := startBroker(t, 1, "warned")
+	srv := servertest.Start(t)
+	cfg, err := pgx.ParseConfig(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notices []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Severity+": "+n.Message) }
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	servertest.Exec(t, conn, fmt.Sprintf(`CREATE SOURCE ok1 (x int) INCLUDE offset AS o WITH (connector = 'kafka', topic = 'warned',
+		properties.bootstrap.server = '%s', scan.startup.mode = 'earliest', properties.client.id = 'c') FORMAT PLAIN ENCODE JSON`, b.addr))
+	if len(notices) != 0 {
+		t.Fatalf("notices for known options: %v", notices)
+	}
+	servertest.Exec(t, conn, fmt.Sprintf(`CREATE SOURCE typo (x int) WITH (connector = 'kafka', topic = 'warned',
+		properties.bootstrap.server = '%s', scan.startup.mod = 'earliest') FORMAT PLAIN ENCODE JSON`, b.addr))
+	if len(notices) != 1 || !strings.Contains(notices[0], `WARNING: WITH option "scan.startup.mod" is not used by the kafka connector`) {
+		t.Fatalf("notices = %v; want one WARNING naming scan.startup.mod", notices)
+	}
 }

@@ -10,7 +10,17 @@ import (
 	"github.com/runneldb/runnel/internal/types"
 )
 
-func init() { connector.RegisterExternal(Connector, New) }
+func init() {
+	connector.RegisterExternal(Connector, New)
+	connector.RegisterKnownOptions(Connector, func(k string) bool {
+		switch k {
+		case OptHost, OptPort, OptUser, OptPassword, OptDatabase, OptSchema, OptTable, OptSlot,
+			OptPublication, OptCreatePublication, OptSSLMode, OptSSLRootCert:
+			return true
+		}
+		return false
+	})
+}
 
 // external is a CDC table as the connector framework sees it: one split
 // (the table's slot) whose state is State.Encode().
