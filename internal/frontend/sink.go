@@ -154,6 +154,9 @@ func (ss *session) createSink(ctx context.Context, cs *parser.CreateSink) (pgwir
 	if err := s.meta.CreateSink(ctx, rel, root, cv.Columns, spec); err != nil {
 		return pgwire.Result{}, err
 	}
+	for _, k := range sink.UnknownOptions(opts) {
+		ss.client.Notice(pgwire.Notice{Severity: "WARNING", Message: fmt.Sprintf("WITH option %q is not used by the %s sink connector; it is ignored", k, opts["connector"])})
+	}
 	return pgwire.Result{Tag: tag}, nil
 }
 

@@ -99,6 +99,35 @@ type Connector struct {
 	New func(cfg *Config) (Target, error)
 	// NeedsFormat: FORMAT ... ENCODE ... is required.
 	NeedsFormat bool
+	// Known tells whether a WITH option key means something to the
+	// connector (besides the options every sink takes); nil: every key
+	// does. The frontend warns about the others.
+	Known func(key string) bool
+}
+
+// commonOptions are the WITH options every sink takes (ParseSpec).
+var commonOptions = map[string]bool{
+	"connector": true, "type": true, "primary_key": true, "force_append_only": true, "sink_decouple": true,
+	"commit_checkpoint_interval": true, "snapshot": true, "log_store.max_pending_rows": true,
+}
+
+// UnknownOptions lists, sorted, the WITH option keys of a sink that
+// neither every sink nor its connector uses (a misspelt key would be
+// ignored in silence). Keys Runnel stores itself (starting with '_') are
+// never unknown.
+func UnknownOptions(opts map[string]string) []string {
+	c, ok := Lookup(strings.ToLower(opts["connector"]))
+	if !ok || c.Known == nil {
+		return nil
+	}
+	var out []string
+	for k := range opts {
+		if !commonOptions[k] && !strings.HasPrefix(k, "_") && !c.Known(k) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 var (

@@ -97,9 +97,17 @@ import (
 )
 
 func init() {
-	sink.Register("s3", sink.Connector{New: New, NeedsFormat: true})
-	sink.Register("fs", sink.Connector{New: New, NeedsFormat: true})
-	sink.Register("file", sink.Connector{New: New, NeedsFormat: true})
+	known := func(k string) bool {
+		switch k {
+		case "s3.bucket_name", "s3.region_name", "s3.credentials.access", "s3.credentials.secret", "s3.endpoint_url",
+			"s3.path", "fs.path", "max_row_count", "path_partition_prefix", "rollover_seconds":
+			return true
+		}
+		return false
+	}
+	sink.Register("s3", sink.Connector{New: New, NeedsFormat: true, Known: known})
+	sink.Register("fs", sink.Connector{New: New, NeedsFormat: true, Known: known})
+	sink.Register("file", sink.Connector{New: New, NeedsFormat: true, Known: known})
 }
 
 // rowGroupRows bounds a Parquet row group: 65536 rows keep a group's

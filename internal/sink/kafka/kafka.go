@@ -56,7 +56,11 @@ import (
 )
 
 func init() {
-	sink.Register("kafka", sink.Connector{New: New, NeedsFormat: true})
+	sink.Register("kafka", sink.Connector{New: New, NeedsFormat: true, Known: func(k string) bool {
+		// properties.* are librdkafka's client settings: the ones Runnel
+		// uses are read by kafkasrc.ClientSecurity, the rest change nothing.
+		return k == "topic" || k == "is_exactly_once" || strings.HasPrefix(k, "properties.")
+	}})
 }
 
 type target struct {

@@ -55,8 +55,15 @@ import (
 )
 
 func init() {
-	sink.Register("postgres", sink.Connector{New: New})
-	sink.Register("jdbc", sink.Connector{New: New})
+	known := func(k string) bool {
+		switch k {
+		case "jdbc.url", "table.name", "schema.name", "user", "password", "host", "port", "database", "table", "schema":
+			return true
+		}
+		return false
+	}
+	sink.Register("postgres", sink.Connector{New: New, Known: known})
+	sink.Register("jdbc", sink.Connector{New: New, Known: known})
 }
 
 // ProgressTable is the table, in the target table's schema, holding one
