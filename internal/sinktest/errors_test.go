@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runneldb/runnel/internal/testutil/servertest"
@@ -95,26 +94,16 @@ func TestSinkUnknownOptionsWarned(t *testing.T) {
 	target, pg := targetDB(t)
 	mustExec(t, pg, "CREATE TABLE tgt (k int PRIMARY KEY, v int)")
 	srv := servertest.Start(t)
-	cfg, err := pgx.ParseConfig(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var notices []string
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Severity+": "+n.Message) }
-	rw, err := pgx.ConnectConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rw.Close(context.Background())
+	rw, noticed := servertest.ConnectNotices(t, srv.URL())
 	mustExec(t, rw, "CREATE TABLE t (k int PRIMARY KEY, v int)")
 	mustExec(t, rw, fmt.Sprintf(`CREATE SINK ok1 FROM t WITH (connector = 'jdbc', jdbc.url = '%s', table.name = 'tgt', type = 'upsert',
 		primary_key = 'k', sink_decouple = 'true', commit_checkpoint_interval = '1')`, jdbcURL(t, target)))
-	if len(notices) != 0 {
+	if notices := noticed(); len(notices) != 0 {
 		t.Fatalf("notices for known options: %v", notices)
 	}
 	mustExec(t, rw, fmt.Sprintf(`CREATE SINK typo FROM t WITH (connector = 'jdbc', jdbc.url = '%s', table.name = 'tgt', type = 'upsert',
 		primary_key = 'k', tabel.name = 'other')`, jdbcURL(t, target)))
-	if len(notices) != 1 || !strings.Contains(notices[0], `WARNING: WITH option "tabel.name" is not used by the jdbc sink connector`) {
+	if notices := noticed(); len(notices) != 1 || !strings.Contains(notices[0], `WARNING: WITH option "tabel.name" is not used by the jdbc sink connector`) {
 		t.Fatalf("notices = %v; want one WARNING naming tabel.name", notices)
 	}
 }

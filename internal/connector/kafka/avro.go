@@ -583,29 +583,5 @@ func (d *debeziumAvro) decode(r *kgo.Record, out *types.Chunk) (err error) {
 	if err != nil {
 		return err
 	}
-	switch op {
-	case "c", "r":
-		if after == nil {
-			return fmt.Errorf("debezium %q event without after", op)
-		}
-		out.Append(types.OpInsert, after)
-	case "u":
-		if after == nil {
-			return fmt.Errorf("debezium update without after")
-		}
-		if before != nil {
-			out.Append(types.OpUpdateDelete, before)
-			out.Append(types.OpUpdateInsert, after)
-		} else {
-			out.Append(types.OpInsert, after) // upserted by the table's key
-		}
-	case "d":
-		if before == nil {
-			return fmt.Errorf("debezium delete without before")
-		}
-		out.Append(types.OpDelete, before)
-	default:
-		return fmt.Errorf("debezium event with op %q", op)
-	}
-	return nil
+	return appendDebezium(op, before, after, out)
 }

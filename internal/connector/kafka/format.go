@@ -423,6 +423,13 @@ func (d *debeziumJSON) decode(r *kgo.Record, out *types.Chunk) error {
 	if err != nil {
 		return err
 	}
+	return appendDebezium(op, before, after, out)
+}
+
+// appendDebezium appends the changes of one Debezium event (JSON or Avro):
+// c and r insert after, u replaces before by after (or upserts after by
+// the table's key when the event has no before image), d deletes before.
+func appendDebezium(op string, before, after types.Row, out *types.Chunk) error {
 	switch op {
 	case "c", "r":
 		if after == nil {

@@ -1,13 +1,9 @@
 package kafka_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runneldb/runnel/internal/testutil/servertest"
 )
@@ -52,25 +48,15 @@ func TestKafkaPlainJSON(t *testing.T) {
 func TestUnknownOptionsWarned(t *testing.T) {
 	b := startBroker(t, 1, "warned")
 	srv := servertest.Start(t)
-	cfg, err := pgx.ParseConfig(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var notices []string
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Severity+": "+n.Message) }
-	conn, err := pgx.ConnectConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn, noticed := servertest.ConnectNotices(t, srv.URL())
 	servertest.Exec(t, conn, fmt.Sprintf(`CREATE SOURCE ok1 (x int) INCLUDE offset AS o WITH (connector = 'kafka', topic = 'warned',
 		properties.bootstrap.server = '%s', scan.startup.mode = 'earliest', properties.client.id = 'c') FORMAT PLAIN ENCODE JSON`, b.addr))
-	if len(notices) != 0 {
+	if notices := noticed(); len(notices) != 0 {
 		t.Fatalf("notices for known options: %v", notices)
 	}
 	servertest.Exec(t, conn, fmt.Sprintf(`CREATE SOURCE typo (x int) WITH (connector = 'kafka', topic = 'warned',
 		properties.bootstrap.server = '%s', scan.startup.mod = 'earliest') FORMAT PLAIN ENCODE JSON`, b.addr))
-	if len(notices) != 1 || !strings.Contains(notices[0], `WARNING: WITH option "scan.startup.mod" is not used by the kafka connector`) {
+	if notices := noticed(); len(notices) != 1 || !strings.Contains(notices[0], `WARNING: WITH option "scan.startup.mod" is not used by the kafka connector`) {
 		t.Fatalf("notices = %v; want one WARNING naming scan.startup.mod", notices)
 	}
 }

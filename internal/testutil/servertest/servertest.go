@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runneldb/runnel/internal/server"
 	"github.com/runneldb/runnel/internal/testutil/wiretest"
@@ -114,6 +116,33 @@ func URL(addr string) string { return wiretest.URL(addr) }
 func Connect(t testing.TB, url string) *pgx.Conn {
 	t.Helper()
 	return wiretest.Connect(t, url)
+}
+
+// ConnectNotices is Connect that also records every notice the server
+// sends, as "SEVERITY: message"; notices returns those so far.
+func ConnectNotices(t testing.TB, url string) (conn *pgx.Conn, notices func() []string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		got = append(got, n.Severity+": "+n.Message)
+		mu.Unlock()
+	}
+	conn, err = pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
 }
 
 // Exec runs one statement and fails the test on error.
