@@ -19,12 +19,12 @@ func conjuncts(n *pg.Node) []*pg.Node {
 		}
 		return out
 	} else if be != nil && be.Boolop == pg.BoolExprType_OR_EXPR {
+		// factorOr's parts are split already (the shared ones are
+		// conjuncts of the branches, the rest is one OR whose branches'
+		// inner ORs were factored): splitting them again would walk the
+		// deeper levels once more per level, exponential in the nesting.
 		if f := factorOr(be); f != nil {
-			var out []*pg.Node
-			for _, c := range f {
-				out = append(out, conjuncts(c)...)
-			}
-			return out
+			return f
 		}
 	}
 	return []*pg.Node{n}
