@@ -97,9 +97,60 @@ func newAvroSchemas(cfg *Config) (*avroSchemas, error) {
 	return &avroSchemas{file: s}, nil
 }
 
+// parseAvro parses a schema, refusing a recursive one (a record that
+// contains itself): decoding its values recurses as deep as a record's
+// bytes nest, and 16 MB of one-byte levels would overflow the Go stack —
+// a fatal error no recover() catches (I9).
+func parseAvro(text string) (avro.Schema, error) {
+	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{}) // a private cache: versions of one record name differ
+	if err != nil {
+		return nil, err
+	}
+	if name := recursiveAvro(s, map[string]bool{}); name != "" {
+		return nil, fmt.Errorf("record %s contains itself: recursive schemas are not supported", name)
+	}
+	return s, nil
+}
+
+// recursiveAvro is the name of a record that refers to itself, directly
+// or through others, in s ("" when none); open holds the records being
+// walked.
+func recursiveAvro(s avro.Schema, open map[string]bool) string {
+	switch t := s.(type) {
+	case *avro.RefSchema:
+		if open[t.Schema().FullName()] {
+			return t.Schema().FullName()
+		}
+		return recursiveAvro(t.Schema(), open)
+	case *avro.RecordSchema:
+		name := t.FullName()
+		if open[name] {
+			return name
+		}
+		open[name] = true
+		defer delete(open, name)
+		for _, f := range t.Fields() {
+			if n := recursiveAvro(f.Type(), open); n != "" {
+				return n
+			}
+		}
+	case *avro.UnionSchema:
+		for _, b := range t.Types() {
+			if n := recursiveAvro(b, open); n != "" {
+				return n
+			}
+		}
+	case *avro.ArraySchema:
+		return recursiveAvro(t.Items(), open)
+	case *avro.MapSchema:
+		return recursiveAvro(t.Values(), open)
+	}
+	return ""
+}
+
 // parseAvroRecord parses a schema that must be a record (a row).
 func parseAvroRecord(text string) (*avro.RecordSchema, error) {
-	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{}) // a private cache: versions of one record name differ
+	s, err := parseAvro(text)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +201,7 @@ func (a *avroSchemas) byWriterIDAny(id int) (avro.Schema, error) {
 	if sch.Type != sr.TypeAvro {
 		return nil, fmt.Errorf("schema id %d is a %s schema", id, sch.Type)
 	}
-	if s, err = avro.ParseWithCache(sch.Schema, "", &avro.SchemaCache{}); err != nil {
+	if s, err = parseAvro(sch.Schema); err != nil {
 		return nil, fmt.Errorf("schema id %d: %v", id, err)
 	}
 	a.mu.Lock()

@@ -229,3 +229,40 @@ func TestKafkaDebeziumAvro(t *testing.T) {
 	waitRows(t, conn, `SELECT id, v FROM t ORDER BY id`, "1|snap;2|b2")
 	waitRows(t, conn, `SELECT malformed FROM rw_catalog.rw_source_stats WHERE name = 't'`, "1")
 }
+
+// TestKafkaAvroRecursiveSchemaRefused: a record that contains itself (a
+// linked list) is refused — by CREATE for a schema file, and as a
+// malformed record (skipped, counted) for a registry writer schema — so a
+// record nesting millions of levels cannot overflow the decoder's stack
+// and end the process (I9).
+func TestKafkaAvroRecursiveSchemaRefused(t *testing.T) {
+	const list = `{"type": "record", "name": "Node", "fields": [{"name": "id", "type": "int"},
+	  {"name": "next", "type": ["null", "Node"], "default": null}]}`
+	b := startBroker(t, 1, "rec")
+	reg := srfake.New()
+	defer reg.Close()
+	reg.SeedSchema("other-value", 1, 40, sr.Schema{Schema: list, Type: sr.TypeAvro})
+	// 200,000 nested nodes: union index 1 (zigzag 2) then id 0, repeated.
+	body := []byte{}
+	for range 200_000 {
+		body = append(body, 0, 2)
+	}
+	body = append(body, 0, 0)
+	b.produce(t, &kgo.Record{Topic: "rec", Value: confluent(40, body)})
+	path := filepath.Join(t.TempDir(), "list.avsc")
+	if err := os.WriteFile(path, []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Start(t)
+	conn := servertest.Connect(t, srv.URL())
+	_, err := conn.Exec(t.Context(), fmt.Sprintf(`CREATE SOURCE f (id int) WITH (connector = 'kafka', topic = 'rec',
+		properties.bootstrap.server = '%s') FORMAT PLAIN ENCODE AVRO (schema.location = 'file://%s')`, b.addr, path))
+	if err == nil || !strings.Contains(err.Error(), "contains itself") {
+		t.Fatalf("CREATE with a recursive schema file: %v", err)
+	}
+	servertest.Exec(t, conn, fmt.Sprintf(`CREATE SOURCE r (id int) WITH (connector = 'kafka', topic = 'rec',
+		properties.bootstrap.server = '%s') FORMAT PLAIN ENCODE AVRO (schema.registry = '%s')`, b.addr, reg.URL()))
+	servertest.Exec(t, conn, `CREATE MATERIALIZED VIEW rn AS SELECT count(*) AS n FROM r`)
+	waitRows(t, conn, `SELECT malformed FROM rw_catalog.rw_source_stats WHERE name = 'r'`, "1")
+	waitRows(t, conn, `SELECT n FROM rn`, "0")
+}
